@@ -1,0 +1,20 @@
+# inferbench: `make test` is the one test command (README.md, .ci/run).
+GO ?= go
+
+.PHONY: test testdata vet unit fuzz bench
+
+# test fetches missing test data, then vets and runs every test with the race detector.
+test: testdata vet unit
+
+testdata:
+	@bash scripts/testdata.sh
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -timeout 20m ./...
+
+# bench runs the Go benchmark functions once each (figures, not pass/fail).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,183 @@
+package timing
+
+import (
+	"fmt"
+	"time"
+)
+
+// A Chunk is one piece of streamed content as the client read it.
+type Chunk struct {
+	// At is the instant the chunk's bytes were read, with its monotonic
+	// reading (take it with time.Now when the bytes arrive, not later).
+	At time.Time
+	// Tokens is the number of tokens the chunk carried, from the server's
+	// usage deltas or from counting its text. Zero means unknown: the
+	// chunk is then taken as one token and Metrics says so in a Warning.
+	Tokens int
+}
+
+// A Trace is one request as the client saw it. All instants should carry
+// monotonic clock readings (values from time.Now); differences are taken
+// with time.Time.Sub, which uses them.
+//
+// The invariants, checked by Validate: Start is set; Headers, when set, is
+// not before Start; chunks are in non-decreasing order of At, none before
+// Start (nor before Headers, when set); End, when set, is not before the
+// last chunk; no chunk has a negative token count.
+type Trace struct {
+	// Start is when the request began to be written to the connection.
+	Start time.Time
+	// Headers is when the response headers arrived. Zero if they never did.
+	Headers time.Time
+	// Chunks are the content chunks in order of arrival. Chunks that carry
+	// no content (role announcements, keep-alives, the final usage block)
+	// are not content chunks and do not belong here.
+	Chunks []Chunk
+	// End is when the response was completely read, or when reading
+	// stopped on an error. Zero while the request is in flight.
+	End time.Time
+}
+
+// Validate reports whether t keeps the Trace invariants. The error wraps
+// ErrInvalidTrace and says which instant is out of place.
+func (t Trace) Validate() error {
+	if t.Start.IsZero() {
+		return fmt.Errorf("%w: Start is not set", ErrInvalidTrace)
+	}
+	if !t.Headers.IsZero() && t.Headers.Before(t.Start) {
+		return fmt.Errorf("%w: Headers is %v before Start", ErrInvalidTrace, t.Start.Sub(t.Headers))
+	}
+	prev, prevName := t.Start, "Start"
+	if !t.Headers.IsZero() {
+		prev, prevName = t.Headers, "Headers"
+	}
+	for i, c := range t.Chunks {
+		if c.At.Before(prev) {
+			return fmt.Errorf("%w: chunk %d is %v before %s (chunks must be in order of arrival)", ErrInvalidTrace, i, prev.Sub(c.At), prevName)
+		}
+		if c.Tokens < 0 {
+			return fmt.Errorf("%w: chunk %d has %d tokens, want ≥ 0", ErrInvalidTrace, i, c.Tokens)
+		}
+		prev, prevName = c.At, fmt.Sprintf("chunk %d", i)
+	}
+	if !t.End.IsZero() && t.End.Before(prev) {
+		return fmt.Errorf("%w: End is %v before %s", ErrInvalidTrace, prev.Sub(t.End), prevName)
+	}
+	return nil
+}
+
+// Tokens returns the number of generated tokens the trace carries: the sum
+// of the chunks' token counts, an unknown count (0) taken as 1.
+func (t Trace) Tokens() int {
+	n := 0
+	for _, c := range t.Chunks {
+		n += chunkTokens(c)
+	}
+	return n
+}
+
+func chunkTokens(c Chunk) int {
+	if c.Tokens == 0 {
+		return 1
+	}
+	return c.Tokens
+}
+
+// TTFT is the time to first token as the client saw it:
+//
+//	TTFT = first content chunk's arrival − Start
+//
+// It returns ErrUndefined when no content arrived.
+func (t Trace) TTFT() (time.Duration, error) {
+	if len(t.Chunks) == 0 {
+		return 0, fmt.Errorf("%w: TTFT of a trace with no content chunks", ErrUndefined)
+	}
+	return t.Chunks[0].At.Sub(t.Start), nil
+}
+
+// E2E is the end-to-end latency of the request:
+//
+//	E2E = End − Start
+//
+// It returns ErrUndefined when End is not set.
+func (t Trace) E2E() (time.Duration, error) {
+	if t.End.IsZero() {
+		return 0, fmt.Errorf("%w: E2E of a trace with no End", ErrUndefined)
+	}
+	return t.End.Sub(t.Start), nil
+}
+
+// TPOT is the time per output token after the first:
+//
+//	TPOT = (E2E − TTFT) / (n − 1)
+//
+// where n is Tokens(). With n < 2 there is no second token and TPOT is
+// undefined (ErrUndefined). The numerator includes any time after the last
+// token until End (the trailing usage chunk and [DONE]), as vLLM's and
+// SGLang's benchmarks do.
+func (t Trace) TPOT() (time.Duration, error) {
+	n := t.Tokens()
+	if n < 2 {
+		return 0, fmt.Errorf("%w: TPOT needs at least 2 tokens, have %d", ErrUndefined, n)
+	}
+	ttft, err := t.TTFT()
+	if err != nil {
+		return 0, err
+	}
+	e2e, err := t.E2E()
+	if err != nil {
+		return 0, err
+	}
+	return (e2e - ttft) / time.Duration(n-1), nil
+}
+
+// ICL returns the inter-chunk latencies: the gaps between consecutive
+// content chunks,
+//
+//	ICL[i] = Chunks[i+1].At − Chunks[i].At
+//
+// one per chunk after the first, whatever the chunks carried. It is what a
+// benchmark that treats every chunk as a token reports as ITL.
+func (t Trace) ICL() []time.Duration {
+	if len(t.Chunks) < 2 {
+		return nil
+	}
+	out := make([]time.Duration, 0, len(t.Chunks)-1)
+	for i := 1; i < len(t.Chunks); i++ {
+		out = append(out, t.Chunks[i].At.Sub(t.Chunks[i-1].At))
+	}
+	return out
+}
+
+// ITL returns the inter-token latencies, per token. A chunk of k tokens
+// that arrives a gap g after the previous chunk contributes k gaps of g/k:
+// its tokens are taken to have been generated evenly over the gap. The
+// first chunk contributes nothing: its first token's latency is TTFT, and
+// any further tokens it carries were generated inside TTFT at instants the
+// client cannot see. So len(ITL) = Tokens() − tokens of the first chunk,
+// and the gaps sum to t_last − t_first exactly (up to nanosecond rounding).
+//
+// This keeps ITL honest when a server batches tokens into chunks: counting
+// a chunk of 4 tokens as one token would report one gap four times too long
+// and hide three short ones.
+func (t Trace) ITL() []time.Duration {
+	if len(t.Chunks) < 2 {
+		return nil
+	}
+	out := make([]time.Duration, 0, t.Tokens()-chunkTokens(t.Chunks[0]))
+	for i := 1; i < len(t.Chunks); i++ {
+		k := chunkTokens(t.Chunks[i])
+		g := t.Chunks[i].At.Sub(t.Chunks[i-1].At)
+		// Spread g over k gaps so that they sum to g exactly: the first
+		// g%k gaps get one extra nanosecond.
+		q, r := g/time.Duration(k), g%time.Duration(k)
+		for j := 0; j < k; j++ {
+			d := q
+			if time.Duration(j) < r {
+				d++
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
