@@ -48,8 +48,8 @@ type BurstStats struct {
 	//
 	//	Σ generated tokens / Wall
 	ThroughputTPS float64
-	// MeanTPS and MedianTPS are the mean and median of the per-request
-	// generation rates that are defined.
+	// MeanTPS and MedianTPS are the mean and median (Percentile's
+	// definition) of the per-request generation rates that are defined.
 	MeanTPS, MedianTPS float64
 	// Warnings say which figures are missing and why.
 	Warnings []error
@@ -89,7 +89,7 @@ func AggregateBurst(reqs []BurstRequest, wall time.Duration) BurstStats {
 		b.ExoAggregateTPS = slices.Max(rates) * float64(b.N)
 		b.MeanTPS = stat.Mean(rates, nil)
 		slices.Sort(rates)
-		b.MedianTPS = stat.Quantile(0.5, stat.LinInterp, rates, nil)
+		b.MedianTPS = percentileSorted(rates, 50)
 	}
 	if wall <= 0 {
 		b.ThroughputTPS = math.NaN()
