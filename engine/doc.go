@@ -1,0 +1,57 @@
+// Package engine is the contract between a benchmark and the inference
+// engine it measures: the request and result types, the Engine interface and
+// its optional capabilities, typed errors, and one Server-Sent Events reader
+// that every HTTP adapter shares.
+//
+// # Engines
+//
+// An [Engine] has one method, Complete, which sends one chat request and
+// returns its [Result]: the client's [timing.Trace] (when the request was
+// written, when headers and each content chunk arrived, when the response
+// ended), the server's own statistics when it reports them ([ServerStats],
+// exo's generation_stats), the OpenAI usage block ([Usage]), exo's
+// power_usage block ([PowerUsage]), the text and the response id.
+//
+// Everything else an engine may offer is a small optional interface that
+// callers discover with a type assertion:
+//
+//	if p, ok := e.(engine.Prewarmer); ok {
+//		err = p.Prewarm(ctx, n) // open n connections before a burst
+//	}
+//
+// [Prewarmer], [ModelLister] and [TokenCounter] each come with a Func
+// adapter. Adapters live in subpackages (engine/exo, engine/openai) and the
+// embedded reference engine in engine/sim, so importing this package pulls in
+// no client of a particular server.
+//
+// A caller that must know the instant a request's bytes begin to leave the
+// machine (a burst recording its dispatch skew) attaches a hook to the
+// context with [WithSendHook]; adapters call it through [NotifySend].
+//
+// # Errors
+//
+// Complete's errors can be told apart without matching text. A response
+// with an HTTP status of 400 or more is a [*StatusError]; every other
+// failure is an [*Error] whose [Kind] says what went wrong (connect, reset,
+// timeout, canceled, truncated stream, malformed stream, in-stream error
+// event). [KindOf] reduces any error to that short, stable string for a
+// result row. A benchmark request is never retried behind the caller's back:
+// a failure is a recorded row.
+//
+// # Server-Sent Events
+//
+// [SSEReader] reads the text/event-stream that exo, vLLM, SGLang and
+// llama.cpp stream: data lines (several joined with "\n"), comment lines
+// (exo's ": generation_stats {...}", ": prefill_progress {...}" and
+// ": keep-alive"), named events ("event: error"), LF, CRLF and CR line ends,
+// the closing "data: [DONE]", and a bound on line length. Each event carries
+// the instant its bytes were read, from a clock the caller may replace. It
+// is shaped like [bufio.Scanner] (Next, Event, Err) and reuses its buffers,
+// so reading a stream allocates nothing per event.
+//
+// # Conformance
+//
+// Package engine/enginetest checks that an adapter keeps these contracts:
+// exact token counts on bench requests, valid monotonic traces, statistics
+// where claimed, prompt cancellation and typed errors.
+package engine

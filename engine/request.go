@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"net/http"
+)
+
+// A Message is one turn of a chat request. It has the fields and JSON form
+// of promptsize.Message, so a prompt built there converts with a plain type
+// conversion: engine.Message(m).
+type Message struct {
+	// Role is "system", "user", "assistant" or "tool".
+	Role string `json:"role"`
+	// Content is the turn's text.
+	Content string `json:"content"`
+}
+
+// A Request is one chat completion to send. The zero value of every optional
+// field means "not set": the adapter leaves it out of the request body and
+// the server applies its own default.
+type Request struct {
+	// Model is the model id exactly as the engine expects it (for exo the
+	// full Hugging Face id of a running instance's model).
+	Model string
+	// Messages are the chat turns, in order.
+	Messages []Message
+	// MaxTokens bounds the number of generated tokens (max_tokens). Zero
+	// leaves it to the server; exo then generates up to 32168 tokens on the
+	// bench path, where end-of-sequence is banned.
+	MaxTokens int
+	// Stream asks for a Server-Sent Events response, which gives the client
+	// per-chunk arrival times (TTFT, ITL). Without it the trace has a start,
+	// headers and an end, but no chunks.
+	Stream bool
+	// UsePrefixCache lets the engine reuse a cached prefix of the prompt
+	// (exo's use_prefix_cache on the bench path, which is off by default).
+	// Engines that cache prefixes automatically ignore it; use a per-request
+	// salt in the prompt to defeat them.
+	UsePrefixCache bool
+	// IgnoreEOS asks for bench semantics: end-of-sequence is banned, so the
+	// request generates exactly MaxTokens tokens unless a Stop string
+	// matches. The exo adapter sends such requests to /bench/chat/completions;
+	// OpenAI-compatible adapters send ignore_eos (vLLM, SGLang, llama.cpp).
+	IgnoreEOS bool
+	// MinTokens asks the server to generate at least this many tokens
+	// before it may stop (vLLM's min_tokens). Zero leaves it out.
+	MinTokens int
+
+	// Temperature, TopP, TopK and Seed are sampling parameters. Nil leaves
+	// them to the server's defaults (exo: the model card's, then 0.7, 1.0,
+	// 0 and seed 42).
+	Temperature *float64
+	TopP        *float64
+	TopK        *int
+	Seed        *int64
+	// Stop are stop strings; a match ends generation early, even on exo's
+	// bench path.
+	Stop []string
+
+	// Extra holds request body fields this type does not name. Adapters
+	// marshal each value with encoding/json and add it to the body; a key
+	// that names a field the adapter already writes replaces that field.
+	Extra map[string]any
+	// Header holds request-scoped HTTP headers, sent in addition to the
+	// adapter's own (for example engine/sim's fault-injection header).
+	Header http.Header
+}
