@@ -1,0 +1,37 @@
+// Package promptsize builds chat prompts of an exact token count, counted the
+// way the serving engine counts them: the messages rendered through the
+// model's chat template with the generation prompt, then tokenized.
+//
+// A Counter does the counting (promptsize/hf with a model's tokenizer.json,
+// promptsize/remote by asking the engine, or any function); a Builder finds
+// the content:
+//
+//	b := &promptsize.Builder{Counter: counter}
+//	p, err := b.Build(ctx, 4096) // p.Tokens == 4096, p.Messages ready to send
+//
+// The method is exo's — measure the template overhead with empty content,
+// then search the number of repeated atoms ("a ") — with its failure modes
+// removed:
+//
+//   - a target below the overhead is an *OverheadError (ErrBelowOverhead)
+//     that names both numbers;
+//   - an overshoot, where a tokenizer merge makes the count jump past the
+//     target, is repaired by cutting inside the last atom or word, by a tail
+//     of another atom, or by the next atom of Builder.Atoms; only when all
+//     fail is there an *UnreachableError (ErrUnreachable) saying what was
+//     tried;
+//   - the search is a safeguarded secant search from the measured overhead
+//     and the tokens per atom, with memoised counts and rates remembered
+//     across builds, so it needs a few counter calls where exo's binary
+//     search needs twenty (ExoSearch keeps exo's method for comparison;
+//     Prompt.Calls reports the cost);
+//   - Fill: FillCorpus cuts English prose (Prose, or Builder.Corpus) to the
+//     count instead of repeating an atom, for engines whose speculative or
+//     n-gram decoding repetition would flatter;
+//   - BuildSalted puts a short per-request salt (Salt) first in the user
+//     message, so that an engine's automatic prefix cache cannot share
+//     prefill between concurrent requests; every salted prompt is exact too.
+//
+// A Builder is safe for concurrent use and caches what it builds.
+// Subpackage countertest checks any Counter against the contract in one call.
+package promptsize
