@@ -1,0 +1,101 @@
+package benchkit
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// BenchfmtOptions configure WriteBenchfmt.
+type BenchfmtOptions struct {
+	// Name is the benchmark's base name, written after "Benchmark";
+	// "Serve" when empty.
+	Name string
+	// Config are file configuration lines ("key: value") written before
+	// the results, e.g. engine, model, preset. Keys must be lower case
+	// without spaces. Put what differs between two runs you want to
+	// compare in the name instead: benchstat splits tables on config.
+	Config [][2]string
+}
+
+// Units written by WriteBenchfmt, with the direction benchstat should read
+// them in. Durations are in ns so that benchstat tidies them to seconds.
+var benchfmtUnits = []struct{ unit, key, value string }{
+	{"tok/s", "better", "higher"},
+	{"exo-agg-tok/s", "better", "higher"},
+	{"gen-tok/s", "better", "higher"},
+	{"prompt-tok/s", "better", "higher"},
+	{"ttft-ns/op", "better", "lower"},
+	{"e2e-ns/op", "better", "lower"},
+	{"J/tok", "better", "lower"},
+	{"prompt-tok", "assume", "exact"},
+}
+
+// WriteBenchfmt writes rows in the Go benchmark format, so that
+// `benchstat old.txt new.txt` compares two runs. It writes one result line
+// per repeat of each cell (one burst: the repeats are the independent
+// samples, the requests of a burst are not), named
+// Benchmark<Name>/pp=<pp>/tg=<tg>/conc=<c>, whose iteration count is the
+// number of successful requests and whose values are:
+//
+//	tok/s          Σ generated tokens / burst wall time
+//	exo-agg-tok/s  exo's max(per-request generation TPS) × N
+//	gen-tok/s      mean per-request generation TPS
+//	prompt-tok/s   mean server prompt TPS (when reported)
+//	ttft-ns/op     mean client TTFT (streamed requests only)
+//	e2e-ns/op      mean request wall time from the burst's release
+//	J/tok          client energy / Σ generated tokens (with a power source)
+//	prompt-tok     the verified prompt length (assume=exact)
+//
+// A value that is undefined or not positive is left out of its line
+// (benchstat's geomean needs positive values); a burst whose requests all
+// failed writes no line. Unit metadata lines say which direction is
+// better.
+func WriteBenchfmt(w io.Writer, rows []Row, opts BenchfmtOptions) error {
+	name := opts.Name
+	if name == "" {
+		name = "Serve"
+	}
+	bw := benchfmt.NewWriter(w)
+	var cfg []benchfmt.Config
+	for _, kv := range opts.Config {
+		cfg = append(cfg, benchfmt.Config{Key: kv[0], Value: []byte(kv[1]), File: true})
+	}
+	for _, u := range benchfmtUnits {
+		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u.unit, Key: u.key}, OrigUnit: u.unit, Value: u.value}); err != nil {
+			return fmt.Errorf("benchkit: write benchfmt: %w", err)
+		}
+	}
+	order, byCell := groupCells(rows)
+	for _, c := range order {
+		for _, b := range groupRepeats(byCell[c]) {
+			f := figuresOf(b)
+			if f.ok == 0 {
+				continue
+			}
+			res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(fmt.Sprintf("%s/%s", name, c)), Iters: f.ok}
+			add := func(v float64, unit string) {
+				if v > 0 && !math.IsInf(v, 0) {
+					res.Values = append(res.Values, benchfmt.Value{Value: v, Unit: unit})
+				}
+			}
+			add(f.burst.ThroughputTPS, "tok/s")
+			add(f.burst.ExoAggregateTPS, "exo-agg-tok/s")
+			add(f.burst.MeanTPS, "gen-tok/s")
+			add(f.promptTPS, "prompt-tok/s")
+			add(math.Round(f.ttftS*1e9), "ttft-ns/op")
+			add(math.Round(f.e2eS*1e9), "e2e-ns/op")
+			add(f.jPerTok, "J/tok")
+			add(float64(f.ppTokens), "prompt-tok")
+			if len(res.Values) == 0 {
+				continue
+			}
+			if err := bw.Write(res); err != nil {
+				return fmt.Errorf("benchkit: write benchfmt: %w", err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package benchkit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// A Document is the results file written at the end of a run. Its top level
+// is exo's (exo_bench.py's --json-out): "runs", "cluster" and
+// "system_metrics", so exo's own analysis reads it; inferbench adds "meta"
+// and "summary".
+type Document struct {
+	// Runs are the measured rows, failed ones included (exo drops them;
+	// their error fields say what happened).
+	Runs []Row `json:"runs"`
+	// Cluster is the cluster snapshot (exo's /state: nodeIdentities,
+	// topology, nodeMemory, nodeSystem), as the engine reported it.
+	Cluster json.RawMessage `json:"cluster,omitempty"`
+	// SystemMetrics summarises each node's sampled metrics over the run:
+	// node id → metric → {min, max, mean, samples}.
+	SystemMetrics map[string]map[string]MetricSummary `json:"system_metrics,omitempty"`
+	// Meta says what was measured, against what and how.
+	Meta *Meta `json:"meta,omitempty"`
+	// Summary aggregates each cell over its repeats.
+	Summary []CellRecord `json:"summary,omitempty"`
+}
+
+// MetricSummary is one metric of one node over a run, as exo summarises
+// system metrics: extremes, mean and the number of samples.
+type MetricSummary struct {
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Mean    float64 `json:"mean"`
+	Samples int     `json:"samples"`
+}
+
+// Meta describes a run.
+type Meta struct {
+	// Tool is "inferbench" and Version its module version, when known.
+	Tool    string `json:"tool"`
+	Version string `json:"version,omitempty"`
+	// Engine names the engine measured ("exo", "openai", "sim").
+	Engine string `json:"engine"`
+	// BaseURL is the engine's address.
+	BaseURL string `json:"base_url,omitempty"`
+	// Simulated is true when the engine is the embedded simulated one:
+	// every figure in the document is then a model's, not a machine's.
+	Simulated bool `json:"simulated"`
+	// Preset names the simulated hardware preset.
+	Preset string `json:"preset,omitempty"`
+	// Model is the model measured.
+	Model string `json:"model"`
+	// Tokenizer says how prompt lengths were counted.
+	Tokenizer string `json:"tokenizer,omitempty"`
+	// Plan is the plan as run.
+	Plan Plan `json:"plan"`
+	// Started and Finished are RFC 3339 wall-clock times.
+	Started  string `json:"started,omitempty"`
+	Finished string `json:"finished,omitempty"`
+	// Interrupted is true when the run stopped before its plan was done.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Warnings are the run's own warnings (plan cautions, engine notes).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// A CellRecord is a CellSummary in the results file: each interval as
+// {center, lo, hi, n}, NaN written as null.
+type CellRecord struct {
+	PP              int          `json:"pp"`
+	TG              int          `json:"tg"`
+	Concurrency     int          `json:"concurrency"`
+	Repeats         int          `json:"repeats"`
+	Requests        int          `json:"requests"`
+	Failed          int          `json:"failed"`
+	PromptTPS       IntervalJSON `json:"prompt_tps"`
+	GenerationTPS   IntervalJSON `json:"generation_tps"`
+	ExoAggregateTPS IntervalJSON `json:"exo_aggregate_tps"`
+	ThroughputTPS   IntervalJSON `json:"throughput_tps"`
+	TTFTS           IntervalJSON `json:"ttft_s"`
+	EnergyJ         IntervalJSON `json:"energy_j"`
+	JPerToken       IntervalJSON `json:"j_per_token"`
+	PeakMemoryBytes int64        `json:"peak_memory_bytes"`
+	Warnings        []string     `json:"warnings,omitempty"`
+}
+
+// IntervalJSON is a repeat-level confidence interval in a results file.
+// Undefined values are null.
+type IntervalJSON struct {
+	Center     *float64 `json:"center"`
+	Lo         *float64 `json:"lo"`
+	Hi         *float64 `json:"hi"`
+	N          int      `json:"n"`
+	Confidence float64  `json:"confidence"`
+}
+
+// Record converts s for a results file.
+func (s CellSummary) Record() CellRecord {
+	return CellRecord{
+		PP: s.Cell.PP, TG: s.Cell.TG, Concurrency: s.Cell.Concurrency,
+		Repeats: s.Repeats, Requests: s.Requests, Failed: s.Failed,
+		PromptTPS: intervalJSON(s.PromptTPS), GenerationTPS: intervalJSON(s.GenerationTPS),
+		ExoAggregateTPS: intervalJSON(s.ExoAggregateTPS), ThroughputTPS: intervalJSON(s.ThroughputTPS),
+		TTFTS: intervalJSON(s.TTFTS), EnergyJ: intervalJSON(s.EnergyJ), JPerToken: intervalJSON(s.JPerToken),
+		PeakMemoryBytes: s.PeakMemoryBytes, Warnings: s.Warnings,
+	}
+}
+
+// WriteJSON writes d as indented JSON. Non-finite numbers in rows are a
+// programming error upstream (rows hold null for undefined figures), so an
+// encoding failure is returned, not hidden.
+func WriteJSON(w io.Writer, d Document) error {
+	if d.Runs == nil {
+		d.Runs = []Row{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(d); err != nil {
+		return fmt.Errorf("benchkit: write results JSON: %w", err)
+	}
+	return nil
+}

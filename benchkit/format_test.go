@@ -1,0 +1,279 @@
+package benchkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/inferbench/inferbench/engine"
+	"golang.org/x/perf/benchfmt"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func fp(v float64) *float64 { return &v }
+func ip(v int) *int         { return &v }
+
+// fixtureRows is a small run: cell pp=64/tg=8 at concurrency 1 (2 repeats)
+// and concurrency 2 (2 repeats, one request failed in the second).
+func fixtureRows() []Row {
+	stats := func(ptps, gtps float64) *engine.ServerStats {
+		return &engine.ServerStats{PromptTPS: ptps, GenerationTPS: gtps, PromptTokens: 64, GenerationTokens: 8, PeakMemoryBytes: 3 << 30, PrefixCacheHit: engine.PrefixCacheNone}
+	}
+	base := Row{OutputTextPreview: "a b c", ModelID: "sim/model-8b", ModelShortID: "model-8b", PPTokens: 64, PPTarget: 64, TG: 8, GeneratedTokens: 8, Simulated: true}
+	r := func(rep, conc, idx int, elapsed, ptps, gtps float64) Row {
+		x := base
+		x.RepeatIndex, x.Concurrency, x.RequestIndex = rep, conc, idx
+		x.ElapsedS = elapsed
+		x.Stats = stats(ptps, gtps)
+		x.E2ES = fp(elapsed)
+		x.Energy = &Energy{WindowS: elapsed, Joules: 10 * elapsed, AvgWatts: 10, ErrorBoundJ: 0.5, Shared: conc > 1}
+		if conc > 1 {
+			x.ConcurrentIndex = ip(idx)
+			x.SendOffsetS, x.DispatchSkewS = float64(idx)*0.001, 0.001
+		}
+		return x
+	}
+	failed := base
+	failed.RepeatIndex, failed.Concurrency, failed.RequestIndex = 1, 2, 1
+	failed.ElapsedS, failed.GeneratedTokens, failed.ErrorKind, failed.Error = 0.1, 0, "status", "engine: status 503: overloaded"
+	failed.ConcurrentIndex = ip(1)
+	return []Row{
+		r(0, 1, 0, 0.5, 1000, 20),
+		r(1, 1, 0, 0.4, 1200, 25),
+		r(0, 2, 0, 0.8, 900, 12),
+		r(0, 2, 1, 1.0, 800, 10),
+		r(1, 2, 0, 0.6, 950, 14),
+		failed,
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./benchkit -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", name, diff)
+	}
+}
+
+func TestSummarizeCells(t *testing.T) {
+	cells := SummarizeCells(fixtureRows())
+	if len(cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(cells))
+	}
+	c1, c2 := cells[0], cells[1]
+	// Concurrency 1: gen TPS 20 and 25 per repeat; throughput 8/0.5 = 16
+	// and 8/0.4 = 20; exo's aggregate = rate × 1.
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	near("c1 gen", c1.GenerationTPS.Center, 22.5)
+	near("c1 throughput", c1.ThroughputTPS.Center, 18)
+	near("c1 exo", c1.ExoAggregateTPS.Center, 22.5)
+	near("c1 prompt", c1.PromptTPS.Center, 1100)
+	// Energy 5 J and 4 J per repeat; J/tok 5/8 and 4/8.
+	near("c1 energy", c1.EnergyJ.Center, 4.5)
+	near("c1 J/tok", c1.JPerToken.Center, 0.5625)
+	// Concurrency 2, repeat 0: rates 12, 10 → exo 24, Σ16/1.0 = 16.
+	// Repeat 1: one failed, rate 14 → exo 28, Σ8/0.6 = 13.33….
+	near("c2 exo", c2.ExoAggregateTPS.Center, 26)
+	near("c2 throughput", c2.ThroughputTPS.Center, (16+8/0.6)/2)
+	near("c2 gen", c2.GenerationTPS.Center, (11+14)/2.0)
+	// Shared burst energy is counted once per repeat: 8 J and 6 J.
+	near("c2 energy", c2.EnergyJ.Center, 7)
+	if c2.Failed != 1 || c2.Requests != 4 || c2.Repeats != 2 {
+		t.Errorf("c2 counts: %+v", c2)
+	}
+	if c1.PeakMemoryBytes != 3<<30 {
+		t.Errorf("peak memory %d", c1.PeakMemoryBytes)
+	}
+}
+
+func TestGoldenFormats(t *testing.T) {
+	rows := fixtureRows()
+	cells := SummarizeCells(rows)
+
+	var jsonl bytes.Buffer
+	s := NewJSONLSink(&jsonl)
+	for _, r := range rows {
+		if err := s.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden(t, "rows.jsonl", jsonl.Bytes())
+
+	var doc bytes.Buffer
+	d := Document{Runs: rows, Meta: &Meta{Tool: "inferbench", Engine: "sim", Simulated: true, Model: "sim/model-8b", Plan: Plan{PP: []int{64}, TG: []int{8}, Concurrency: []int{1, 2}, Repeat: 2}}}
+	for _, c := range cells {
+		d.Summary = append(d.Summary, c.Record())
+	}
+	d.SystemMetrics = map[string]map[string]MetricSummary{"node-0": {"sysPower": {Min: 10, Max: 30, Mean: 20, Samples: 4}}}
+	if err := WriteJSON(&doc, d); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "results.json", doc.Bytes())
+
+	var csvOut bytes.Buffer
+	if err := WriteCSV(&csvOut, rows); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "rows.csv", csvOut.Bytes())
+
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, cells, TableOptions{Simulated: true, Title: "model-8b"}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "table.md", md.Bytes())
+
+	var bf bytes.Buffer
+	if err := WriteBenchfmt(&bf, rows, BenchfmtOptions{Name: "Exo", Config: [][2]string{{"engine", "sim"}, {"model", "model-8b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "bench.txt", bf.Bytes())
+}
+
+// TestResultsJSONIsExoShaped checks the document's top level and one run
+// against the keys exo's analysis reads.
+func TestResultsJSONIsExoShaped(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, Document{Runs: fixtureRows()[:1], Cluster: json.RawMessage(`{"nodeIdentities":{}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(buf.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"runs", "cluster"} {
+		if _, ok := top[k]; !ok {
+			t.Errorf("top level lacks %q", k)
+		}
+	}
+	var runs []map[string]any
+	if err := json.Unmarshal(top["runs"], &runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"elapsed_s", "output_text_preview", "stats", "power_usage", "model_id", "model_short_id", "pp_tokens", "tg", "repeat_index", "concurrency"} {
+		if _, ok := runs[0][k]; !ok {
+			t.Errorf("run lacks exo's %q", k)
+		}
+	}
+	stats := runs[0]["stats"].(map[string]any)
+	if mem, ok := stats["peak_memory_usage"].(map[string]any); !ok || mem["inBytes"] == nil {
+		t.Errorf("stats.peak_memory_usage = %v, want {inBytes: …}", stats["peak_memory_usage"])
+	}
+}
+
+// TestBenchfmtParses reads WriteBenchfmt's output back with x/perf's
+// reader: every line must be a result or unit metadata, none a syntax
+// error, and the values must be the ones computed.
+func TestBenchfmtParses(t *testing.T) {
+	var bf bytes.Buffer
+	if err := WriteBenchfmt(&bf, fixtureRows(), BenchfmtOptions{Config: [][2]string{{"engine", "sim"}}}); err != nil {
+		t.Fatal(err)
+	}
+	rd := benchfmt.NewReader(bytes.NewReader(bf.Bytes()), "bench.txt")
+	var results []*benchfmt.Result
+	units := 0
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.Result:
+			results = append(results, rec.Clone())
+		case *benchfmt.UnitMetadata:
+			units++
+		case *benchfmt.SyntaxError:
+			t.Errorf("syntax error: %v", rec)
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 4 || units != len(benchfmtUnits) {
+		t.Fatalf("%d results, %d unit lines; want 4 and %d", len(results), units, len(benchfmtUnits))
+	}
+	r := results[0]
+	if got := r.Name.String(); got != "Serve/pp=64/tg=8/conc=1" {
+		t.Errorf("name %q", got)
+	}
+	if r.GetConfig("engine") != "sim" {
+		t.Errorf("engine config %q", r.GetConfig("engine"))
+	}
+	if v, ok := r.Value("tok/s"); !ok || v != 16 {
+		t.Errorf("tok/s = %v, %v; want 16", v, ok)
+	}
+	// ns are tidied to seconds by the reader.
+	if v, ok := r.Value("ttft-sec/op"); ok {
+		t.Errorf("unstreamed rows wrote a TTFT of %v", v)
+	}
+	if v, ok := r.Value("e2e-sec/op"); !ok || math.Abs(v-0.5) > 1e-12 {
+		t.Errorf("e2e = %v, %v; want 0.5 s", v, ok)
+	}
+	if results[3].Iters != 1 {
+		t.Errorf("burst with a failure: iters %d, want 1", results[3].Iters)
+	}
+}
+
+func TestJSONLRoundTrip(t *testing.T) {
+	rows := fixtureRows()
+	var buf bytes.Buffer
+	s := NewJSONLSink(&buf)
+	for _, r := range rows {
+		if err := s.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A crash mid-write leaves a cut last line, and a blank line is noise.
+	data := buf.String() + "\n{\"elapsed_s\": 1.2, \"stat"
+	rd := NewJSONLReader(strings.NewReader(data))
+	var got []Row
+	var lineErrs []error
+	for rd.Scan() {
+		if err := rd.LineErr(); err != nil {
+			lineErrs = append(lineErrs, err)
+			continue
+		}
+		got = append(got, rd.Row())
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rows, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if len(lineErrs) != 1 || !strings.Contains(lineErrs[0].Error(), "line 8") {
+		t.Errorf("line errors %v, want one on line 8", lineErrs)
+	}
+}
+
+func TestTableMarksSimulated(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, SummarizeCells(fixtureRows()), TableOptions{Simulated: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "SIMULATED") {
+		t.Errorf("table does not say the figures are simulated:\n%s", out)
+	}
+	for _, col := range []string{"exo agg tok/s (max×N)", "Σtok/wall tok/s", "J/tok"} {
+		if !strings.Contains(out, col) {
+			t.Errorf("table lacks column %q:\n%s", col, out)
+		}
+	}
+}

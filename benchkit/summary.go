@@ -1,0 +1,224 @@
+package benchkit
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/inferbench/inferbench/timing"
+	"gonum.org/v1/gonum/stat"
+)
+
+// ConfidenceLevel is the level of the repeat-level intervals in a
+// CellSummary.
+const ConfidenceLevel = 0.95
+
+// A CellSummary aggregates the rows of one cell over its repeats. Each
+// figure is first computed per repeat (one burst), then summarised across
+// repeats as a Student-t interval (timing.ConfidenceInterval at
+// ConfidenceLevel): the repeats, not the requests of a burst, are the
+// independent samples.
+type CellSummary struct {
+	Cell Cell
+	// Repeats is the number of repeats seen; Requests and Failed count
+	// rows.
+	Repeats, Requests, Failed int
+	// PromptTPS is the per-repeat mean of the server's prompt_tps.
+	PromptTPS timing.Interval
+	// GenerationTPS is the per-repeat mean of the per-request generation
+	// rates (server generation_tps, else the client's).
+	GenerationTPS timing.Interval
+	// ExoAggregateTPS is exo's per-repeat max(per-request generation TPS)
+	// × N.
+	ExoAggregateTPS timing.Interval
+	// ThroughputTPS is the per-repeat Σ generated tokens / burst wall time
+	// (the largest elapsed_s of the burst).
+	ThroughputTPS timing.Interval
+	// TTFTS is the per-repeat mean client TTFT in seconds (streamed rows
+	// only; N = 0 otherwise).
+	TTFTS timing.Interval
+	// PeakMemoryBytes is the largest peak memory any row reported.
+	PeakMemoryBytes int64
+	// EnergyJ is the per-repeat client energy (a shared burst window
+	// counted once); JPerToken is that divided by the repeat's generated
+	// tokens. N = 0 without energy.
+	EnergyJ, JPerToken timing.Interval
+	// Warnings gathers the rows' warnings, each once, and the summary's
+	// own (too few repeats for an interval).
+	Warnings []string
+}
+
+// burstFigures are the figures of one repeat of a cell (one burst).
+// Undefined ones are NaN.
+type burstFigures struct {
+	burst     timing.BurstStats
+	ok        int     // successful requests
+	promptTPS float64 // mean server prompt_tps
+	ttftS     float64 // mean client TTFT
+	e2eS      float64 // mean elapsed_s of the successful requests
+	energyJ   float64 // client energy, a shared window counted once
+	jPerTok   float64 // energyJ / Σ generated tokens
+	ppTokens  int     // the verified prompt length (the first row's)
+}
+
+// figuresOf computes the figures of one burst's rows.
+func figuresOf(rows []Row) burstFigures {
+	var reqs []timing.BurstRequest
+	var pts, ttfts, e2es []float64
+	f := burstFigures{energyJ: math.NaN(), jPerTok: math.NaN()}
+	wall := 0.0
+	energyJ, haveEnergy, sharedDone := 0.0, false, false
+	for _, r := range rows {
+		wall = max(wall, r.ElapsedS)
+		if f.ppTokens == 0 {
+			f.ppTokens = r.PPTokens
+		}
+		if r.Failed() {
+			reqs = append(reqs, timing.BurstRequest{Failed: true})
+			continue
+		}
+		f.ok++
+		rate, ok := rowGenerationTPS(r)
+		reqs = append(reqs, timing.BurstRequest{Tokens: r.GeneratedTokens, GenerationTPS: rate, RateDefined: ok})
+		if r.Stats != nil && r.Stats.PromptTPS > 0 {
+			pts = append(pts, r.Stats.PromptTPS)
+		}
+		if r.TTFTS != nil {
+			ttfts = append(ttfts, *r.TTFTS)
+		}
+		e2es = append(e2es, r.ElapsedS)
+		if r.Energy != nil && (!r.Energy.Shared || !sharedDone) {
+			energyJ += r.Energy.Joules
+			haveEnergy = true
+			sharedDone = sharedDone || r.Energy.Shared
+		}
+	}
+	f.burst = timing.AggregateBurst(reqs, time.Duration(wall*float64(time.Second)))
+	f.promptTPS, f.ttftS, f.e2eS = meanOrNaN(pts), meanOrNaN(ttfts), meanOrNaN(e2es)
+	if haveEnergy {
+		f.energyJ = energyJ
+		if f.burst.TotalTokens > 0 {
+			f.jPerTok = energyJ / float64(f.burst.TotalTokens)
+		}
+	}
+	return f
+}
+
+func meanOrNaN(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	return stat.Mean(x, nil)
+}
+
+// groupRepeats splits a cell's rows by repeat index, in ascending order.
+func groupRepeats(rows []Row) [][]Row {
+	byRepeat := map[int][]Row{}
+	for _, r := range rows {
+		byRepeat[r.RepeatIndex] = append(byRepeat[r.RepeatIndex], r)
+	}
+	keys := make([]int, 0, len(byRepeat))
+	for k := range byRepeat {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([][]Row, len(keys))
+	for i, k := range keys {
+		out[i] = byRepeat[k]
+	}
+	return out
+}
+
+// groupCells splits rows by cell, in the order cells first appear.
+func groupCells(rows []Row) ([]Cell, map[Cell][]Row) {
+	var order []Cell
+	byCell := map[Cell][]Row{}
+	for _, r := range rows {
+		c := Cell{PP: r.PPTarget, TG: r.TG, Concurrency: r.Concurrency}
+		if _, ok := byCell[c]; !ok {
+			order = append(order, c)
+		}
+		byCell[c] = append(byCell[c], r)
+	}
+	return order, byCell
+}
+
+// SummarizeCells groups rows by cell, in the order cells first appear, and
+// aggregates each.
+func SummarizeCells(rows []Row) []CellSummary {
+	order, byCell := groupCells(rows)
+	out := make([]CellSummary, 0, len(order))
+	for _, c := range order {
+		out = append(out, summarizeCell(c, byCell[c]))
+	}
+	return out
+}
+
+func summarizeCell(c Cell, rows []Row) CellSummary {
+	s := CellSummary{Cell: c, Requests: len(rows)}
+	seen := map[string]bool{}
+	warn := func(w string) {
+		if !seen[w] {
+			seen[w] = true
+			s.Warnings = append(s.Warnings, w)
+		}
+	}
+	for _, r := range rows {
+		if r.Failed() {
+			s.Failed++
+		}
+		if r.Stats != nil && r.Stats.PeakMemoryBytes > s.PeakMemoryBytes {
+			s.PeakMemoryBytes = r.Stats.PeakMemoryBytes
+		}
+		for _, w := range r.Warnings {
+			warn(w)
+		}
+	}
+	repeats := groupRepeats(rows)
+	s.Repeats = len(repeats)
+	var prompt, gen, exoAgg, thru, ttft, joules, jpt []float64
+	add := func(dst *[]float64, v float64) {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			*dst = append(*dst, v)
+		}
+	}
+	for _, b := range repeats {
+		f := figuresOf(b)
+		for _, w := range f.burst.Warnings {
+			warn(w.Error())
+		}
+		add(&gen, f.burst.MeanTPS)
+		add(&exoAgg, f.burst.ExoAggregateTPS)
+		add(&thru, f.burst.ThroughputTPS)
+		add(&prompt, f.promptTPS)
+		add(&ttft, f.ttftS)
+		add(&joules, f.energyJ)
+		add(&jpt, f.jPerTok)
+	}
+	iv := func(x []float64) timing.Interval {
+		if len(x) == 0 {
+			nan := math.NaN()
+			return timing.Interval{Center: nan, Lo: nan, Hi: nan, Confidence: ConfidenceLevel}
+		}
+		return timing.ConfidenceInterval(x, ConfidenceLevel)
+	}
+	s.PromptTPS, s.GenerationTPS, s.ExoAggregateTPS, s.ThroughputTPS = iv(prompt), iv(gen), iv(exoAgg), iv(thru)
+	s.TTFTS, s.EnergyJ, s.JPerToken = iv(ttft), iv(joules), iv(jpt)
+	if s.Repeats < 2 {
+		warn(fmt.Sprintf("only %d repeat: no confidence interval (use repeat ≥ 2)", s.Repeats))
+	}
+	return s
+}
+
+// rowGenerationTPS is the row's generation rate: the server's
+// generation_tps when it reported a positive one, else the client's.
+func rowGenerationTPS(r Row) (float64, bool) {
+	if r.Stats != nil && r.Stats.GenerationTPS > 0 {
+		return r.Stats.GenerationTPS, true
+	}
+	if r.ClientGenerationTPS != nil {
+		return *r.ClientGenerationTPS, true
+	}
+	return 0, false
+}
