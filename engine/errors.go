@@ -123,11 +123,11 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("engine: HTTP status %d, want 2xx: %s", e.Code, msg)
 }
 
-// An EventError is an error the server reported inside a stream that had
+// A StreamError is an error the server reported inside a stream that had
 // already answered 200: exo's data: {"error": {"message", "type", "code"}},
 // vLLM's {"object": "error", "message", ...}, or the data of an
 // "event: error".
-type EventError struct {
+type StreamError struct {
 	// Message is the server's message, or the raw data when it is not a
 	// known error object.
 	Message string
@@ -139,8 +139,8 @@ type EventError struct {
 }
 
 // Error formats e.
-func (e *EventError) Error() string {
-	s := "engine: server reported an error in the stream"
+func (e *StreamError) Error() string {
+	s := "server reported an error in the stream"
 	if e.Code != 0 {
 		s += fmt.Sprintf(" (code %d)", e.Code)
 	}
@@ -153,16 +153,17 @@ func (e *EventError) Error() string {
 	return s
 }
 
-// Sentinel errors wrapped by this package's errors, for errors.Is.
+// Sentinel errors wrapped by this package's errors, for errors.Is. Their
+// text has no package prefix because they are always wrapped in one.
 var (
 	// ErrLineTooLong: an SSE line (or an event's joined data) exceeded the
 	// reader's bound. Its kind is KindMalformed.
-	ErrLineTooLong = errors.New("engine: SSE line too long")
+	ErrLineTooLong = errors.New("SSE line too long")
 	// ErrNoDone: the stream ended without "data: [DONE]". Its kind is
 	// KindTruncated.
-	ErrNoDone = errors.New("engine: stream ended without data: [DONE]")
+	ErrNoDone = errors.New("stream ended without data: [DONE]")
 	// ErrNoStats: generation_stats was null or absent.
-	ErrNoStats = errors.New("engine: no generation_stats")
+	ErrNoStats = errors.New("no generation_stats")
 )
 
 // KindOf classifies err for a result row: KindNone for nil; the Kind of
@@ -265,30 +266,30 @@ type errorObject struct {
 
 // parseErrorObject extracts an error from a JSON body in one of the shapes
 // servers use. ok is false when body holds none.
-func parseErrorObject(body []byte) (ee EventError, ok bool) {
+func parseErrorObject(body []byte) (ee StreamError, ok bool) {
 	var env errorEnvelope
 	if json.Unmarshal(body, &env) != nil {
-		return EventError{}, false
+		return StreamError{}, false
 	}
 	switch {
 	case len(env.Error) > 0 && string(env.Error) != "null":
 		var s string
 		if json.Unmarshal(env.Error, &s) == nil {
-			return EventError{Message: s}, true
+			return StreamError{Message: s}, true
 		}
 		var o errorObject
 		if json.Unmarshal(env.Error, &o) != nil {
-			return EventError{}, false
+			return StreamError{}, false
 		}
-		return EventError{Message: rawText(o.Message), Type: o.Type, Code: rawCode(o.Code)}, true
+		return StreamError{Message: rawText(o.Message), Type: o.Type, Code: rawCode(o.Code)}, true
 	case env.Object == "error":
-		return EventError{Message: rawText(env.Message), Type: env.Type, Code: rawCode(env.Code)}, true
+		return StreamError{Message: rawText(env.Message), Type: env.Type, Code: rawCode(env.Code)}, true
 	case len(env.Detail) > 0 && string(env.Detail) != "null":
-		return EventError{Message: rawText(env.Detail)}, true
+		return StreamError{Message: rawText(env.Detail)}, true
 	case len(env.Message) > 0 && string(env.Message) != "null":
-		return EventError{Message: rawText(env.Message), Type: env.Type, Code: rawCode(env.Code)}, true
+		return StreamError{Message: rawText(env.Message), Type: env.Type, Code: rawCode(env.Code)}, true
 	}
-	return EventError{}, false
+	return StreamError{}, false
 }
 
 // rawText returns a JSON string's value, or the raw JSON of anything else.
