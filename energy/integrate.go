@@ -197,7 +197,7 @@ func interpolate(s []Sample, i int, t time.Time) float64 {
 	return s[i].Value + (s[i+1].Value-s[i].Value)*f
 }
 
-// curvature returns Mᵢ for the interval [tᵢ, tᵢ₊₁]: the larger |P”|
+// curvature returns Mᵢ for the interval [tᵢ, tᵢ₊₁]: the larger second-derivative
 // estimate of the triples centred on its two ends, where a triple centred
 // on j gives 2·[Pⱼ₋₁, Pⱼ, Pⱼ₊₁] = 2·(slopeⱼ − slopeⱼ₋₁)/(tⱼ₊₁ − tⱼ₋₁).
 func curvature(s []Sample, i int) float64 {
