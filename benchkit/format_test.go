@@ -33,7 +33,7 @@ func fixtureRows() []Row {
 		x.ElapsedS = elapsed
 		x.Stats = stats(ptps, gtps)
 		x.E2ES = fp(elapsed)
-		x.Energy = &Energy{WindowS: elapsed, Joules: 10 * elapsed, AvgWatts: 10, ErrorBoundJ: 0.5, Shared: conc > 1}
+		x.Energy = &Energy{WindowS: elapsed, Joules: 10 * elapsed, AvgWatts: 10, ErrorBoundJ: fp(0.5), Shared: conc > 1}
 		if conc > 1 {
 			x.ConcurrentIndex = ip(idx)
 			x.SendOffsetS, x.DispatchSkewS = float64(idx)*0.001, 0.001

@@ -120,8 +120,9 @@ type Energy struct {
 	// generated token; null when the split instant is unknown.
 	PrefillJoules    *float64 `json:"prefill_joules"`
 	GenerationJoules *float64 `json:"generation_joules"`
-	// JPerPromptToken and JPerGeneratedToken divide the phase energies (or,
-	// without a split, the whole energy) by the tokens of each phase.
+	// JPerPromptToken is the prefill energy / prompt tokens, null without
+	// a split. JPerGeneratedToken is the generation energy / generated
+	// tokens with a split, the whole energy / generated tokens without.
 	JPerPromptToken    *float64 `json:"j_per_prompt_token"`
 	JPerGeneratedToken *float64 `json:"j_per_generated_token"`
 	// Shared is true when the window is a whole burst's, shared by all
@@ -130,6 +131,7 @@ type Energy struct {
 	// BaselineW is the idle power subtracted, 0 if none.
 	BaselineW float64 `json:"baseline_w,omitempty"`
 	// ErrorBoundJ bounds the integration error that follows from the
-	// sampling interval.
-	ErrorBoundJ float64 `json:"error_bound_j"`
+	// sampling interval (package energy states the assumptions); null
+	// when nothing bounds it (a single sample).
+	ErrorBoundJ *float64 `json:"error_bound_j"`
 }

@@ -1,0 +1,509 @@
+package benchkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/energy"
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// PreviewRunes is how much of the generated text a Row keeps.
+const PreviewRunes = 64
+
+// Placement describes the instance a run measures; the Runner copies it
+// onto every row.
+type Placement struct {
+	Sharding, InstanceMeta string
+	Nodes                  int
+	InstanceID             string
+	// DownloadDurationS is how long the model's download took, when the
+	// run downloaded it.
+	DownloadDurationS *float64
+}
+
+// Progress is what an Observer hears after each measured request.
+type Progress struct {
+	// Cell and Repeat locate the burst.
+	Cell   Cell
+	Repeat int
+	// Done and Total count measured requests (warmups excluded).
+	Done, Total int
+	// Row is the row just measured.
+	Row Row
+}
+
+// An Observer hears of the run's progress. Observe is called from the
+// Runner's goroutine and must return quickly.
+type Observer interface {
+	Observe(Progress)
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(Progress)
+
+// Observe calls f(p).
+func (f ObserverFunc) Observe(p Progress) { f(p) }
+
+var _ Observer = ObserverFunc(nil)
+
+// A Runner measures a Plan against an Engine: it builds each prompt to its
+// exact length, sends each cell's requests as one barrier-released burst
+// (concurrency.Burst; concurrency 1 is a burst of one), integrates sampled
+// power over each burst's window, computes each request's client timing,
+// compares the client's prompt count with the server's, and hands every row
+// to the Sinks as soon as it is measured.
+//
+// Set the fields, then call Run. Engine, Model and Builder are required.
+type Runner struct {
+	// Engine serves the requests.
+	Engine engine.Engine
+	// Model is the model id as the engine expects it; ModelShortID a short
+	// name for rows ("" repeats Model).
+	Model, ModelShortID string
+	// Builder makes the prompts; its Counter must count as the engine does.
+	Builder *promptsize.Builder
+	// AllowEOS sends requests without bench semantics (IgnoreEOS false):
+	// the engine may stop before tg tokens. Off by default, so every
+	// request generates exactly tg tokens.
+	AllowEOS bool
+	// Request is a template for every request: its Header, Extra, sampling
+	// fields and MinTokens are copied; Model, Messages, MaxTokens, Stream,
+	// UsePrefixCache and IgnoreEOS are the Runner's.
+	Request engine.Request
+	// RequestTimeout bounds each request; 0 means no bound beyond ctx.
+	RequestTimeout time.Duration
+	// Sampler, when set and started by the caller, supplies power
+	// readings: the Runner polls it at each burst's edges and integrates
+	// over the burst's window. Idle, when set, is subtracted.
+	Sampler *energy.Sampler
+	Idle    energy.Baseline
+	// Placement is copied onto every row; Simulated marks every row.
+	Placement Placement
+	Simulated bool
+	// Sinks receive rows as they are measured.
+	Sinks []Sink
+	// Observer hears of progress; nil hears nothing.
+	Observer Observer
+	// Logger receives debug and warning records; nil logs nothing.
+	Logger *slog.Logger
+	// Sleep waits between repeats and groups; nil uses a timer that
+	// returns early when ctx is done.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// A Report is what Run measured.
+type Report struct {
+	// Rows are every measured request, in the order they were measured.
+	Rows []Row
+	// Overhead is the chat template's overhead in tokens.
+	Overhead int
+	// Interrupted is true when ctx ended the run before its plan did.
+	Interrupted bool
+	// Warnings are the run's own: plan cautions, failed warmups, sink
+	// errors.
+	Warnings []string
+}
+
+// Cells summarises the report's rows per cell.
+func (r Report) Cells() []CellSummary { return SummarizeCells(r.Rows) }
+
+// Failed counts the failed rows.
+func (r Report) Failed() int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Failed() {
+			n++
+		}
+	}
+	return n
+}
+
+// ErrSink is wrapped by the error Run returns when a sink fails: the run
+// stops, since rows it measured next could not be kept.
+var ErrSink = errors.New("benchkit: sink failed")
+
+// Run measures plan. It validates the plan first (against the template
+// overhead counted with the Builder's Counter) and sends nothing if it is
+// bad. A failed request is a row with its error, never the end of the run.
+// When ctx is cancelled, Run stops sending, records the requests in flight
+// as they end (cancelled), hands every measured row to the sinks, and
+// returns the report with Interrupted set and an error wrapping ctx.Err().
+func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
+	var rep Report
+	if r.Engine == nil || r.Builder == nil || r.Builder.Counter == nil || r.Model == "" {
+		return rep, errors.New("benchkit: Runner needs an Engine, a Model and a Builder with a Counter")
+	}
+	msgs := []promptsize.Message{{Role: "user", Content: ""}}
+	if r.Builder.System != "" {
+		msgs = append([]promptsize.Message{{Role: "system", Content: r.Builder.System}}, msgs...)
+	}
+	overhead, err := r.Builder.Counter.Count(ctx, msgs)
+	if err != nil {
+		return rep, fmt.Errorf("benchkit: count the chat template's overhead: %w", err)
+	}
+	rep.Overhead = overhead
+	if err := plan.Validate(overhead); err != nil {
+		return rep, err
+	}
+	for _, w := range plan.Warnings() {
+		rep.Warnings = append(rep.Warnings, w.Error())
+		r.log(ctx, slog.LevelWarn, w.Error())
+	}
+
+	// Unsalted prompts are built once per pp, before anything is sent.
+	prompts := map[int]promptsize.Prompt{}
+	if !plan.Salt {
+		for _, pp := range plan.PP {
+			if _, ok := prompts[pp]; ok {
+				continue
+			}
+			p, err := r.Builder.Build(ctx, pp)
+			if err != nil {
+				return rep, fmt.Errorf("benchkit: build prompt of pp=%d: %w", pp, err)
+			}
+			prompts[pp] = p
+		}
+	}
+	salt := 0
+	promptFor := func(pp int) (promptsize.Prompt, error) {
+		if !plan.Salt {
+			return prompts[pp], nil
+		}
+		salt++
+		return r.Builder.BuildSalted(ctx, pp, promptsize.Salt(salt))
+	}
+
+	pairs := plan.Pairs()
+	for i := 0; i < plan.Warmup && ctx.Err() == nil; i++ {
+		p, err := promptFor(pairs[0][0])
+		if err == nil {
+			_, err = r.complete(ctx, p, pairs[0][1], plan)
+		}
+		if err != nil {
+			w := fmt.Sprintf("warmup %d of %d failed: %v", i+1, plan.Warmup, err)
+			rep.Warnings = append(rep.Warnings, w)
+			r.log(ctx, slog.LevelWarn, w)
+		}
+	}
+
+	cells := plan.Cells()
+	total := 0
+	for _, c := range cells {
+		total += c.Concurrency * plan.repeat()
+	}
+	done := 0
+	for ci, cell := range cells {
+		for rpt := 0; rpt < plan.repeat(); rpt++ {
+			if ctx.Err() != nil {
+				break
+			}
+			if err := r.sleep(ctx, plan.PauseBetweenRepeats); err != nil {
+				break
+			}
+			rows, err := r.burst(ctx, plan, cell, rpt, promptFor)
+			for _, row := range rows {
+				rep.Rows = append(rep.Rows, row)
+				for _, s := range r.Sinks {
+					if serr := s.Add(row); serr != nil {
+						rep.Interrupted = true
+						return rep, fmt.Errorf("%w: %w", ErrSink, serr)
+					}
+				}
+				done++
+				if r.Observer != nil {
+					r.Observer.Observe(Progress{Cell: cell, Repeat: rpt, Done: done, Total: total, Row: row})
+				}
+			}
+			if err != nil {
+				rep.Interrupted = true
+				return rep, err
+			}
+		}
+		if ci < len(cells)-1 && ctx.Err() == nil {
+			if err := r.sleep(ctx, plan.PauseBetweenGroups); err != nil {
+				break
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		rep.Interrupted = true
+		return rep, fmt.Errorf("benchkit: run interrupted after %d of %d requests: %w", done, total, err)
+	}
+	return rep, nil
+}
+
+// burst measures one repeat of one cell and returns its rows, in the
+// order the requests completed. Its error is non-nil only when a prompt
+// could not be built or ctx ended.
+func (r *Runner) burst(ctx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Row, error) {
+	n := cell.Concurrency
+	ps := make([]promptsize.Prompt, n)
+	for i := range ps {
+		p, err := promptFor(cell.PP)
+		if err != nil {
+			return nil, fmt.Errorf("benchkit: build prompt of pp=%d: %w", cell.PP, err)
+		}
+		ps[i] = p
+	}
+	if pw, ok := r.Engine.(engine.Prewarmer); ok {
+		if err := pw.Prewarm(ctx, n); err != nil {
+			r.log(ctx, slog.LevelWarn, "prewarm failed; requests may dial inside the measurement", "n", n, "err", err)
+		}
+	}
+	r.poll(ctx)
+	br := concurrency.Burst(ctx, n, func(ctx context.Context, i int, mark func(time.Time)) (engine.Result, error) {
+		return r.complete(engine.WithSendHook(ctx, mark), ps[i], cell.TG, plan)
+	}, nil)
+	r.poll(ctx)
+
+	var en *Energy
+	if r.Sampler != nil && br.Dispatched > 0 {
+		en = r.energy(br, ps)
+	}
+	// Rows in completion order; concurrent_index is that order (exo's).
+	reqs := slices.Clone(br.Requests)
+	slices.SortStableFunc(reqs, func(a, b concurrency.Result[engine.Result]) int {
+		return int(a.Done - b.Done)
+	})
+	rows := make([]Row, 0, n)
+	for order, q := range reqs {
+		row := r.row(q, ps[q.Index], cell, rpt, plan)
+		row.DispatchSkewS = br.Skew.Max.Seconds()
+		if n > 1 {
+			row.ConcurrentIndex = &order
+		}
+		if en != nil {
+			e := *en
+			row.Energy = &e
+		}
+		rows = append(rows, row)
+	}
+	if br.Err != nil {
+		return rows, fmt.Errorf("benchkit: run interrupted in %s repeat %d: %w", cell, rpt, br.Err)
+	}
+	return rows, nil
+}
+
+// complete sends one request.
+func (r *Runner) complete(ctx context.Context, p promptsize.Prompt, tg int, plan Plan) (engine.Result, error) {
+	req := r.Request
+	req.Model = r.Model
+	req.Messages = make([]engine.Message, len(p.Messages))
+	for i, m := range p.Messages {
+		req.Messages[i] = engine.Message(m)
+	}
+	req.MaxTokens = tg
+	req.Stream = plan.Stream
+	req.UsePrefixCache = plan.UsePrefixCache
+	req.IgnoreEOS = !r.AllowEOS
+	if r.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.RequestTimeout)
+		defer cancel()
+	}
+	return r.Engine.Complete(ctx, req)
+}
+
+// row turns one request's result into a Row.
+func (r *Runner) row(q concurrency.Result[engine.Result], p promptsize.Prompt, cell Cell, rpt int, plan Plan) Row {
+	res := q.Value
+	short := r.ModelShortID
+	if short == "" {
+		short = r.Model
+	}
+	row := Row{
+		ElapsedS:              q.Done.Seconds(),
+		OutputTextPreview:     preview(res.Text),
+		Stats:                 res.ServerStats,
+		PowerUsage:            res.Power,
+		ModelID:               r.Model,
+		ModelShortID:          short,
+		PlacementSharding:     r.Placement.Sharding,
+		PlacementInstanceMeta: r.Placement.InstanceMeta,
+		PlacementNodes:        r.Placement.Nodes,
+		InstanceID:            r.Placement.InstanceID,
+		DownloadDurationS:     r.Placement.DownloadDurationS,
+		PPTokens:              p.Tokens,
+		TG:                    cell.TG,
+		RepeatIndex:           rpt,
+		Concurrency:           cell.Concurrency,
+		PPTarget:              cell.PP,
+		RequestIndex:          q.Index,
+		Stream:                plan.Stream,
+		SendOffsetS:           q.Sent.Seconds(),
+		Simulated:             r.Simulated,
+	}
+	for _, w := range res.Warnings {
+		row.Warnings = append(row.Warnings, w.Error())
+	}
+	for _, w := range p.Warnings {
+		row.Warnings = append(row.Warnings, w.Error())
+	}
+	if q.Err != nil {
+		row.ErrorKind, row.Error = string(engine.KindOf(q.Err)), q.Err.Error()
+	}
+	tr := res.Trace
+	switch {
+	case len(tr.Chunks) > 0:
+		row.GeneratedTokens = tr.Tokens()
+	case res.Usage != nil:
+		row.GeneratedTokens = res.Usage.CompletionTokens
+	case res.ServerStats != nil:
+		row.GeneratedTokens = res.ServerStats.GenerationTokens
+	}
+	if !tr.Start.IsZero() {
+		if m, err := tr.Metrics(); err != nil {
+			row.Warnings = append(row.Warnings, err.Error())
+		} else {
+			if m.E2EDefined {
+				row.E2ES = finite(m.E2E.Seconds())
+			}
+			if len(tr.Chunks) > 0 {
+				if m.TTFTDefined {
+					row.TTFTS = finite(m.TTFT.Seconds())
+				}
+				if m.TPOTDefined {
+					row.TPOTS = finite(m.TPOT.Seconds())
+				}
+				if m.GenerationTPSDefined {
+					row.ClientGenerationTPS = finite(m.GenerationTPS)
+				}
+				if len(m.ITL) > 0 {
+					s := timing.Summarize(timing.Seconds(m.ITL))
+					row.ITL = &Quantiles{N: s.N, Mean: s.Mean, P50: s.P50, P90: s.P90, P99: s.P99, Max: s.Max}
+				}
+			}
+		}
+	}
+	if q.Err == nil {
+		if res.ServerStats != nil && res.ServerStats.PromptTokens != p.Tokens {
+			row.Warnings = append(row.Warnings, fmt.Sprintf("server counted %d prompt tokens, the client %d: the client's tokenizer or chat template differs from the engine's", res.ServerStats.PromptTokens, p.Tokens))
+		} else if res.Usage != nil && res.Usage.PromptTokens != p.Tokens {
+			row.Warnings = append(row.Warnings, fmt.Sprintf("server usage says %d prompt tokens, the client counted %d: the client's tokenizer or chat template differs from the engine's", res.Usage.PromptTokens, p.Tokens))
+		}
+		if !r.AllowEOS && row.GeneratedTokens != cell.TG {
+			row.Warnings = append(row.Warnings, fmt.Sprintf("%d tokens generated, %d asked for", row.GeneratedTokens, cell.TG))
+		}
+	}
+	return row
+}
+
+// energy integrates the sampler's power over the burst's window: from the
+// shared release to the last request's end. It is shared by the burst's
+// rows.
+func (r *Runner) energy(br concurrency.BurstResult[engine.Result], ps []promptsize.Prompt) *Energy {
+	n := len(ps)
+	rec := r.Sampler.Recording()
+	w := energy.Window{Start: br.Start, End: br.Start.Add(br.Wall)}
+	run := energy.Run{Window: w, Idle: r.Idle}
+	tokens := 0
+	for _, q := range br.Requests {
+		if q.Err == nil {
+			tokens += resultTokens(q.Value)
+			run.PromptTokens += ps[q.Index].Tokens
+		}
+	}
+	run.GeneratedTokens = tokens
+	// One streamed request splits at its first token; the requests of a
+	// larger burst overlap, so their phases cannot be told apart.
+	if n == 1 && br.Requests[0].Err == nil {
+		if tr := br.Requests[0].Value.Trace; len(tr.Chunks) > 0 {
+			run.FirstToken = tr.Chunks[0].At
+		}
+	}
+	rep, err := energy.Measure(run, rec.Power(), rec.Counters())
+	if err != nil {
+		r.log(context.Background(), slog.LevelWarn, "energy not measured", "err", err)
+		return nil
+	}
+	e := &Energy{
+		WindowS:     w.Duration().Seconds(),
+		Joules:      rep.Total.Joules,
+		ErrorBoundJ: finite(rep.Total.Bound),
+		Shared:      n > 1,
+	}
+	if e.WindowS > 0 {
+		e.AvgWatts = e.Joules / e.WindowS
+	}
+	for _, ne := range rep.Nodes {
+		e.BaselineW += ne.IdleWatts
+	}
+	if rep.Split {
+		e.PrefillJoules, e.GenerationJoules = finite(rep.Prefill.Joules), finite(rep.Generation.Joules)
+		e.JPerPromptToken = finite(rep.JoulesPerPromptToken)
+		e.JPerGeneratedToken = finite(rep.JoulesPerGeneratedToken)
+	} else if tokens > 0 {
+		e.JPerGeneratedToken = finite(e.Joules / float64(tokens))
+	}
+	for _, w := range rep.Warnings {
+		r.log(context.Background(), slog.LevelDebug, "energy warning", "err", w)
+	}
+	return e
+}
+
+func resultTokens(res engine.Result) int {
+	switch {
+	case len(res.Trace.Chunks) > 0:
+		return res.Trace.Tokens()
+	case res.Usage != nil:
+		return res.Usage.CompletionTokens
+	case res.ServerStats != nil:
+		return res.ServerStats.GenerationTokens
+	}
+	return 0
+}
+
+func (r *Runner) poll(ctx context.Context) {
+	if r.Sampler == nil {
+		return
+	}
+	if err := r.Sampler.Poll(ctx); err != nil {
+		r.log(ctx, slog.LevelDebug, "power poll failed", "err", err)
+	}
+}
+
+func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Runner) log(ctx context.Context, level slog.Level, msg string, args ...any) {
+	if r.Logger != nil {
+		r.Logger.Log(ctx, level, msg, args...)
+	}
+}
+
+func preview(s string) string {
+	if utf8.RuneCountInString(s) <= PreviewRunes {
+		return s
+	}
+	i, n := 0, 0
+	for i = range s {
+		if n == PreviewRunes {
+			break
+		}
+		n++
+	}
+	return s[:i]
+}
