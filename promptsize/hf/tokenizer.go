@@ -1,0 +1,441 @@
+package hf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+// A Tokenizer encodes text exactly as Hugging Face's tokenizers library
+// does for the tokenizer.json it was loaded from, and counts chat requests
+// through the model's chat template. It is safe for concurrent use.
+type Tokenizer struct {
+	*encoder
+	template  *ChatTemplate
+	tmplErr   error // why there is no template
+	countOpts RenderOptions
+}
+
+// encoder is the part of a Tokenizer that tokenizer.json defines; Tokenizers
+// that differ only in their chat template share it.
+type encoder struct {
+	added    addedMatcher
+	hasAdded bool
+	norm     normalizer
+	pre      preTokenizer
+	model    bpeModel
+	dec      decoder
+	cache    *pieceCache
+	pool     sync.Pool // *scratch
+	special  SpecialTokens
+}
+
+var _ promptsize.Counter = (*Tokenizer)(nil)
+
+// DefaultCacheSize is the number of pre-tokenized pieces whose ids a
+// Tokenizer remembers unless WithCacheSize says otherwise.
+const DefaultCacheSize = 1 << 15
+
+// An Option configures Load and New.
+type Option func(*options)
+
+type options struct {
+	template     *string
+	templateFile string
+	countOpts    RenderOptions
+	cacheSize    int
+}
+
+// WithChatTemplate uses source as the chat template instead of the one the
+// model directory declares (gpt-oss, for one, ships none in
+// tokenizer_config.json).
+func WithChatTemplate(source string) Option {
+	return func(o *options) { o.template = &source; o.templateFile = "" }
+}
+
+// WithChatTemplateFile reads the chat template from a file instead of the
+// one the model directory declares.
+func WithChatTemplateFile(path string) Option {
+	return func(o *options) { o.templateFile = path; o.template = nil }
+}
+
+// WithRenderOptions sets the options Count renders with: tools, a fixed
+// date, template variables. Count always adds the generation prompt,
+// whatever AddGenerationPrompt says.
+func WithRenderOptions(ro RenderOptions) Option {
+	return func(o *options) { o.countOpts = ro }
+}
+
+// WithCacheSize bounds the cache of pre-tokenized pieces (DefaultCacheSize
+// entries by default); n <= 0 turns the cache off.
+func WithCacheSize(n int) Option {
+	return func(o *options) { o.cacheSize = n }
+}
+
+// Load reads a model directory: tokenizer.json, tokenizer_config.json (the
+// special tokens and chat_template, a string or the list of named
+// templates) and, when present, chat_template.jinja, which takes precedence
+// over the config's template. A model without a chat template loads: Encode
+// and Decode work, and Render and Count return ErrNoChatTemplate.
+func Load(dir string, opts ...Option) (*Tokenizer, error) {
+	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, fmt.Errorf("hf: %w", err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("hf: %w", err)
+	}
+	var o options
+	o.cacheSize = DefaultCacheSize
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.template == nil && o.templateFile == "" {
+		src, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+		switch {
+		case err == nil:
+			s := string(src)
+			o.template = &s
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("hf: %w", err)
+		}
+	}
+	return newTokenizer(tj, cfg, o)
+}
+
+// New builds a Tokenizer from the contents of tokenizer.json and
+// tokenizer_config.json (which may be nil: no special tokens, no template).
+func New(tokenizerJSON, tokenizerConfig []byte, opts ...Option) (*Tokenizer, error) {
+	var o options
+	o.cacheSize = DefaultCacheSize
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return newTokenizer(tokenizerJSON, tokenizerConfig, o)
+}
+
+func newTokenizer(tj, cfgData []byte, o options) (*Tokenizer, error) {
+	var f tokenizerFile
+	if err := json.Unmarshal(tj, &f); err != nil {
+		return nil, fmt.Errorf("hf: tokenizer.json: expected a JSON object: %w", err)
+	}
+	t := &Tokenizer{encoder: &encoder{cache: newPieceCache(o.cacheSize)}, countOpts: o.countOpts}
+	t.pool.New = func() any { return new(scratch) }
+	var err error
+	if t.norm, err = parseNormalizer(f.Normalizer, "normalizer"); err != nil {
+		return nil, err
+	}
+	if err := parsePreTokenizer(f.PreTokenizer, "pre_tokenizer", &t.pre); err != nil {
+		return nil, err
+	}
+	mappedVocab, err := t.buildModel(&f.Model)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.buildAdded(f.AddedTokens); err != nil {
+		return nil, err
+	}
+	if t.dec, err = buildDecoder(f.Decoder, mappedVocab, f.AddedTokens, t.pre.byteLevel); err != nil {
+		return nil, err
+	}
+
+	var cfg config
+	if len(cfgData) > 0 {
+		if cfg, err = parseConfig(cfgData); err != nil {
+			return nil, err
+		}
+	}
+	t.special = cfg.special
+	switch {
+	case o.templateFile != "":
+		src, err := os.ReadFile(o.templateFile)
+		if err != nil {
+			return nil, fmt.Errorf("hf: chat template: %w", err)
+		}
+		t.template, err = ParseChatTemplate(string(src), cfg.special)
+		if err != nil {
+			return nil, err
+		}
+	case o.template != nil:
+		if t.template, err = ParseChatTemplate(*o.template, cfg.special); err != nil {
+			return nil, err
+		}
+	case cfg.templates != nil:
+		if t.template, err = cfg.chatTemplate(); err != nil {
+			return nil, err
+		}
+	default:
+		t.tmplErr = fmt.Errorf("hf: tokenizer_config.json declares no chat_template and none was given: %w", ErrNoChatTemplate)
+	}
+	return t, nil
+}
+
+// buildModel reads the BPE model and returns its vocabulary as written in
+// the file (byte-level stand-in characters included), for the decoder.
+func (t *encoder) buildModel(ms *modelSpec) (map[string]int, error) {
+	const supportedModel = "BPE without dropout, continuing_subword_prefix or end_of_word_suffix"
+	switch {
+	case ms.Type != "BPE":
+		return nil, unsupported("model.type", fmt.Sprintf("model type %q", ms.Type), supportedModel)
+	case ms.Dropout != nil && *ms.Dropout != 0:
+		return nil, unsupported("model.dropout", fmt.Sprintf("BPE dropout %v", *ms.Dropout), supportedModel)
+	case ms.ContinuingSubwordPrefix != nil && *ms.ContinuingSubwordPrefix != "":
+		return nil, unsupported("model.continuing_subword_prefix", fmt.Sprintf("continuing_subword_prefix %q", *ms.ContinuingSubwordPrefix), supportedModel)
+	case ms.EndOfWordSuffix != nil && *ms.EndOfWordSuffix != "":
+		return nil, unsupported("model.end_of_word_suffix", fmt.Sprintf("end_of_word_suffix %q", *ms.EndOfWordSuffix), supportedModel)
+	case len(ms.Vocab) == 0:
+		return nil, errors.New("hf: tokenizer.json: model.vocab: expected a non-empty vocabulary, found none")
+	}
+	m := &t.model
+	m.byteLevel = t.pre.byteLevel
+	m.fuseUnk, m.byteFallback, m.ignoreMerges = ms.FuseUnk, ms.ByteFallback, ms.IgnoreMerges
+	m.unk = -1
+	if ms.UnkToken != nil {
+		id, ok := ms.Vocab[*ms.UnkToken]
+		if !ok {
+			return nil, fmt.Errorf("hf: tokenizer.json: model.unk_token: expected a token of the vocabulary, found %q", *ms.UnkToken)
+		}
+		m.unk = int32(id)
+	}
+	for id := range ms.Vocab {
+		if ms.Vocab[id] < 0 || ms.Vocab[id] > 1<<30 {
+			return nil, fmt.Errorf("hf: tokenizer.json: model.vocab[%q]: expected an id in [0, 2^30], found %d", id, ms.Vocab[id])
+		}
+	}
+	for b := range m.byteIDs {
+		m.byteIDs[b] = -1
+	}
+	if m.byteLevel {
+		if m.byteFallback {
+			return nil, unsupported("model.byte_fallback", "byte_fallback with a ByteLevel pre-tokenizer", supportedModel)
+		}
+		m.vocab = make(map[string]int32, len(ms.Vocab))
+		for tok, id := range ms.Vocab {
+			if raw, ok := byteLevelDecode(tok); ok {
+				m.vocab[raw] = int32(id)
+			}
+		}
+		for b := 0; b < 256; b++ {
+			id, ok := ms.Vocab[string(byteToRune[b])]
+			if !ok {
+				return nil, fmt.Errorf("hf: tokenizer.json: model.vocab: a byte-level vocabulary needs a token for every byte, found none for 0x%02X (%q)", b, byteToRune[b])
+			}
+			m.byteIDs[b] = int32(id)
+		}
+	} else {
+		m.vocab = make(map[string]int32, len(ms.Vocab))
+		for tok, id := range ms.Vocab {
+			m.vocab[tok] = int32(id)
+		}
+		if m.byteFallback {
+			for b := 0; b < 256; b++ {
+				if id, ok := ms.Vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+					m.byteIDs[b] = int32(id)
+				}
+			}
+		}
+	}
+	merges, err := parseMerges(ms.Merges)
+	if err != nil {
+		return nil, err
+	}
+	m.merges = make(map[uint64]merge, len(merges))
+	for rank, p := range merges {
+		a, okA := ms.Vocab[p[0]]
+		b, okB := ms.Vocab[p[1]]
+		ab, okAB := ms.Vocab[p[0]+p[1]]
+		if !okA || !okB || !okAB {
+			return nil, fmt.Errorf("hf: tokenizer.json: model.merges[%d]: expected %q, %q and their merge to be in the vocabulary, found one missing", rank, p[0], p[1])
+		}
+		// A later duplicate overrides an earlier one, as in Hugging Face.
+		m.merges[pairKey(int32(a), int32(b))] = merge{rank: int32(rank), id: int32(ab)}
+	}
+	return ms.Vocab, nil
+}
+
+func (t *encoder) buildAdded(added []addedTokenSpec) error {
+	const supportedAdded = "added tokens without lstrip, rstrip or single_word; normalized ones only without a normalizer"
+	for i, a := range added {
+		path := fmt.Sprintf("added_tokens[%d]", i)
+		switch {
+		case a.Lstrip || a.Rstrip:
+			return unsupported(path, fmt.Sprintf("added token %q with lstrip or rstrip", a.Content), supportedAdded)
+		case a.SingleWord:
+			return unsupported(path, fmt.Sprintf("added token %q with single_word", a.Content), supportedAdded)
+		case a.Normalized && len(t.norm) > 0 && t.norm.apply(a.Content) != a.Content:
+			// Hugging Face matches such a token in the normalized text.
+			return unsupported(path, fmt.Sprintf("normalized added token %q that the normalizer changes", a.Content), supportedAdded)
+		case a.ID < 0 || a.ID > 1<<30:
+			return fmt.Errorf("hf: tokenizer.json: %s: expected an id in [0, 2^30], found %d", path, a.ID)
+		}
+		t.added.add(a.Content, int32(a.ID))
+		t.hasAdded = true
+	}
+	return nil
+}
+
+// SpecialTokens returns the bos, eos, pad and unk tokens of
+// tokenizer_config.json.
+func (t *Tokenizer) SpecialTokens() SpecialTokens { return t.special }
+
+// ChatTemplate returns the chat template, or nil and an error wrapping
+// ErrNoChatTemplate when there is none.
+func (t *Tokenizer) ChatTemplate() (*ChatTemplate, error) {
+	if t.template == nil {
+		return nil, t.tmplErr
+	}
+	return t.template, nil
+}
+
+// WithChatTemplate returns a Tokenizer that shares t's tokenizer.json data
+// (and cache) but renders with ct, and counts with the render options ro.
+func (t *Tokenizer) WithChatTemplate(ct *ChatTemplate, ro RenderOptions) *Tokenizer {
+	return &Tokenizer{encoder: t.encoder, template: ct, countOpts: ro}
+}
+
+// Render renders messages through the chat template.
+func (t *Tokenizer) Render(messages []promptsize.Message, opts RenderOptions) (string, error) {
+	if t.template == nil {
+		return "", t.tmplErr
+	}
+	return t.template.Render(messages, opts)
+}
+
+// Count returns the number of tokens of the chat request as a server
+// counts it: the messages rendered through the chat template with the
+// generation prompt (and the options of WithRenderOptions), then encoded
+// without adding special tokens, since templates emit their own BOS.
+func (t *Tokenizer) Count(ctx context.Context, messages []promptsize.Message) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	opts := t.countOpts
+	opts.AddGenerationPrompt = true
+	s, err := t.Render(messages, opts)
+	if err != nil {
+		return 0, err
+	}
+	return t.CountText(s), nil
+}
+
+// scratch holds the buffers of one Encode call, reused through a pool.
+type scratch struct {
+	runes         []rune
+	offs          []int
+	spans         []span
+	pieces, other []string
+	syms, ids     []int32
+	pairs         []merge
+	next, prev    []int32
+	heap          []heapEntry
+}
+
+// Encode returns the token ids of text as Hugging Face's
+// encode(text, add_special_tokens=False) gives them:
+//
+//  1. added tokens (special or not) are split out first, leftmost-longest,
+//     in the raw text;
+//  2. each stretch between them is normalized, pre-tokenized (each Split
+//     pattern in turn, on every piece the previous step left), and every
+//     piece encoded by the BPE model.
+//
+// Nothing is added around the result: no BOS, no EOS.
+func (t *Tokenizer) Encode(text string) []int {
+	sc := t.pool.Get().(*scratch)
+	ids := t.encode(sc.ids[:0], text, sc)
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	t.release(sc, ids)
+	return out
+}
+
+// CountText returns len(t.Encode(text)) without building the result.
+func (t *Tokenizer) CountText(text string) int {
+	sc := t.pool.Get().(*scratch)
+	ids := t.encode(sc.ids[:0], text, sc)
+	n := len(ids)
+	t.release(sc, ids)
+	return n
+}
+
+// maxPooledIDs bounds the id buffer a pooled scratch keeps.
+const maxPooledIDs = 1 << 20
+
+func (t *encoder) release(sc *scratch, ids []int32) {
+	if cap(ids) <= maxPooledIDs {
+		sc.ids = ids[:0]
+	} else {
+		sc.ids = nil
+	}
+	t.pool.Put(sc)
+}
+
+func (t *encoder) encode(dst []int32, text string, sc *scratch) []int32 {
+	if !t.hasAdded {
+		return t.encodeSegment(dst, text, sc)
+	}
+	for pos := 0; pos < len(text); {
+		start, end, id, ok := t.added.next(text, pos)
+		if !ok {
+			return t.encodeSegment(dst, text[pos:], sc)
+		}
+		if start > pos {
+			dst = t.encodeSegment(dst, text[pos:start], sc)
+		}
+		dst = append(dst, id)
+		pos = end
+	}
+	return dst
+}
+
+func (t *encoder) encodeSegment(dst []int32, seg string, sc *scratch) []int32 {
+	seg = t.norm.apply(seg)
+	if seg == "" {
+		return dst
+	}
+	pieces := append(sc.pieces[:0], seg)
+	for i := range t.pre.steps {
+		out := sc.other[:0]
+		for _, p := range pieces {
+			out = t.pre.steps[i].split(out, p, sc)
+		}
+		sc.other = pieces
+		pieces = out
+	}
+	sc.pieces = pieces
+	for _, p := range pieces {
+		cacheable := t.cache != nil && len(p) <= maxCachedPiece
+		if cacheable {
+			if ids, ok := t.cache.get(p); ok {
+				dst = append(dst, ids...)
+				continue
+			}
+		}
+		start := len(dst)
+		dst = t.model.encode(dst, p, sc)
+		if cacheable {
+			t.cache.put(p, dst[start:])
+		}
+	}
+	// Drop references into the caller's text.
+	clear(sc.pieces)
+	clear(sc.other)
+	return dst
+}
+
+// Decode returns the text of ids, special tokens included, as the model's
+// decoder gives it. Ids outside the vocabulary are skipped. For a
+// byte-level model the bytes are returned as they are, so a sequence cut in
+// the middle of a character yields invalid UTF-8 (apply
+// strings.ToValidUTF8 to display it); Decode(Encode(s)) == s for every
+// valid UTF-8 s that the normalizer leaves unchanged.
+func (t *Tokenizer) Decode(ids []int) string { return t.dec.decode(ids) }
