@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/countertest"
 )
 
 var targets = []int{32, 100, 1000, 4096, 32768}
@@ -530,4 +531,10 @@ func TestProse(t *testing.T) {
 	if float64(len(distinct)) < 0.95*float64(len(sentences)) {
 		t.Errorf("only %d distinct of %d sentences", len(distinct), len(sentences))
 	}
+}
+
+// The fake tokenizers keep the Counter contract the Builder relies on.
+func TestFakesPassCounterKit(t *testing.T) {
+	countertest.Run(t, newBPE(), nil)
+	countertest.Run(t, newMerging(), nil)
 }
