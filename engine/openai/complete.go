@@ -1,0 +1,293 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/inferbench/inferbench/engine"
+)
+
+// chatPath is the chat completions endpoint under the server root.
+const chatPath = "/v1/chat/completions"
+
+// errorBodyBytes bounds what is read of an error response's body.
+const errorBodyBytes = 64 << 10
+
+// Complete sends req to /v1/chat/completions and reads the whole response.
+// It implements engine.Engine.
+//
+// A streaming request's trace has one chunk per chunk that carried
+// generated text (content or reasoning) in choice 0, with its token count
+// (see the package doc for how it is obtained); a non-streaming request's
+// trace has Start, Headers and End only. The request is never retried. Its
+// errors are an *engine.StatusError for a status of 400 or more, else an
+// *engine.Error: KindConnect or KindReset before the response,
+// KindTruncated for a stream without [DONE], KindMalformed for a chunk
+// that is not JSON, KindStreamError for an error object in a stream (or in
+// a 200 body), KindCanceled or KindTimeout from ctx. The Result returned
+// with an error holds what was measured until then.
+func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
+	var res engine.Result
+	body, warns, err := c.requestBody(req)
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = warns
+	accept := "application/json"
+	if req.Stream {
+		accept = "text/event-stream"
+	}
+	hreq, err := c.newRequest(ctx, http.MethodPost, chatPath, body, accept, req.Header)
+	if err != nil {
+		return res, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.redact(err)}
+	}
+	op := "POST " + hreq.URL.String()
+
+	// The send instant: httptrace reports the connection obtained just
+	// before the request is written. GotConn fires again only when the
+	// transport resends on a new connection (a pooled one was found
+	// closed before anything was written); the first instant stays, and
+	// NotifySend is called once.
+	var (
+		mu    sync.Mutex
+		start time.Time
+		conns int
+	)
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		t := c.now()
+		mu.Lock()
+		conns++
+		first := conns == 1
+		if first {
+			start = t
+		}
+		mu.Unlock()
+		if first {
+			engine.NotifySend(ctx, t)
+		}
+	}}
+	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
+
+	resp, err := c.http.Do(hreq)
+	mu.Lock()
+	res.Trace.Start = start
+	resent := conns > 1
+	mu.Unlock()
+	if resent {
+		res.Warnings = append(res.Warnings, fmt.Errorf("%w: the transport found a pooled connection closed and wrote the request on a new one; Start is the first attempt", ErrResent))
+	}
+	if err != nil {
+		res.Trace.End = c.now()
+		err = c.redact(engine.Wrap(ctx, engine.KindReset, op, err))
+		c.log.LogAttrs(ctx, slog.LevelDebug, "openai: request failed", slog.String("op", op), slog.String("error", err.Error()))
+		return res, err
+	}
+	res.Trace.Headers = c.now()
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 400 {
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, min(c.maxBody, errorBodyBytes)))
+		res.Trace.End = c.now()
+		se := engine.NewStatusError(resp.StatusCode, c.redactBytes(b))
+		c.log.LogAttrs(ctx, slog.LevelDebug, "openai: error status", slog.String("op", op), slog.Int("status", resp.StatusCode))
+		if rerr != nil {
+			c.log.LogAttrs(ctx, slog.LevelDebug, "openai: reading error body", slog.String("error", c.redact(rerr).Error()))
+		}
+		return res, se
+	}
+
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if req.Stream && ct != "application/json" {
+		err = c.readStream(ctx, resp.Body, req, &res)
+	} else {
+		if req.Stream {
+			res.Warnings = append(res.Warnings, fmt.Errorf("%w: Content-Type %q, want text/event-stream", ErrNotStreamed, ct))
+		}
+		err = c.readBody(ctx, resp.Body, req, &res)
+	}
+	if err == nil {
+		// Let the connection go back to the pool: read what may follow
+		// [DONE] (normally nothing) before Close.
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+	}
+	if err != nil {
+		err = c.redact(engine.Wrap(ctx, engine.KindTruncated, op, err))
+	}
+	c.log.LogAttrs(ctx, slog.LevelDebug, "openai: chat completion",
+		slog.String("op", op), slog.Int("status", resp.StatusCode), slog.Bool("stream", req.Stream),
+		slog.Int("chunks", len(res.Trace.Chunks)), slog.Duration("elapsed", res.Trace.End.Sub(res.Trace.Start)),
+		slog.Int("warnings", len(res.Warnings)), slog.Any("kind", engine.KindOf(err)))
+	return res, err
+}
+
+// requestBody encodes req as a chat completions body, with the warnings of
+// what the flavour left out.
+func (c *Client) requestBody(req engine.Request) ([]byte, []error, error) {
+	if req.MaxTokens < 0 || req.MinTokens < 0 {
+		return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request",
+			Err: fmt.Errorf("openai: MaxTokens=%d and MinTokens=%d, want both ≥ 0", req.MaxTokens, req.MinTokens)}
+	}
+	if req.MaxTokens > 0 && req.MinTokens > req.MaxTokens {
+		return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request",
+			Err: fmt.Errorf("openai: MinTokens=%d exceeds MaxTokens=%d", req.MinTokens, req.MaxTokens)}
+	}
+	fl := c.opts.Flavour
+	strict := fl == FlavourOpenAI
+	noBench := strict || fl == FlavourOllama
+	var warns []error
+	unsupported := func(field string) {
+		warns = append(warns, fmt.Errorf("%w: the request asks for %s, which flavour %q does not take; it was not sent", ErrUnsupported, field, fl))
+	}
+
+	msgs := req.Messages
+	if msgs == nil {
+		msgs = []engine.Message{}
+	}
+	m := map[string]any{
+		"messages": msgs,
+		"stream":   req.Stream,
+	}
+	if req.Model != "" {
+		m["model"] = req.Model
+	}
+	if req.MaxTokens > 0 {
+		m["max_tokens"] = req.MaxTokens
+	}
+	if req.Stream && !c.opts.NoStreamUsage {
+		so := map[string]bool{"include_usage": true}
+		if !c.opts.NoContinuousUsage && !strict && fl != FlavourLlamaCpp && fl != FlavourOllama {
+			so["continuous_usage_stats"] = true
+		}
+		m["stream_options"] = so
+	}
+	if req.Temperature != nil {
+		m["temperature"] = *req.Temperature
+	}
+	if req.TopP != nil {
+		m["top_p"] = *req.TopP
+	}
+	if req.TopK != nil {
+		if strict {
+			unsupported("top_k")
+		} else {
+			m["top_k"] = *req.TopK
+		}
+	}
+	if req.Seed != nil {
+		m["seed"] = *req.Seed
+	}
+	if len(req.Stop) > 0 {
+		m["stop"] = req.Stop
+	}
+	if req.IgnoreEOS {
+		if noBench {
+			unsupported("ignore_eos")
+		} else {
+			m["ignore_eos"] = true
+		}
+	}
+	if req.MinTokens > 0 {
+		if noBench {
+			unsupported("min_tokens")
+		} else {
+			m["min_tokens"] = req.MinTokens
+		}
+	}
+	for k, v := range req.Extra {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request",
+			Err: fmt.Errorf("openai: encoding the request body (an Extra value?): %w", err)}
+	}
+	return b, warns, nil
+}
+
+// completionWire is a non-streaming chat completion.
+type completionWire struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Choices []choiceWire    `json:"choices"`
+	Usage   *engine.Usage   `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// readBody reads a non-streaming response into res.
+func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, res *engine.Result) error {
+	b, err := io.ReadAll(io.LimitReader(r, c.maxBody+1))
+	res.Trace.End = c.now()
+	if err != nil {
+		return &engine.Error{Kind: engine.KindTruncated, Op: "read body", Err: err}
+	}
+	if int64(len(b)) > c.maxBody {
+		return &engine.Error{Kind: engine.KindMalformed, Op: "read body",
+			Err: fmt.Errorf("openai: response body exceeds %d bytes (MaxResponseBytes)", c.maxBody)}
+	}
+	var w completionWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return &engine.Error{Kind: engine.KindMalformed, Op: "decode body",
+			Err: fmt.Errorf("openai: want a chat.completion JSON object, found %q: %w", excerpt(c.redactBytes(b)), err)}
+	}
+	if isError(w.Error) {
+		return &engine.Error{Kind: engine.KindStreamError, Op: "decode body",
+			Err: engine.Event{Type: engine.EventError, Data: c.redactBytes(b)}.ServerError()}
+	}
+	res.ResponseID, res.Model, res.Usage = w.ID, w.Model, w.Usage
+	for _, ch := range w.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		res.Text = ch.Message.text()
+		if ch.FinishReason != nil {
+			res.FinishReason = *ch.FinishReason
+		}
+	}
+	res.Warnings = append(res.Warnings, shortWarnings(req, res)...)
+	return nil
+}
+
+// shortWarnings checks bench semantics against the server's count.
+//
+// With IgnoreEOS the server should generate exactly MaxTokens tokens; with
+// MinTokens at least that many. The count is usage.completion_tokens; with
+// no usage there is nothing to check.
+func shortWarnings(req engine.Request, res *engine.Result) []error {
+	if res.Usage == nil {
+		return nil
+	}
+	n := res.Usage.CompletionTokens
+	var w []error
+	if req.IgnoreEOS && req.MaxTokens > 0 && n < req.MaxTokens {
+		w = append(w, fmt.Errorf("%w: ignore_eos with max_tokens=%d, the server generated %d (finish_reason %q); does it honour ignore_eos?",
+			ErrShortGeneration, req.MaxTokens, n, res.FinishReason))
+	}
+	if req.MinTokens > 0 && n < req.MinTokens {
+		w = append(w, fmt.Errorf("%w: min_tokens=%d, the server generated %d (finish_reason %q)",
+			ErrShortGeneration, req.MinTokens, n, res.FinishReason))
+	}
+	return w
+}
+
+// isError reports whether a JSON "error" member holds an error (present
+// and not null).
+func isError(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// excerpt returns the start of b for an error message.
+func excerpt(b []byte) string {
+	const max = 200
+	if len(b) <= max {
+		return string(b)
+	}
+	return string(b[:max]) + "…"
+}

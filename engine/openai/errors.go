@@ -1,0 +1,33 @@
+package openai
+
+import "errors"
+
+// Sentinel errors wrapped by the Warnings of a Result, for errors.Is. A
+// warning never fails a request: it says how far to trust a number.
+var (
+	// ErrEstimatedTokens: some chunk token counts were estimated by
+	// counting the chunk text (the server sent no per-chunk usage for
+	// them), or a chunk carried text although the server's cumulative
+	// count did not grow and it was counted as one token.
+	ErrEstimatedTokens = errors.New("openai: chunk token counts estimated")
+	// ErrUnknownTokens: some chunk token counts are unknown (0 in the
+	// trace, which timing takes as one token each): no per-chunk usage and
+	// no counter, or the counter failed.
+	ErrUnknownTokens = errors.New("openai: chunk token counts unknown")
+	// ErrTokenMismatch: the chunk token counts add up to a different
+	// number than the server's final usage.completion_tokens.
+	ErrTokenMismatch = errors.New("openai: chunk token counts disagree with the server's usage")
+	// ErrShortGeneration: the request asked for bench semantics
+	// (IgnoreEOS, or MinTokens) and the server generated fewer tokens than
+	// asked.
+	ErrShortGeneration = errors.New("openai: fewer tokens generated than asked")
+	// ErrUnsupported: the request asked for something the configured
+	// Flavour does not take, so it was not sent.
+	ErrUnsupported = errors.New("openai: not supported by the server flavour")
+	// ErrNotStreamed: a streaming request was answered with a JSON body,
+	// so the trace has no chunks.
+	ErrNotStreamed = errors.New("openai: server answered a streaming request without streaming")
+	// ErrResent: the transport found a pooled connection closed and sent
+	// the request again on a new one; Trace.Start is the first attempt's.
+	ErrResent = errors.New("openai: request resent on a new connection")
+)

@@ -1,0 +1,211 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferbench/inferbench/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// stepClock is a controlled clock: each reading is the previous one plus
+// step, starting at base.
+type stepClock struct {
+	mu   sync.Mutex
+	base time.Time
+	n    int
+	step time.Duration
+}
+
+func newStepClock() *stepClock {
+	return &stepClock{base: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), step: time.Millisecond}
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.base.Add(time.Duration(c.n) * c.step)
+	c.n++
+	return t
+}
+
+// eventReader returns one SSE event (through its blank line) per Read, so
+// that the reader's clock is read once per event.
+type eventReader struct{ rest []byte }
+
+func (r *eventReader) Read(p []byte) (int, error) {
+	if len(r.rest) == 0 {
+		return 0, io.EOF
+	}
+	n := len(r.rest)
+	if i := bytes.Index(r.rest, []byte("\n\n")); i >= 0 {
+		n = i + 2
+	}
+	n = copy(p, r.rest[:n])
+	r.rest = r.rest[n:]
+	return n, nil
+}
+
+type goldenChunk struct {
+	AtMS   int64 `json:"at_ms"`
+	Tokens int   `json:"tokens"`
+}
+
+// golden is what a recorded stream parses into, times in milliseconds of
+// the step clock.
+type golden struct {
+	Text         string        `json:"text"`
+	ResponseID   string        `json:"response_id"`
+	Model        string        `json:"model"`
+	FinishReason string        `json:"finish_reason"`
+	Usage        *engine.Usage `json:"usage"`
+	Chunks       []goldenChunk `json:"chunks"`
+	EndMS        int64         `json:"end_ms"`
+	Warnings     []string      `json:"warnings"`
+	ErrorKind    engine.Kind   `json:"error_kind,omitempty"`
+	Error        string        `json:"error,omitempty"`
+}
+
+// parseRecorded reads a recorded stream through readStream with a step
+// clock and returns what it produced.
+func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request) (engine.Result, error, golden) {
+	t.Helper()
+	clk := newStepClock()
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Now = clk.Now
+	c, err := New("http://127.0.0.1:9", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res engine.Result
+	rerr := c.readStream(context.Background(), &eventReader{rest: body}, req, &res)
+	g := golden{
+		Text: res.Text, ResponseID: res.ResponseID, Model: res.Model, FinishReason: res.FinishReason,
+		Usage: res.Usage, EndMS: res.Trace.End.Sub(clk.base).Milliseconds(), Warnings: []string{},
+		Chunks: []goldenChunk{},
+	}
+	for _, ch := range res.Trace.Chunks {
+		g.Chunks = append(g.Chunks, goldenChunk{AtMS: ch.At.Sub(clk.base).Milliseconds(), Tokens: ch.Tokens})
+	}
+	for _, w := range res.Warnings {
+		g.Warnings = append(g.Warnings, w.Error())
+	}
+	if rerr != nil {
+		g.ErrorKind = engine.KindOf(rerr)
+		g.Error = rerr.Error()
+	}
+	return res, rerr, g
+}
+
+// TestGoldenStreams parses recorded bodies in the exact shapes of vLLM,
+// SGLang, llama.cpp and Ollama and compares the results with golden files.
+// The token counts are also asserted by hand below each case: they follow
+// from the usage blocks in the recordings.
+func TestGoldenStreams(t *testing.T) {
+	wordCount := func(_ context.Context, s string) (int, error) { return len(strings.Fields(s)), nil }
+	cases := []struct {
+		name   string
+		opts   *Options
+		req    engine.Request
+		tokens []int // hand-computed from the recording
+		warns  []error
+		kind   engine.Kind
+	}{
+		// completion_tokens 1,2,4,5,6,7,8 on the content chunks: " brown
+		// fox" carried two tokens.
+		{name: "vllm_continuous", req: engine.Request{MaxTokens: 8, IgnoreEOS: true},
+			tokens: []int{1, 1, 2, 1, 1, 1, 1}},
+		// The first text-less token (completion_tokens 1) is credited to
+		// "Okay" (2 − 0); then 4−2, 5−4, 8−5, 10−8; the end-of-sequence
+		// token (11) came on a text-less chunk and is on no chunk.
+		{name: "vllm_reasoning", req: engine.Request{MaxTokens: 32},
+			tokens: []int{2, 2, 1, 3, 2}},
+		// Usage on content chunks only, null elsewhere: 1, 2−1, 5−2, 7−5.
+		{name: "sglang_continuous", req: engine.Request{MaxTokens: 7, IgnoreEOS: true},
+			tokens: []int{1, 1, 3, 2}},
+		// Usage at the end only, 6 tokens over 6 content chunks: one each,
+		// exact.
+		{name: "llamacpp", req: engine.Request{MaxTokens: 6, IgnoreEOS: true},
+			tokens: []int{1, 1, 1, 1, 1, 1}},
+		// Usage at the end only, 7 tokens over 4 content chunks, no
+		// counter: unknown (0), with warnings.
+		{name: "ollama", req: engine.Request{MaxTokens: 64},
+			tokens: []int{0, 0, 0, 0}, warns: []error{ErrUnknownTokens, ErrTokenMismatch}},
+		// The same with a word-counting CountText: prefixes "Short",
+		// "Short answer.", "Short answer.Four", "Short answer.Four." count
+		// 1, 2, 2, 2 words: tokens max(1, 1−0), max(1, 2−1), max(1, 2−2),
+		// max(1, 2−3) = 1, 1, 1, 1; they add up to 4, usage says 7.
+		{name: "ollama_counted", opts: &Options{CountText: wordCount}, req: engine.Request{MaxTokens: 64},
+			tokens: []int{1, 1, 1, 1}, warns: []error{ErrEstimatedTokens, ErrTokenMismatch}},
+		// What came before an error is kept: "Once" had no usage.
+		{name: "sglang_stream_error", req: engine.Request{MaxTokens: 16},
+			tokens: []int{0}, warns: []error{ErrUnknownTokens}, kind: engine.KindStreamError},
+		// "The" had completion_tokens 1.
+		{name: "vllm_truncated", req: engine.Request{MaxTokens: 8},
+			tokens: []int{1}, kind: engine.KindTruncated},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := strings.TrimSuffix(tc.name, "_counted")
+			body, err := os.ReadFile(filepath.Join("testdata", rec+".sse"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, rerr, g := parseRecorded(t, body, tc.opts, tc.req)
+			if got := engine.KindOf(rerr); got != tc.kind {
+				t.Fatalf("error kind %q (%v), want %q", got, rerr, tc.kind)
+			}
+			var got []int
+			for _, ch := range res.Trace.Chunks {
+				got = append(got, ch.Tokens)
+			}
+			if diff := cmp.Diff(tc.tokens, got); diff != "" {
+				t.Errorf("chunk tokens (-want +got):\n%s", diff)
+			}
+			if len(res.Warnings) != len(tc.warns) {
+				t.Errorf("warnings %v, want %d wrapping %v", res.Warnings, len(tc.warns), tc.warns)
+			}
+			for i, w := range tc.warns {
+				if i < len(res.Warnings) && !errors.Is(res.Warnings[i], w) {
+					t.Errorf("warning %d = %v, want one wrapping %v", i, res.Warnings[i], w)
+				}
+			}
+
+			path := filepath.Join("testdata", tc.name+".golden.json")
+			out, err := json.MarshalIndent(g, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, '\n')
+			if *update {
+				if err := os.WriteFile(path, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(out)); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
