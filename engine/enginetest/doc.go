@@ -1,0 +1,23 @@
+// Package enginetest is a conformance kit for engine adapters, in the
+// manner of testing/slogtest: an adapter's own tests point it at a server
+// (engine/sim, or a real one) and run
+//
+//	enginetest.Run(t, enginetest.Config{
+//		Engine: adapter,
+//		Model:  "sim/llama-tiny",
+//		Stream: true,
+//		Bench:  true,
+//		Stats:  enginetest.Both,
+//	})
+//
+// The Config states what the adapter claims; the kit checks every claim
+// and the contracts of engine.Engine that hold for all adapters: a
+// successful request returns a trace that passes timing.Trace.Validate with
+// its start, headers and end set; cancelling the context stops a running
+// request promptly with an error of kind canceled (timeout for a
+// deadline); an unknown model is an error callers can branch on (a 4xx
+// *engine.StatusError or another typed kind), and so are the faults the
+// caller lists; concurrent requests succeed.
+//
+// Check runs the same checks outside a test and returns what it found.
+package enginetest
