@@ -1,0 +1,266 @@
+// Package remote provides promptsize Counters that ask the serving engine to
+// count: the engine's own chat template and tokenizer are then the ones
+// measured, whatever the model.
+//
+//   - VLLM posts the chat request to vLLM's (or SGLang's) /tokenize, which
+//     applies the chat template with the generation prompt and returns the
+//     count and the token ids.
+//   - LlamaCpp renders the request with llama.cpp's /apply-template, then
+//     counts the prompt with its /tokenize.
+//
+// A server without the endpoint gives an *EndpointError wrapping
+// ErrNoEndpoint that names the endpoint and suggests another Counter.
+// Counters here are safe for concurrent use; each Count is one or two HTTP
+// requests, so give the Builder a context with a deadline.
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+// ErrNoEndpoint is the condition of a server that answered 404 or 405 for
+// the endpoint a Counter needs. Errors for it are *EndpointError values.
+var ErrNoEndpoint = errors.New("remote: the server has no such endpoint")
+
+// maxBody bounds the response bodies read: the token ids of a
+// million-token prompt fit many times over.
+const maxBody = 64 << 20
+
+// An EndpointError reports a server without the endpoint a Counter needs.
+type EndpointError struct {
+	// Endpoint is the method and URL asked, e.g. "POST http://h:8000/tokenize".
+	Endpoint string
+	// Status is the HTTP status code (404 or 405).
+	Status int
+	// Suggest names a Counter that may work instead.
+	Suggest string
+}
+
+func (e *EndpointError) Error() string {
+	return fmt.Sprintf("%s answered %d %s: the server has no such endpoint; %s",
+		e.Endpoint, e.Status, http.StatusText(e.Status), e.Suggest)
+}
+
+// Unwrap returns ErrNoEndpoint.
+func (e *EndpointError) Unwrap() error { return ErrNoEndpoint }
+
+// A StatusError reports any other unsuccessful HTTP status.
+type StatusError struct {
+	Endpoint string
+	Status   int
+	// Body is the start of the response body (at most 300 bytes).
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s answered %d %s; expected 200: %s", e.Endpoint, e.Status, http.StatusText(e.Status), e.Body)
+}
+
+// VLLM is a Counter for vLLM and SGLang servers: it posts
+//
+//	{"model": Model, "messages": [...], "add_generation_prompt": true}
+//
+// to BaseURL+Path and reads "count" from the answer, or the length of
+// "tokens" when there is no count.
+type VLLM struct {
+	// BaseURL is the server's root, e.g. "http://127.0.0.1:8000".
+	BaseURL string
+	// Model is the served model's name; "" omits it (vLLM then uses its
+	// only model).
+	Model string
+	// Path is the endpoint; "" means "/tokenize".
+	Path string
+	// Client sends the requests; nil means http.DefaultClient.
+	Client *http.Client
+	// Header is added to every request (e.g. Authorization).
+	Header http.Header
+}
+
+var _ promptsize.Counter = (*VLLM)(nil)
+
+type vllmRequest struct {
+	Model               string               `json:"model,omitempty"`
+	Messages            []promptsize.Message `json:"messages"`
+	AddGenerationPrompt bool                 `json:"add_generation_prompt"`
+}
+
+// Count returns the server's count of messages with the generation prompt.
+func (c *VLLM) Count(ctx context.Context, messages []promptsize.Message) (int, error) {
+	path := c.Path
+	if path == "" {
+		path = "/tokenize"
+	}
+	if messages == nil {
+		messages = []promptsize.Message{}
+	}
+	body, endpoint, err := post(ctx, c.Client, c.Header, c.BaseURL, path,
+		vllmRequest{Model: c.Model, Messages: messages, AddGenerationPrompt: true},
+		"expected vLLM's or SGLang's /tokenize; for llama.cpp use remote.LlamaCpp, or count locally with promptsize/hf and the model's tokenizer.json")
+	if err != nil {
+		return 0, err
+	}
+	n, err := ParseTokenizeResponse(body)
+	if err != nil {
+		return 0, fmt.Errorf("remote: %s: %w", endpoint, err)
+	}
+	return n, nil
+}
+
+// LlamaCpp is a Counter for llama.cpp's server: it posts the messages to
+// /apply-template, which renders the chat template with the generation
+// prompt, then posts the rendered prompt to /tokenize with special-token
+// parsing on (the template writes its own special tokens as text) and reads
+// the length of "tokens".
+type LlamaCpp struct {
+	// BaseURL is the server's root, e.g. "http://127.0.0.1:8080".
+	BaseURL string
+	// AddSpecial asks /tokenize to add the model's BOS as well. Leave it
+	// false for templates that write the BOS themselves (most do).
+	AddSpecial bool
+	// Client sends the requests; nil means http.DefaultClient.
+	Client *http.Client
+	// Header is added to every request.
+	Header http.Header
+}
+
+var _ promptsize.Counter = (*LlamaCpp)(nil)
+
+type applyTemplateRequest struct {
+	Messages            []promptsize.Message `json:"messages"`
+	AddGenerationPrompt bool                 `json:"add_generation_prompt"`
+}
+
+type llamaTokenizeRequest struct {
+	Content      string `json:"content"`
+	AddSpecial   bool   `json:"add_special"`
+	ParseSpecial bool   `json:"parse_special"`
+}
+
+const llamaSuggest = "expected llama.cpp's server (build with /apply-template); for vLLM or SGLang use remote.VLLM, or count locally with promptsize/hf and the model's tokenizer.json"
+
+// Count renders messages with the server's template and counts the result.
+func (c *LlamaCpp) Count(ctx context.Context, messages []promptsize.Message) (int, error) {
+	if messages == nil {
+		messages = []promptsize.Message{}
+	}
+	body, endpoint, err := post(ctx, c.Client, c.Header, c.BaseURL, "/apply-template",
+		applyTemplateRequest{Messages: messages, AddGenerationPrompt: true}, llamaSuggest)
+	if err != nil {
+		return 0, err
+	}
+	prompt, err := ParseApplyTemplateResponse(body)
+	if err != nil {
+		return 0, fmt.Errorf("remote: %s: %w", endpoint, err)
+	}
+	body, endpoint, err = post(ctx, c.Client, c.Header, c.BaseURL, "/tokenize",
+		llamaTokenizeRequest{Content: prompt, AddSpecial: c.AddSpecial, ParseSpecial: true}, llamaSuggest)
+	if err != nil {
+		return 0, err
+	}
+	n, err := ParseTokenizeResponse(body)
+	if err != nil {
+		return 0, fmt.Errorf("remote: %s: %w", endpoint, err)
+	}
+	return n, nil
+}
+
+// post sends v as JSON and returns the body of a 200 answer.
+func post(ctx context.Context, client *http.Client, header http.Header, base, path string, v any, suggest string) ([]byte, string, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	url := strings.TrimSuffix(base, "/") + path
+	endpoint := "POST " + url
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return nil, endpoint, fmt.Errorf("remote: encoding the request for %s: %w", endpoint, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, endpoint, fmt.Errorf("remote: %s: %w", endpoint, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, endpoint, fmt.Errorf("remote: %s: %w", endpoint, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, endpoint, fmt.Errorf("remote: reading the answer of %s: %w", endpoint, err)
+	}
+	if len(body) > maxBody {
+		return nil, endpoint, fmt.Errorf("remote: the answer of %s is over %d bytes; expected a token count", endpoint, maxBody)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		return nil, endpoint, &EndpointError{Endpoint: endpoint, Status: resp.StatusCode, Suggest: suggest}
+	case resp.StatusCode != http.StatusOK:
+		excerpt := string(body)
+		if len(excerpt) > 300 {
+			excerpt = excerpt[:300]
+		}
+		return nil, endpoint, &StatusError{Endpoint: endpoint, Status: resp.StatusCode, Body: excerpt}
+	}
+	return body, endpoint, nil
+}
+
+// ParseTokenizeResponse reads the token count from a /tokenize answer:
+// "count" (vLLM, SGLang), or the length of "tokens" (llama.cpp, whose items
+// are ids or {"id", "piece"} objects). When both are present they must
+// agree.
+func ParseTokenizeResponse(body []byte) (int, error) {
+	var r struct {
+		Count  *json.Number      `json:"count"`
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		return 0, fmt.Errorf("decoding the /tokenize answer %.80q: %w; expected a JSON object with count or tokens", body, err)
+	}
+	if r.Count == nil && r.Tokens == nil {
+		return 0, fmt.Errorf("the /tokenize answer %.80q has neither count nor tokens", body)
+	}
+	if r.Count == nil {
+		return len(r.Tokens), nil
+	}
+	n, err := r.Count.Int64()
+	if err != nil || n < 0 || n > 1<<40 {
+		return 0, fmt.Errorf("the /tokenize answer has count %s; expected a whole number >= 0", r.Count.String())
+	}
+	if r.Tokens != nil && len(r.Tokens) != int(n) {
+		return 0, fmt.Errorf("the /tokenize answer has count %d but %d tokens; expected them to agree", n, len(r.Tokens))
+	}
+	return int(n), nil
+}
+
+// ParseApplyTemplateResponse reads the rendered prompt from llama.cpp's
+// /apply-template answer, {"prompt": "..."}.
+func ParseApplyTemplateResponse(body []byte) (string, error) {
+	var r struct {
+		Prompt *string `json:"prompt"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return "", fmt.Errorf("decoding the /apply-template answer %.80q: %w; expected {\"prompt\": ...}", body, err)
+	}
+	if r.Prompt == nil {
+		return "", fmt.Errorf("the /apply-template answer %.80q has no prompt string", body)
+	}
+	return *r.Prompt, nil
+}
