@@ -1,0 +1,708 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+type dialect int
+
+const (
+	dialectExo dialect = iota
+	dialectVLLM
+)
+
+// chatRequest is the union of exo's ChatCompletionRequest (with the bench
+// field) and vLLM's extensions. Unknown fields are ignored, as both do.
+type chatRequest struct {
+	Model               *string       `json:"model"`
+	Messages            []chatMessage `json:"messages"`
+	MaxTokens           *int          `json:"max_tokens"`
+	MaxCompletionTokens *int          `json:"max_completion_tokens"`
+	Stream              bool          `json:"stream"`
+	UsePrefixCache      bool          `json:"use_prefix_cache"`
+	Seed                *int64        `json:"seed"`
+	IgnoreEOS           bool          `json:"ignore_eos"`
+	MinTokens           int           `json:"min_tokens"`
+	StreamOptions       *struct {
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
+	} `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func validRole(r string) bool {
+	switch r {
+	case "system", "user", "assistant", "developer", "tool", "function":
+		return true
+	}
+	return false
+}
+
+// text extracts a message's text: a string, a {"type":"text","text":...}
+// part, a list of parts (text parts concatenated) or null.
+func (m chatMessage) text() (string, error) {
+	c := bytes.TrimSpace(m.Content)
+	if len(c) == 0 || string(c) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s, nil
+	}
+	type part struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	var p part
+	if c[0] == '{' && json.Unmarshal(c, &p) == nil {
+		return p.Text, nil
+	}
+	var ps []part
+	if err := json.Unmarshal(c, &ps); err != nil {
+		return "", fmt.Errorf("content: expected a string, a part or a list of parts, found %.40s", c)
+	}
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// errorBody is the error envelope exo (and current vLLM) send.
+type errorBody struct {
+	Error errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "sim: encoding response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+// exoError writes exo's HTTPException envelope; type is the reason phrase.
+func exoError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{errorInfo{Message: msg, Type: http.StatusText(code), Code: code}})
+}
+
+// vllmError writes vLLM's envelope; type is an OpenAI error class name.
+func vllmError(w http.ResponseWriter, code int, msg string) {
+	typ := map[int]string{400: "BadRequestError", 404: "NotFoundError", 500: "InternalServerError", 503: "ServiceUnavailableError"}[code]
+	if typ == "" {
+		typ = http.StatusText(code)
+	}
+	writeJSON(w, code, errorBody{errorInfo{Message: msg, Type: typ, Code: code}})
+}
+
+func (d dialect) fail(w http.ResponseWriter, code int, msg string) {
+	if d == dialectVLLM {
+		vllmError(w, code, msg)
+		return
+	}
+	exoError(w, code, msg)
+}
+
+// invalid reports a request that fails validation: FastAPI's 422 detail
+// list for exo, a 400 envelope for vLLM.
+func (d dialect) invalid(w http.ResponseWriter, loc []string, msg string) {
+	if d == dialectVLLM {
+		vllmError(w, http.StatusBadRequest, msg)
+		return
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{
+		"detail": []map[string]any{{"type": "value_error", "loc": loc, "msg": msg}},
+	})
+}
+
+// naturalLength is where a request with EOS allowed ends by itself:
+//
+//	L = 1 + splitmix64(FNV-1a(prompt token ids) xor seed) mod NaturalLength
+func naturalLength(ids []int, seed uint64, span int) int {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, id := range ids {
+		for i := range b {
+			b[i] = byte(id >> (8 * i))
+		}
+		h.Write(b[:])
+	}
+	return 1 + int(mix(h.Sum64()^seed)%uint64(span))
+}
+
+func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+		if err != nil {
+			d.fail(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+			return
+		}
+		var req chatRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			d.invalid(w, []string{"body"}, "expected a JSON object: "+err.Error())
+			return
+		}
+		if req.Model == nil || *req.Model == "" {
+			d.invalid(w, []string{"body", "model"}, "Field required: model")
+			return
+		}
+		if len(req.Messages) == 0 {
+			d.invalid(w, []string{"body", "messages"}, "Field required: messages (expected at least one)")
+			return
+		}
+		msgs := make([]promptsize.Message, len(req.Messages))
+		system := []promptsize.Message{}
+		for i, m := range req.Messages {
+			if !validRole(m.Role) {
+				d.invalid(w, []string{"body", "messages", fmt.Sprint(i), "role"},
+					fmt.Sprintf("role %q: expected system, user, assistant, developer, tool or function", m.Role))
+				return
+			}
+			t, err := m.text()
+			if err != nil {
+				d.invalid(w, []string{"body", "messages", fmt.Sprint(i), "content"}, err.Error())
+				return
+			}
+			msgs[i] = promptsize.Message{Role: m.Role, Content: t}
+			if m.Role == "system" {
+				system = append(system, msgs[i])
+			}
+		}
+		fault, err := s.faultFor(r)
+		if err != nil {
+			d.fail(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if s.preFault(w, r, d, fault, *req.Model) {
+			return
+		}
+		inst, err := s.route(*req.Model)
+		switch {
+		case errors.Is(err, errPrefillOnly):
+			d.fail(w, http.StatusServiceUnavailable, fmt.Sprintf("every instance of model %s is prefill-only (exo would hold this request until the client times out)", *req.Model))
+			return
+		case inst == nil && d == dialectVLLM:
+			vllmError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", *req.Model))
+			return
+		case inst == nil:
+			exoError(w, http.StatusNotFound, "No instance found for model "+*req.Model)
+			return
+		}
+		prompt, err := s.counter.Count(r.Context(), msgs)
+		if err != nil {
+			d.fail(w, http.StatusBadRequest, "counting prompt tokens: "+err.Error())
+			return
+		}
+		ids := templateIDs(msgs)
+		seed := uint64(42)
+		if req.Seed != nil && (*req.Seed != 0 || d == dialectVLLM) {
+			seed = uint64(*req.Seed)
+		}
+		maxTok := DefaultMaxTokens
+		if d == dialectVLLM {
+			maxTok = inst.model.ContextLength - prompt
+		}
+		if req.MaxCompletionTokens != nil && d == dialectVLLM {
+			maxTok = *req.MaxCompletionTokens
+		} else if req.MaxTokens != nil {
+			maxTok = *req.MaxTokens
+		}
+		if maxTok < 1 {
+			d.invalid(w, []string{"body", "max_tokens"}, fmt.Sprintf("max_tokens=%d: expected at least 1", maxTok))
+			return
+		}
+		if d == dialectVLLM && prompt+maxTok > inst.model.ContextLength {
+			vllmError(w, http.StatusBadRequest, fmt.Sprintf(
+				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+				inst.model.ContextLength, prompt+maxTok, prompt, maxTok))
+			return
+		}
+		target, reason := maxTok, "length"
+		eosBanned := bench || (d == dialectVLLM && req.IgnoreEOS)
+		if !eosBanned {
+			l := naturalLength(ids, seed, s.opts.natural())
+			if d == dialectVLLM {
+				l = max(l, req.MinTokens)
+			}
+			if l < maxTok {
+				target, reason = l, "stop"
+			}
+		}
+		sysTokens := 0
+		if len(system) > 0 {
+			sysTokens = len(templateIDs(system))
+		}
+		j := &job{
+			id:       s.newID(),
+			ids:      ids,
+			prompt:   prompt,
+			system:   sysTokens,
+			useCache: !bench || req.UsePrefixCache,
+			target:   target,
+			reason:   reason,
+			seed:     seed,
+			notify:   make(chan struct{}, 1),
+		}
+		if d == dialectVLLM {
+			j.block = 16
+		}
+		s.mu.Lock()
+		s.jobs[j.id] = j
+		s.events++
+		s.mu.Unlock()
+		defer func() {
+			j.cancelled.Store(true)
+			s.mu.Lock()
+			delete(s.jobs, j.id)
+			s.mu.Unlock()
+		}()
+		if !inst.submit(j) {
+			d.fail(w, http.StatusServiceUnavailable, "instance "+inst.id+" was deleted")
+			return
+		}
+		rs := &response{s: s, d: d, bench: bench, j: j, inst: inst, model: *req.Model, fault: fault,
+			created: time.Now().Unix()}
+		if req.StreamOptions != nil {
+			rs.includeUsage = req.StreamOptions.IncludeUsage
+			rs.continuous = req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats
+		}
+		if req.Stream {
+			rs.stream(w, r)
+		} else {
+			rs.whole(w, r)
+		}
+	}
+}
+
+// faultFor returns the fault for this request: the header's, else the
+// server's when FaultEvery selects this request.
+func (s *Server) faultFor(r *http.Request) (Fault, error) {
+	n := s.chats.Add(1)
+	if v, ok := r.Header[http.CanonicalHeaderKey(FaultHeader)]; ok && len(v) > 0 {
+		return ParseFault(v[0])
+	}
+	if s.opts.Fault.Kind == FaultNone {
+		return Fault{}, nil
+	}
+	if every := int64(max(s.opts.FaultEvery, 1)); n%every != 0 {
+		return Fault{}, nil
+	}
+	return s.opts.Fault, nil
+}
+
+// preFault handles the faults that fire before any generation; it reports
+// whether the response is done.
+func (s *Server) preFault(w http.ResponseWriter, r *http.Request, d dialect, f Fault, model string) bool {
+	switch f.Kind {
+	case FaultStatus500:
+		d.fail(w, http.StatusInternalServerError, "simulated runner error (fault injection: 500)")
+	case FaultStatus503:
+		d.fail(w, http.StatusServiceUnavailable, "simulated overload (fault injection: 503)")
+	case FaultResetBeforeHeader:
+		resetConn(w)
+	case FaultUnknownModel:
+		if d == dialectVLLM {
+			vllmError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", model))
+		} else {
+			exoError(w, http.StatusNotFound, "No instance found for model "+model)
+		}
+	case FaultWrongContentType:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "<!doctype html><html><head><title>exo (simulated)</title></head><body>dashboard</body></html>\n")
+	case FaultEmptyBody:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+	default:
+		return false
+	}
+	return true
+}
+
+// response writes one chat response from the job's events.
+type response struct {
+	s            *Server
+	d            dialect
+	bench        bool
+	j            *job
+	inst         *instance
+	model        string
+	fault        Fault
+	created      int64
+	includeUsage bool
+	continuous   bool
+	fired        bool
+}
+
+var errCancelled = errors.New("cancelled")
+
+// next waits for the job's next events; it returns nil and an error when
+// the client or the server went away.
+func (rs *response) next(r *http.Request) ([]event, error) {
+	for {
+		if ev := rs.j.take(); len(ev) > 0 {
+			return ev, nil
+		}
+		select {
+		case <-rs.j.notify:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-rs.s.closed:
+			return nil, errors.New("server closed")
+		}
+		// A cancel via /v1/cancel leaves no event: notice it here.
+		if rs.j.aborted.Load() {
+			if ev := rs.j.take(); len(ev) > 0 {
+				return ev, nil
+			}
+			return nil, errCancelled
+		}
+	}
+}
+
+func (rs *response) usage(st *finalStats, generated int) map[string]any {
+	prompt := rs.j.prompt
+	u := map[string]any{"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated}
+	if rs.d == dialectExo {
+		cached := 0
+		if st != nil {
+			cached = st.cached
+		}
+		u["prompt_tokens_details"] = map[string]int{"cached_tokens": cached, "audio_tokens": 0}
+		u["completion_tokens_details"] = map[string]int{"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+	}
+	return u
+}
+
+func (rs *response) genStats(st *finalStats, memKey string) map[string]any {
+	return map[string]any{
+		"prompt_tps":        st.promptTPS,
+		"generation_tps":    st.generationTPS,
+		"prompt_tokens":     st.promptTokens,
+		"generation_tokens": st.generated,
+		"peak_memory_usage": map[string]int64{memKey: st.peakBytes},
+		"prefix_cache_hit":  st.hit,
+	}
+}
+
+// simInfo is the sim's own block: the request's schedule, labelled
+// simulated.
+func (rs *response) simInfo(st *finalStats) map[string]any {
+	return map[string]any{
+		"simulated":       true,
+		"preset":          rs.s.preset.Name,
+		"instance_id":     rs.inst.id,
+		"arrival_s":       st.arrival.Seconds(),
+		"admitted_s":      st.admitted.Seconds(),
+		"prefill_start_s": st.prefillStart.Seconds(),
+		"prefill_end_s":   st.prefillEnd.Seconds(),
+		"first_token_s":   st.first.Seconds(),
+		"last_token_s":    st.last.Seconds(),
+		"cached_tokens":   st.cached,
+		"max_batch":       st.maxBatch,
+		"remote_prefill":  st.remote,
+	}
+}
+
+func (rs *response) chunkID() string {
+	if rs.d == dialectVLLM {
+		return "chatcmpl-" + rs.j.id
+	}
+	return rs.j.id
+}
+
+// dataChunk renders one streamed data chunk.
+func (rs *response) dataChunk(text string, first bool, finish string, usage map[string]any) []byte {
+	delta := map[string]any{"content": text}
+	choice := map[string]any{"index": 0, "delta": delta}
+	obj := "chat.completion"
+	if rs.d == dialectExo {
+		delta["role"] = "assistant"
+		if finish != "" {
+			choice["finish_reason"] = finish
+		}
+	} else {
+		obj = "chat.completion.chunk"
+		if first {
+			delta["role"] = "assistant"
+		}
+		choice["logprobs"] = nil
+		if finish != "" {
+			choice["finish_reason"] = finish
+		} else {
+			choice["finish_reason"] = nil
+		}
+	}
+	m := map[string]any{"id": rs.chunkID(), "object": obj, "created": rs.created, "model": rs.model,
+		"choices": []any{choice}}
+	if usage != nil {
+		m["usage"] = usage
+	}
+	b, _ := json.Marshal(m)
+	return append(append([]byte("data: "), b...), '\n', '\n')
+}
+
+// stream writes an SSE response (exo-api.md §1.6 for exo; vLLM's chunk
+// format otherwise), applying mid-stream faults.
+func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if rs.d == dialectExo {
+		h.Set("Connection", "close")
+	}
+	w.WriteHeader(http.StatusOK)
+	o := newOut(w, r, rs.s.closed, rs.fault)
+	if rs.d == dialectExo {
+		if o.write([]byte(": keep-alive\n\n")) != nil {
+			return
+		}
+	} else {
+		first := rs.dataChunk("", true, "", nil)
+		if rs.continuous {
+			first = rs.dataChunk("", true, "", rs.usage(nil, 0))
+		}
+		if o.write(first) != nil {
+			return
+		}
+	}
+	k := rs.s.opts.streamChunk()
+	chunks, generated := 0, 0
+	var buf strings.Builder
+	pending := 0
+	// emit writes a data chunk, firing the fault when its turn comes. It
+	// reports whether the stream goes on.
+	emit := func(b []byte) bool {
+		if !rs.fired && rs.fault.Kind != FaultNone && chunks >= rs.fault.after() {
+			rs.fired = true
+			switch rs.fault.Kind {
+			case FaultResetMidStream:
+				resetConn(w)
+				return false
+			case FaultCutWithoutDone:
+				return false
+			case FaultErrorEvent:
+				o.write([]byte(`data: {"error":{"message":"simulated runner error (fault injection: error-event)","type":"InternalServerError","code":500}}` + "\n\n"))
+				o.write([]byte("data: [DONE]\n\n"))
+				return false
+			case FaultMalformedChunk:
+				if o.write([]byte(`data: {"id":"`+rs.chunkID()+`","object":"chat.completion","choices":[{"index":0,"delta":{"content":`+"\n\n")) != nil {
+					return false
+				}
+			case FaultStall:
+				if !wait(r.Context(), rs.s.closed, rs.fault.stall()) {
+					return false
+				}
+			case FaultOversizedLine:
+				if o.write(rs.dataChunk(strings.Repeat("x", rs.fault.size()), false, "", nil)) != nil {
+					return false
+				}
+			}
+		}
+		chunks++
+		return o.write(b) == nil
+	}
+	for {
+		evs, err := rs.next(r)
+		if err != nil {
+			if errors.Is(err, errCancelled) {
+				if pending > 0 {
+					emit(rs.dataChunk(buf.String(), false, "", nil))
+				}
+				o.write([]byte("data: [DONE]\n\n"))
+			}
+			return
+		}
+		for _, e := range evs {
+			switch e.kind {
+			case evProgress:
+				if rs.d != dialectExo {
+					continue
+				}
+				b, _ := json.Marshal(map[string]any{"PrefillProgressChunk": map[string]any{
+					"model": rs.model, "processed_tokens": e.processed, "total_tokens": e.total}})
+				if o.write(append(append([]byte(": prefill_progress "), b...), '\n', '\n')) != nil {
+					return
+				}
+			case evToken:
+				buf.WriteString(e.text)
+				pending++
+				generated = e.cumulative
+				if pending >= k && generated < rs.j.target {
+					var u map[string]any
+					if rs.continuous {
+						u = rs.usage(nil, generated)
+					}
+					if !emit(rs.dataChunk(buf.String(), false, "", u)) {
+						return
+					}
+					buf.Reset()
+					pending = 0
+				}
+			case evDone:
+				st := e.stats
+				var u map[string]any
+				if rs.d == dialectExo || rs.continuous {
+					u = rs.usage(st, st.generated)
+				}
+				if !emit(rs.dataChunk(buf.String(), false, st.reason, u)) {
+					return
+				}
+				if rs.d == dialectExo {
+					b, _ := json.Marshal(rs.genStats(st, "in_bytes"))
+					o.write(append(append([]byte(": generation_stats "), b...), '\n', '\n'))
+					b, _ = json.Marshal(rs.simInfo(st))
+					o.write(append(append([]byte(": sim "), b...), '\n', '\n'))
+				} else if rs.includeUsage {
+					b, _ := json.Marshal(map[string]any{"id": rs.chunkID(), "object": "chat.completion.chunk",
+						"created": rs.created, "model": rs.model, "choices": []any{}, "usage": rs.usage(st, st.generated)})
+					o.write(append(append([]byte("data: "), b...), '\n', '\n'))
+				}
+				o.write([]byte("data: [DONE]\n\n"))
+				return
+			case evError:
+				msg, _ := json.Marshal(e.err.Error())
+				o.write([]byte(`data: {"error":{"message":` + string(msg) + `,"type":"InternalServerError","code":500}}` + "\n\n"))
+				o.write([]byte("data: [DONE]\n\n"))
+				return
+			}
+		}
+	}
+}
+
+// whole writes a non-streaming response once the job is done.
+func (rs *response) whole(w http.ResponseWriter, r *http.Request) {
+	var text strings.Builder
+	var st *finalStats
+	generated := 0
+collect:
+	for {
+		evs, err := rs.next(r)
+		if errors.Is(err, errCancelled) {
+			break
+		}
+		if err != nil {
+			return
+		}
+		for _, e := range evs {
+			switch e.kind {
+			case evToken:
+				text.WriteString(e.text)
+				generated = e.cumulative
+				if f := rs.fault; !rs.fired && f.Kind == FaultResetMidStream && generated >= f.after() {
+					rs.fired = true
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusOK)
+					io.WriteString(w, `{"id":"`+rs.chunkID()+`","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
+					resetConn(w)
+					return
+				}
+			case evDone:
+				st = e.stats
+				break collect
+			case evError:
+				rs.d.fail(w, http.StatusInternalServerError, e.err.Error())
+				return
+			}
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": text.String()}
+	choice := map[string]any{"index": 0, "logprobs": nil, "message": msg}
+	finish := "stop"
+	if st != nil {
+		finish = st.reason
+	}
+	choice["finish_reason"] = finish
+	resp := map[string]any{"id": rs.chunkID(), "object": "chat.completion", "created": rs.created,
+		"model": rs.model, "choices": []any{choice}}
+	switch {
+	case rs.d == dialectVLLM:
+		msg["tool_calls"] = []any{}
+		choice["stop_reason"] = nil
+		resp["usage"] = rs.usage(st, generated)
+	case rs.bench:
+		for _, k := range []string{"reasoning_content", "name", "tool_calls", "tool_call_id", "function_call"} {
+			msg[k] = nil
+		}
+		resp["usage"] = nil
+		resp["service_tier"] = nil
+		resp["generation_stats"] = nil
+		resp["power_usage"] = nil
+		if st != nil {
+			resp["generation_stats"] = rs.genStats(st, "inBytes")
+			ids := make([]string, len(rs.s.nodes))
+			for i, n := range rs.s.nodes {
+				ids[i] = n.id
+			}
+			resp["power_usage"] = rs.s.power.usage(ids, st.arrival, st.first, st.last)
+		}
+	default:
+		for _, k := range []string{"reasoning_content", "name", "tool_calls", "tool_call_id", "function_call"} {
+			msg[k] = nil
+		}
+		resp["usage"] = rs.usage(st, generated)
+		resp["service_tier"] = nil
+	}
+	if st != nil {
+		resp["sim"] = rs.simInfo(st)
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		rs.d.fail(w, http.StatusInternalServerError, "sim: encoding response: "+err.Error())
+		return
+	}
+	rs.wholeFault(w, r, b)
+}
+
+// wholeFault writes a non-streaming body b, applying the body faults.
+func (rs *response) wholeFault(w http.ResponseWriter, r *http.Request, b []byte) {
+	f := rs.fault
+	switch f.Kind {
+	case FaultErrorEvent:
+		rs.d.fail(w, http.StatusInternalServerError, "simulated runner error (fault injection: error-event)")
+		return
+	case FaultStall:
+		if !wait(r.Context(), rs.s.closed, f.stall()) {
+			return
+		}
+	case FaultMalformedChunk:
+		b = append(b[:len(b)/2:len(b)/2], []byte(`,,"malformed":}`)...)
+	case FaultCutWithoutDone:
+		b = b[:len(b)/2]
+	case FaultOversizedLine:
+		pad, _ := json.Marshal(strings.Repeat("x", f.size()))
+		b = append(append(append(b[:len(b)-1:len(b)-1], []byte(`,"padding":`)...), pad...), '}')
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if f.Kind != FaultCutWithoutDone && f.Kind != FaultSlowDrip {
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+	}
+	w.WriteHeader(http.StatusOK)
+	newOut(w, r, rs.s.closed, f).write(b)
+}

@@ -1,0 +1,179 @@
+// Package sim is an embedded reference inference engine: a real HTTP server
+// on loopback that speaks exo's API and the OpenAI API as vLLM serves it,
+// with timing from a roofline cost model of a model on a machine. It is the
+// default target of the example programs and a test double for anyone's
+// harness: sim.NewServer works like httptest.NewServer.
+//
+//	s := sim.NewServer(sim.Options{Preset: sim.Fast()})
+//	defer s.Close()
+//	// POST s.URL + "/bench/chat/completions" with model s.Model()
+//
+// Every figure the sim returns is simulated, and says so: each response
+// carries the header X-Inferbench-Sim ("simulated; preset=<name>"), model
+// ids start with "sim/", node names read "sim-node-N (simulated <chip>)",
+// and bench responses add a "sim" block (a ": sim" comment line when
+// streaming) with the request's schedule.
+//
+// # Endpoints
+//
+// exo's API, on Server.URL (shapes, casing and tagged unions as in exo):
+//
+//	POST   /bench/chat/completions   bench: EOS banned (exactly max_tokens tokens), raw text,
+//	                                 prefix cache off unless use_prefix_cache; JSON with
+//	                                 generation_stats ({"inBytes"}) and power_usage, or SSE
+//	POST   /v1/chat/completions      EOS allowed (requests end early, see below), prefix cache on
+//	GET    /models, /v1/models       the preset's model and custom cards
+//	POST   /models/add               {"model_id"}: a custom card with the preset model's shape
+//	GET    /state, /state/{path...}  instances, runners, downloads, tasks, topology, nodeIdentities,
+//	                                 nodeMemory, nodeDisk, nodeSystem, instanceLinks, ...
+//	GET    /instance/previews        ?model_id=: placements (Pipeline|Tensor × MlxRing|MlxJaccl × 1..N nodes)
+//	POST   /instance                 {"instance": <tagged>}: loading for Options.LoadDelay, then ready
+//	GET    /instance/{id}, DELETE /instance/{id}
+//	GET    /v1/instance-links, POST, PUT /{id}, DELETE /{id}   prefill/decode links
+//	POST   /v1/cancel/{command_id}   cancels a running request
+//	GET    /v1/feature-flags, GET /node_id
+//	POST   /tokenize                 vLLM's shape, for counting (a sim addition)
+//
+// The OpenAI API as vLLM serves it, on Server.VLLMURL (URL + "/vllm"):
+// POST /v1/chat/completions with stream_options.include_usage (a final chunk
+// with empty choices and usage) and continuous_usage_stats (usage on every
+// chunk), ignore_eos, min_tokens, max_tokens or max_completion_tokens
+// (default: context length − prompt); chunks are "chat.completion.chunk" and
+// the first carries the role; GET /v1/models; POST /tokenize with {model,
+// messages, add_generation_prompt} or {model, prompt} → {count,
+// max_model_len, tokens}; GET /health.
+//
+// A stream on exo's API is, in order: ": keep-alive"; ": prefill_progress
+// {"PrefillProgressChunk":{...}}" per prefill chunk; one "data:" chunk per
+// token (object "chat.completion", every delta repeats the role), the last
+// with finish_reason and usage; ": generation_stats {...}" (snake_case,
+// "in_bytes"); ": sim {...}"; "data: [DONE]". A runner error after the 200
+// is "data: {"error":{...}}" then "data: [DONE]". Errors before the 200 use
+// exo's envelope {"error":{"message","type","param","code"}}; body validation
+// failures FastAPI's 422 {"detail":[...]}. An unknown model is 404 "No
+// instance found for model <id>" (vLLM: "The model `<id>` does not exist.").
+//
+// # Cost model
+//
+// Every duration comes from these formulas, with W = Params · BitsPerWeight
+// / 8 (weight bytes), kv = 2 · Layers · KVHeads · HeadDim · KVBytesPerElement
+// (bytes per cached token), a = 4 · Layers · Heads · HeadDim (attention
+// FLOPs per query-key pair), N = active parameters, B = MemoryBandwidth ·
+// MemoryEfficiency and F = FLOPS · ComputeEfficiency:
+//
+//	decode step (batch of b requests holding c_i tokens each):
+//	    t = max((W + kv · Σ c_i) / B, 2 · N · b / F) + StepOverhead
+//	prefill chunk (n tokens after o cached ones):
+//	    t = max((W + kv · o) / B, (2 · N · n + a · (n · o + n(n+1)/2)) / F) + StepOverhead
+//	prefill of p tokens: the sum over chunks of PrefillChunk (default 4096) tokens
+//
+// An instance on k > 1 nodes: tensor parallel divides the roofline term by k
+// and adds 2 · Layers hops per step; pipeline parallel keeps it and adds
+// k − 1 hops (hop = RingLatency for MlxRing, RDMALatency for MlxJaccl).
+//
+// Each instance runs a scheduler goroutine that advances its schedule step
+// by step and sleeps each computed duration, so concurrent requests really
+// batch. At each step boundary it admits queued requests while fewer than
+// MaxRunning (exo's default 8) run; each admitted request is prefilled at
+// once, chunk by chunk, while the running batch stalls (as in exo's batch
+// generator); then one decode step gives every running request one token.
+// A request's instants (arrival, prefill, each token) are instants of this
+// schedule, not readings of the machine's clock, so the reported rates are
+// exact even on a loaded machine:
+//
+//	prompt_tps     = (u − 1) / prefill seconds     u = uncached prompt tokens (exo prefills all but the last)
+//	generation_tps = (n − 1) / (t_last − t_first)   n = generated tokens, t = decode step ends
+//	peak_memory_usage = (W + kv · most KV tokens held) / k · 1.073741824   (rank 0's share, exo's from_gb scale)
+//
+// The prefix cache follows exo: bench requests skip it unless
+// use_prefix_cache; the longest common token prefix with a cached prompt
+// gives an exact hit when it covers all but at most the last token (no
+// prefill; prompt_tps is the rate stored with the entry), a partial hit when
+// it is non-empty (only the rest is prefilled), none otherwise. An entry is
+// updated in place when the hit is at least max(1000, system-prompt tokens)
+// and half the prompt, else a new one is added (32 at most per instance).
+// vLLM requests round the hit down to 16-token blocks.
+//
+// Remote prefill: when an instance link names the serving instance as decode
+// and a ready instance as prefill, a prompt with more than 1000 uncached
+// tokens is prefilled on the prefill instance, then its KV cache
+// (kv · uncached bytes) crosses at KVTransferBandwidth before decoding; its
+// prompt_tps is (u − 1) / (prefill + transfer seconds).
+//
+// Power per node is IdleWatts + ComputeWatts · uc + MemoryWatts · um, where
+// uc and um are the fractions of each step the compute and memory terms
+// fill. power_usage integrates it exactly over the request (arrival to last
+// token) for every node of the cluster, split at the first token; samples
+// is the count exo's 1 Hz sampler would have taken. /state/nodeSystem
+// reports the last second: sysPower (mean W), gpuUsage (mean max(uc, um)),
+// temp = 35 + 45 · gpuUsage °C, pcpuUsage = 0.03 + 0.1 · gpuUsage,
+// ecpuUsage = 0.05.
+//
+// # Presets
+//
+// Computed from the formulas above (decode at 1024 tokens of context;
+// prefill of 4096 tokens on a cold cache); TestPresetTable keeps this table
+// equal to what the code computes.
+//
+// Generated presets table:
+//
+//	preset                     hardware                                       model                             weights  decode b=1   decode b=8 (per request, total)   prefill 4096
+//	m3-ultra-gemma3-27b-4bit   Apple M3 Ultra (80-core GPU, 819 GB/s)         sim/gemma-3-27b-it-4bit           15.4 GB  34.7 tok/s   28.5 tok/s, 227.7 tok/s           299.6 tok/s
+//	m4-max-llama3.1-8b-4bit    Apple M4 Max (40-core GPU, 546 GB/s)           sim/Llama-3.1-8B-Instruct-4bit    4.5 GB   75.9 tok/s   64.0 tok/s, 511.9 tok/s           644.2 tok/s
+//	h100-llama3.1-8b-bf16      NVIDIA H100 SXM (3.35 TB/s, 989 TFLOPS bf16)   sim/Llama-3.1-8B-Instruct-bf16    16.1 GB  157.7 tok/s  149.4 tok/s, 1195.2 tok/s         28799.9 tok/s
+//	fast                       test machine (1 TB/s, 1 PFLOPS)                sim/tiny-1b-8bit                  1.0 GB   944.8 tok/s  895.2 tok/s, 7161.3 tok/s         480923.6 tok/s
+//
+// (End of the generated table.)
+//
+// # Tokens and text
+//
+// Without Options.Counter the sim counts with its built-in tokenizer and
+// chat template (see Tokenize and Counter): a token is optional whitespace
+// plus a run of up to 12 letters and digits or one other character, and a
+// request counts 3 + Σ (5 + tokens of each message) tokens. Counter and
+// Server.Counter give clients the same count without HTTP. With
+// Options.Counter (a real tokenizer), prompt_tokens are that Counter's
+// count; the prefix cache then scales the built-in match to that count.
+//
+// Generated text is words from a fixed vocabulary, one token each under the
+// built-in tokenizer, chosen by the request's seed (default 42). Requests
+// with EOS allowed (exo's /v1, vLLM without ignore_eos) end by themselves
+// after L = 1 + splitmix64(FNV-1a(prompt ids) xor seed) mod NaturalLength
+// tokens (finish_reason "stop") when L < max_tokens, so some requests end
+// early, always the same ones. vLLM's min_tokens raises L.
+//
+// A request cancelled through /v1/cancel ends: a stream with the tokens so
+// far and "data: [DONE]" (no generation_stats); a JSON response with
+// finish_reason "stop" and generation_stats null.
+//
+// # Faults
+//
+// Options.Fault (optionally every FaultEvery-th chat request) or the request
+// header X-Sim-Fault (e.g. "reset-mid-stream; after=3", see ParseFault)
+// injects one fault per chat request, so one run can mix them. After counts
+// data chunks written before a mid-stream fault fires (default 1).
+//
+//	500, 503              error envelope with that status, before any work
+//	reset-before-headers  the connection is reset (TCP RST) before any byte
+//	reset-mid-stream      RST after After chunks (JSON: after After tokens, with half a body written)
+//	cut-without-done      the stream ends cleanly after After chunks with no [DONE] (JSON: half the body)
+//	malformed-chunk       a data: line of broken JSON before chunk After+1, then the stream goes on
+//	                      (JSON: a corrupted body)
+//	error-event           data: {"error":{...,"code":500}} and [DONE] after After chunks (JSON: 500)
+//	stall                 no bytes for Duration (default 30 s) after After chunks, then the rest
+//	                      (JSON: the body Duration late); ends early if the client leaves
+//	slow-drip             every write goes out in 8-byte pieces Duration (default 1 ms) apart
+//	wrong-content-type    200 text/html with a dashboard page instead of the response
+//	oversized-line        a data: line of Size bytes (default 2 MiB) of content after After chunks
+//	                      (JSON: a "padding" field of Size bytes)
+//	unknown-model         404 with the dialect's unknown-model envelope
+//	empty-body            200 application/json with Content-Length 0
+//
+// # What is not modelled
+//
+// Sampling parameters, stop strings, logprobs, tools and images are
+// accepted and ignored. Sliding-window attention is not modelled (KV grows
+// with the whole context). Memory limits apply to placements, not to the KV
+// cache. A batch on one node does not slow another instance on the same
+// node.
+package sim

@@ -1,0 +1,497 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+// Defaults for the zero Options.
+const (
+	// DefaultNodes is the number of simulated nodes.
+	DefaultNodes = 2
+	// DefaultMaxRunning is exo's EXO_MAX_CONCURRENT_REQUESTS: the number
+	// of requests decoded together; more wait in the queue.
+	DefaultMaxRunning = 8
+	// DefaultLoadDelay is how long a new instance stays loading.
+	DefaultLoadDelay = 250 * time.Millisecond
+	// DefaultNaturalLength bounds where a request with EOS allowed
+	// stops by itself; see the package documentation.
+	DefaultNaturalLength = 512
+	// DefaultMaxTokens is exo's MAX_TOKENS, used when a request leaves
+	// max_tokens null.
+	DefaultMaxTokens = 32168
+	// SimHeader is the response header that labels every response as
+	// simulated; its value names the preset.
+	SimHeader = "X-Inferbench-Sim"
+	// FaultHeader is the request header that injects a fault into one
+	// request; see ParseFault.
+	FaultHeader = "X-Sim-Fault"
+)
+
+// Options configures a Server. The zero value serves the default preset
+// (M3UltraGemma27B) on DefaultNodes nodes with one ready instance.
+type Options struct {
+	// Preset is the simulated hardware and model; the zero Preset means
+	// M3UltraGemma27B.
+	Preset Preset
+	// Nodes is the number of simulated nodes (0 means DefaultNodes).
+	Nodes int
+	// MaxRunning caps the running batch (0 means DefaultMaxRunning).
+	MaxRunning int
+	// PrefillChunk is the prefill chunk size in tokens (0 means
+	// DefaultPrefillChunk).
+	PrefillChunk int
+	// StreamChunk is the number of tokens per streamed data chunk (0 or
+	// 1: one token per chunk, as exo and vLLM send them).
+	StreamChunk int
+	// Counter counts prompt tokens; nil means the built-in Counter. Hand
+	// in a real tokenizer's Counter so prompt_tokens match what a real
+	// engine reports.
+	Counter promptsize.Counter
+	// NoInstance starts the server with no instance, so that a client
+	// must place one (GET /instance/previews, POST /instance) first. By
+	// default one ready instance of the preset's model runs on the first
+	// node.
+	NoInstance bool
+	// LoadDelay is how long a POSTed instance loads before it is ready
+	// (0 means DefaultLoadDelay; negative means ready at once).
+	LoadDelay time.Duration
+	// NoDisaggregation turns off the instance-link endpoints, as exo
+	// without ENABLE_DISAGGREGATION=true.
+	NoDisaggregation bool
+	// KVTransferBandwidth is the bandwidth of a remote prefill's KV
+	// transfer in bytes/s (0 means the preset's Hardware.LinkBandwidth).
+	KVTransferBandwidth float64
+	// NaturalLength is the range of lengths at which a request with EOS
+	// allowed ends (0 means DefaultNaturalLength).
+	NaturalLength int
+	// Fault is injected into chat requests that carry no FaultHeader.
+	Fault Fault
+	// FaultEvery applies Fault to every n-th chat request only (0 or 1:
+	// every request).
+	FaultEvery int
+	// Logger receives the server's log; nil means none.
+	Logger *slog.Logger
+}
+
+func (o Options) maxRunning() int   { return orDefault(o.MaxRunning, DefaultMaxRunning) }
+func (o Options) prefillChunk() int { return orDefault(o.PrefillChunk, DefaultPrefillChunk) }
+func (o Options) streamChunk() int  { return orDefault(o.StreamChunk, 1) }
+func (o Options) nodes() int        { return orDefault(o.Nodes, DefaultNodes) }
+func (o Options) natural() int      { return orDefault(o.NaturalLength, DefaultNaturalLength) }
+func (o Options) loadDelay() time.Duration {
+	switch {
+	case o.LoadDelay < 0:
+		return 0
+	case o.LoadDelay == 0:
+		return DefaultLoadDelay
+	}
+	return o.LoadDelay
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// A Server is a running simulated inference server on a loopback port.
+type Server struct {
+	// URL is the exo API's base URL, "http://127.0.0.1:port".
+	URL string
+	// VLLMURL is the base URL of the vLLM-flavoured OpenAI API,
+	// URL + "/vllm" (append "/v1/chat/completions", "/v1/models",
+	// "/tokenize").
+	VLLMURL string
+
+	opts    Options
+	preset  Preset
+	counter promptsize.Counter
+	vocab   []string
+	epoch   time.Time
+	power   *powerLog
+	log     *slog.Logger
+	ln      net.Listener
+	srv     *http.Server
+
+	seq      atomic.Uint64 // ids
+	chats    atomic.Int64  // chat requests seen, for FaultEvery
+	handlers sync.WaitGroup
+	closed   chan struct{}
+	once     sync.Once
+
+	mu        sync.Mutex
+	nodes     []simNode
+	instances []*instance
+	links     []instanceLink
+	jobs      map[string]*job
+	cards     []Model // custom cards from POST /models/add
+	events    int
+}
+
+type simNode struct {
+	id, name, ip string
+}
+
+type instanceLink struct {
+	ID      string   `json:"linkId"`
+	Prefill []string `json:"prefillInstances"`
+	Decode  []string `json:"decodeInstances"`
+}
+
+// NewServer starts a Server on a free loopback port, as httptest.NewServer
+// does, and panics if it cannot listen. Close it when done.
+func NewServer(opts Options) *Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("sim: failed to listen on a loopback port: %v", err))
+	}
+	return serve(ln, opts)
+}
+
+// Start starts a Server listening on addr ("127.0.0.1:52415", or ":0" for
+// any free port). The server stops when ctx is done or Close is called.
+func Start(ctx context.Context, addr string, opts Options) (*Server, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sim: listening on %q: %w", addr, err)
+	}
+	s := serve(ln, opts)
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Close()
+		case <-s.closed:
+		}
+	}()
+	return s, nil
+}
+
+func serve(ln net.Listener, opts Options) *Server {
+	p := opts.Preset
+	if p.Name == "" {
+		p = M3UltraGemma27B()
+	}
+	s := &Server{
+		opts:    opts,
+		preset:  p,
+		counter: opts.Counter,
+		vocab:   strings.Fields(vocabulary),
+		epoch:   time.Now(),
+		log:     opts.Logger,
+		ln:      ln,
+		closed:  make(chan struct{}),
+		jobs:    map[string]*job{},
+	}
+	if s.counter == nil {
+		s.counter = Counter{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	n := opts.nodes()
+	s.power = newPowerLog(p.Hardware, n)
+	for i := range n {
+		s.nodes = append(s.nodes, simNode{
+			id:   fmt.Sprintf("12D3KooWSimNode%02d", i+1),
+			name: fmt.Sprintf("sim-node-%d (simulated %s)", i+1, p.Hardware.Chip),
+			ip:   fmt.Sprintf("10.0.0.%d", i+1),
+		})
+	}
+	host := ln.Addr().String()
+	s.URL = "http://" + host
+	s.VLLMURL = s.URL + "/vllm"
+	if !opts.NoInstance {
+		spec := s.newSpec(p.Model, []int{0}, "Pipeline", "MlxRing")
+		s.mu.Lock()
+		s.startInstance(spec, 0)
+		s.mu.Unlock()
+	}
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go s.srv.Serve(ln)
+	s.log.Info("sim: serving (all figures simulated)", "url", s.URL, "preset", p.Name, "nodes", n)
+	return s
+}
+
+// Close stops the server: it closes the listener and every connection,
+// ends the running requests and waits for every goroutine it started. It
+// is safe to call more than once.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.closed)
+		s.srv.Close()
+		s.mu.Lock()
+		ins := slices.Clone(s.instances)
+		s.mu.Unlock()
+		for _, in := range ins {
+			in.halt()
+		}
+		s.handlers.Wait()
+	})
+}
+
+// Preset returns the preset the server simulates.
+func (s *Server) Preset() Preset { return s.preset }
+
+// Model returns the id of the preset's model, the model of the default
+// instance.
+func (s *Server) Model() string { return s.preset.Model.ID }
+
+// Counter returns the promptsize.Counter the server counts prompt tokens
+// with, so a client builds exact prompts without HTTP.
+func (s *Server) Counter() promptsize.Counter { return s.counter }
+
+func (s *Server) elapsed() time.Duration { return time.Since(s.epoch) }
+
+func (s *Server) linkBandwidth() float64 {
+	if s.opts.KVTransferBandwidth > 0 {
+		return s.opts.KVTransferBandwidth
+	}
+	return s.preset.Hardware.LinkBandwidth
+}
+
+// newID mints a UUID-shaped id, deterministic per server.
+func (s *Server) newID() string {
+	n := s.seq.Add(1)
+	return fmt.Sprintf("51a1%04x-0000-4000-8000-%012x", n>>48&0xffff, n)
+}
+
+// spec is an instance's placement before it runs.
+type spec struct {
+	id       string
+	model    Model
+	nodes    []int
+	runners  []string
+	sharding string
+	meta     string
+	port     int
+}
+
+func (s *Server) newSpec(m Model, nodes []int, sharding, meta string) spec {
+	sp := spec{id: s.newID(), model: m, nodes: nodes, sharding: sharding, meta: meta}
+	for range nodes {
+		sp.runners = append(sp.runners, s.newID())
+	}
+	sp.port = 50000 + int(s.seq.Load()%10000)
+	return sp
+}
+
+func (s *Server) hop(meta string) time.Duration {
+	if meta == "MlxJaccl" {
+		return s.preset.Hardware.RDMALatency
+	}
+	return s.preset.Hardware.RingLatency
+}
+
+// startInstance starts a scheduler for sp, ready after delay. s.mu is held.
+func (s *Server) startInstance(sp spec, delay time.Duration) *instance {
+	in := &instance{
+		s: s, id: sp.id, model: sp.model, nodes: sp.nodes,
+		cost:     cost{p: Preset{Name: s.preset.Name, Hardware: s.preset.Hardware, Model: sp.model}, nodes: len(sp.nodes), tensor: sp.sharding == "Tensor" && len(sp.nodes) > 1, hop: s.hop(sp.meta)},
+		sharding: sp.sharding, meta: sp.meta, runners: sp.runners, port: sp.port,
+		readyAt: s.elapsed() + delay,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	if delay == 0 {
+		in.readyAt = 0
+	}
+	s.instances = append(s.instances, in)
+	s.events++
+	go in.run()
+	return in
+}
+
+// halt stops the instance's scheduler and waits for it.
+func (in *instance) halt() {
+	in.mu.Lock()
+	select {
+	case <-in.stop:
+	default:
+		close(in.stop)
+	}
+	in.mu.Unlock()
+	<-in.done
+}
+
+// deleteInstance removes an instance and prunes it from instance links.
+func (s *Server) deleteInstance(id string) bool {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.instances, func(in *instance) bool { return in.id == id })
+	if i < 0 {
+		s.mu.Unlock()
+		return false
+	}
+	in := s.instances[i]
+	s.instances = slices.Delete(s.instances, i, i+1)
+	for k := range s.links {
+		l := &s.links[k]
+		l.Prefill = slices.DeleteFunc(l.Prefill, func(x string) bool { return x == id })
+		l.Decode = slices.DeleteFunc(l.Decode, func(x string) bool { return x == id })
+	}
+	s.events++
+	s.mu.Unlock()
+	in.halt()
+	return true
+}
+
+// model returns the card for id: the preset's model or a custom card.
+func (s *Server) model(id string) (Model, bool) {
+	if id == s.preset.Model.ID {
+		return s.preset.Model, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.cards {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// prefillOnly reports whether instance id is in some link's prefill list
+// and in no link's decode list. s.mu is held.
+func (s *Server) prefillOnly(id string) bool {
+	pre, dec := false, false
+	for _, l := range s.links {
+		pre = pre || slices.Contains(l.Prefill, id)
+		dec = dec || slices.Contains(l.Decode, id)
+	}
+	return pre && !dec
+}
+
+var errPrefillOnly = errors.New("prefill-only")
+
+// route picks the least-busy instance of model that is not prefill-only.
+func (s *Server) route(model string) (*instance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best *instance
+	bestLoad, found := 0, false
+	for _, in := range s.instances {
+		if in.model.ID != model {
+			continue
+		}
+		found = true
+		if s.prefillOnly(in.id) {
+			continue
+		}
+		if l := in.load(); best == nil || l < bestLoad {
+			best, bestLoad = in, l
+		}
+	}
+	if best == nil && found {
+		return nil, errPrefillOnly
+	}
+	return best, nil
+}
+
+// prefillInstanceFor returns the least-busy ready prefill instance linked
+// to decode instance d, or nil.
+func (s *Server) prefillInstanceFor(d *instance) *instance {
+	if s.opts.NoDisaggregation {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.elapsed()
+	var best *instance
+	bestLoad := 0
+	for _, l := range s.links {
+		if !slices.Contains(l.Decode, d.id) {
+			continue
+		}
+		for _, id := range l.Prefill {
+			for _, in := range s.instances {
+				if in.id != id || in == d || in.readyAt > now {
+					continue
+				}
+				if ld := in.load(); best == nil || ld < bestLoad {
+					best, bestLoad = in, ld
+				}
+			}
+		}
+	}
+	return best
+}
+
+// ramUsed is the memory the instances hold on node n. s.mu is held.
+func (s *Server) ramUsed(n int) int64 {
+	var used int64
+	for _, in := range s.instances {
+		if i := slices.Index(in.nodes, n); i >= 0 {
+			used += memoryShare(int64(in.model.WeightBytes()), len(in.nodes), i)
+		}
+	}
+	return used
+}
+
+// memoryShare splits total bytes evenly over k nodes, the remainder going
+// to the first ones, as exo's memory_delta_by_node does.
+func memoryShare(total int64, k, i int) int64 {
+	share := total / int64(k)
+	if int64(i) < total%int64(k) {
+		share++
+	}
+	return share
+}
+
+// track wraps every handler so Close waits for them.
+func (s *Server) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.handlers.Add(1)
+		defer s.handlers.Done()
+		w.Header().Set(SimHeader, "simulated; preset="+s.preset.Name)
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /bench/chat/completions", s.chat(dialectExo, true))
+	mux.HandleFunc("POST /v1/chat/completions", s.chat(dialectExo, false))
+	mux.HandleFunc("POST /vllm/v1/chat/completions", s.chat(dialectVLLM, false))
+	mux.HandleFunc("GET /models", s.handleModels)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /vllm/v1/models", s.handleVLLMModels)
+	mux.HandleFunc("POST /models/add", s.handleAddModel)
+	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	mux.HandleFunc("POST /vllm/tokenize", s.handleTokenize)
+	mux.HandleFunc("GET /vllm/health", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /state", s.handleState)
+	mux.HandleFunc("GET /state/{path...}", s.handleState)
+	mux.HandleFunc("GET /instance/previews", s.handlePreviews)
+	mux.HandleFunc("POST /instance", s.handleCreateInstance)
+	mux.HandleFunc("GET /instance/{id}", s.handleGetInstance)
+	mux.HandleFunc("DELETE /instance/{id}", s.handleDeleteInstance)
+	mux.HandleFunc("GET /v1/feature-flags", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"disaggregation": !s.opts.NoDisaggregation})
+	})
+	mux.HandleFunc("GET /v1/instance-links", s.handleListLinks)
+	mux.HandleFunc("POST /v1/instance-links", s.handlePutLink)
+	mux.HandleFunc("PUT /v1/instance-links/{id}", s.handlePutLink)
+	mux.HandleFunc("DELETE /v1/instance-links/{id}", s.handleDeleteLink)
+	mux.HandleFunc("POST /v1/cancel/{id}", s.handleCancel)
+	mux.HandleFunc("GET /node_id", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.nodes[0].id)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		exoError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s in the simulated exo API", r.Method, r.URL.Path))
+	})
+	return s.track(mux)
+}
