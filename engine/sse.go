@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -130,7 +131,8 @@ func (e Event) ServerError() *StreamError {
 // "data: [DONE]" whose blank line is missing, which counts as done.
 //
 // Reading allocates only while the buffers grow to the largest line and
-// event seen; steady-state reading allocates nothing per event. An
+// event seen; steady-state reading allocates nothing per event. The zero
+// SSEReader has the default options and no input: Reset gives it one. An
 // SSEReader is not safe for concurrent use.
 type SSEReader struct {
 	r            io.Reader
@@ -198,6 +200,15 @@ func (sr *SSEReader) Err() error { return sr.err }
 func (sr *SSEReader) Next() bool {
 	if sr.finished {
 		return false
+	}
+	if sr.r == nil {
+		return sr.fail(errors.New("engine: SSEReader has no input; create it with NewSSEReader or call Reset"))
+	}
+	if sr.max <= 0 {
+		sr.max = DefaultMaxLineBytes
+	}
+	if sr.now == nil {
+		sr.now = time.Now
 	}
 	if sr.clearing {
 		sr.data, sr.hasData, sr.name, sr.hasName, sr.clearing = sr.data[:0], false, sr.name[:0], false, false

@@ -387,3 +387,18 @@ func TestEventTypeString(t *testing.T) {
 		t.Errorf("String mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestSSEReaderZeroValue(t *testing.T) {
+	var sr engine.SSEReader
+	if sr.Next() || sr.Err() == nil {
+		t.Fatalf("zero SSEReader: Next true or Err nil (%v), want an error saying it has no input", sr.Err())
+	}
+	sr.Reset(strings.NewReader("data: x\n\ndata: [DONE]\n\n"))
+	var got []string
+	for sr.Next() {
+		got = append(got, sr.Event().Type.String()+" "+string(sr.Event().Data))
+	}
+	if diff := cmp.Diff([]string{"data x", "done [DONE]"}, got); diff != "" || sr.Err() != nil {
+		t.Errorf("zero SSEReader after Reset (-want +got):\n%s\nerr: %v", diff, sr.Err())
+	}
+}
