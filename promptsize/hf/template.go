@@ -106,6 +106,21 @@ func LoadChatTemplate(dir string) (*ChatTemplate, error) {
 	return cfg.chatTemplate()
 }
 
+// LoadSpecialTokens reads the bos, eos, pad and unk tokens of a model
+// directory's tokenizer_config.json, for a template given from elsewhere
+// (ParseChatTemplate).
+func LoadSpecialTokens(dir string) (SpecialTokens, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return SpecialTokens{}, fmt.Errorf("hf: %w", err)
+	}
+	cfg, err := parseConfig(data)
+	if err != nil {
+		return SpecialTokens{}, err
+	}
+	return cfg.special, nil
+}
+
 // Source returns the source of the default template.
 func (c *ChatTemplate) Source() string { return c.source }
 
