@@ -2,6 +2,9 @@ package openai
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -86,7 +89,7 @@ func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Resul
 	}
 	if err != nil {
 		res.Trace.End = c.now()
-		err = c.redact(engine.Wrap(ctx, engine.KindReset, op, err))
+		err = c.redact(engine.Wrap(ctx, dialKind(err), op, err))
 		c.log.LogAttrs(ctx, slog.LevelDebug, "openai: request failed", slog.String("op", op), slog.String("error", err.Error()))
 		return res, err
 	}
@@ -126,6 +129,21 @@ func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Resul
 		slog.Int("chunks", len(res.Trace.Chunks)), slog.Duration("elapsed", res.Trace.End.Sub(res.Trace.Start)),
 		slog.Int("warnings", len(res.Warnings)), slog.Any("kind", engine.KindOf(err)))
 	return res, err
+}
+
+// dialKind is the kind of a failure before the response: KindConnect when
+// the TLS handshake failed (no connection could be opened), else
+// KindReset.
+func dialKind(err error) engine.Kind {
+	var cv *tls.CertificateVerificationError
+	var rh tls.RecordHeaderError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	if errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
+		return engine.KindConnect
+	}
+	return engine.KindReset
 }
 
 // requestBody encodes req as a chat completions body, with the warnings of
