@@ -16,8 +16,11 @@ import (
 // began to go out (for an HTTP request, the moment the connection was in
 // hand and writing started: httptrace's GotConn or WroteHeaders); the first
 // call counts, later calls and calls after send has returned are ignored,
-// and mark is safe to call from any goroutine. A sender that never calls
-// mark gets its dispatch instant recorded instead, with a warning.
+// and mark is safe to call from any goroutine. A sender that learns the
+// instant only from its response (an engine result whose trace records when
+// the request was written) may call mark with it just before returning. A
+// sender that never calls mark gets its dispatch instant recorded instead,
+// with a warning.
 type SendFunc[T any] func(ctx context.Context, i int, mark func(time.Time)) (T, error)
 
 // Result is one request of a burst, an open loop or a closed loop. Its
@@ -112,8 +115,9 @@ func (s StopReason) String() string {
 // Summary describes a whole run. Lag and Skew cover the dispatched
 // requests only.
 type Summary struct {
-	// Start is the run's start instant: the release of a burst, the
-	// first instant of an open or closed loop. Every offset is from it.
+	// Start is the run's start instant: the release of a burst (zero when
+	// the burst was cancelled before its release), the first instant of an
+	// open or closed loop. Every offset is from it.
 	Start time.Time
 	// Wall is the offset of the last request's return (0 when none was
 	// dispatched).

@@ -35,3 +35,22 @@ func TestSummarizeDurations(t *testing.T) {
 		})
 	}
 }
+
+func TestStrings(t *testing.T) {
+	s := concurrency.SummarizeDurations([]time.Duration{0, ms(1), ms(2), ms(3)})
+	tests := []struct{ got, want string }{
+		{s.String(), "n=4 min=0s p50=1.5ms p90=2.7ms p99=2.97ms max=3ms mean=1.5ms"},
+		{concurrency.DurationStats{}.String(), "n=0"},
+		{concurrency.StopFinished.String(), "finished"},
+		{concurrency.StopArrivals.String(), "arrivals"},
+		{concurrency.StopCount.String(), "count"},
+		{concurrency.StopDuration.String(), "duration"},
+		{concurrency.StopContext.String(), "context"},
+		{concurrency.StopReason(9).String(), "StopReason(9)"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("got %q, expected %q", tc.got, tc.want)
+		}
+	}
+}
