@@ -14,7 +14,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency/clocktest"
 )
 
-// times extracts one offset of each result, in Index order.
+// byIndex returns the results ordered by Index.
 func byIndex[T any](rs []concurrency.Result[T]) []concurrency.Result[T] {
 	out := make([]concurrency.Result[T], len(rs))
 	for _, r := range rs {
