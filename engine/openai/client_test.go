@@ -722,3 +722,43 @@ func TestUsageThatDoesNotGrow(t *testing.T) {
 		t.Errorf("Warnings = %v, want one ErrEstimatedTokens", res.Warnings)
 	}
 }
+
+// TestResetBeforeHeaders resets the connection once the request has
+// arrived, before a byte of response: the error is KindReset.
+func TestResetBeforeHeaders(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Read the request head, then close with RST.
+			buf := make([]byte, 4096)
+			var got []byte
+			for !strings.Contains(string(got), "\r\n\r\n") {
+				n, err := conn.Read(buf)
+				if err != nil {
+					break
+				}
+				got = append(got, buf[:n]...)
+			}
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}
+	}()
+	var sends int
+	ctx := engine.WithSendHook(context.Background(), func(time.Time) { sends++ })
+	c := newClient(t, "http://"+ln.Addr().String(), nil)
+	res, err := c.Complete(ctx, engine.Request{Model: "m", Stream: true})
+	if engine.KindOf(err) != engine.KindReset {
+		t.Errorf("err = %v (kind %q), want KindReset", err, engine.KindOf(err))
+	}
+	if sends != 1 || res.Trace.Start.IsZero() || !res.Trace.Headers.IsZero() {
+		t.Errorf("%d sends, trace %+v: want one send at Start and no Headers", sends, res.Trace)
+	}
+}

@@ -34,7 +34,8 @@ const errorBodyBytes = 64 << 10
 // errors are an *engine.StatusError for a status of 400 or more, else an
 // *engine.Error: KindConnect or KindReset before the response,
 // KindTruncated for a stream without [DONE], KindMalformed for a chunk
-// that is not JSON, KindStreamError for an error object in a stream (or in
+// that is not JSON or a streaming response that is neither
+// text/event-stream nor JSON, KindStreamError for an error object in a stream (or in
 // a 200 body), KindCanceled or KindTimeout from ctx. The Result returned
 // with an error holds what was measured until then.
 func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
@@ -108,9 +109,17 @@ func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Resul
 	}
 
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if req.Stream && ct != "application/json" {
+	switch {
+	case req.Stream && ct != "application/json" && ct != "text/event-stream" && ct != "":
+		// A dashboard page, a proxy's login form: not a stream. (No
+		// Content-Type at all is read as a stream.)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		res.Trace.End = c.now()
+		err = &engine.Error{Kind: engine.KindMalformed, Op: "read response",
+			Err: fmt.Errorf("openai: Content-Type %q, want text/event-stream; body starts %q", ct, excerpt(c.redactBytes(b)))}
+	case req.Stream && ct != "application/json":
 		err = c.readStream(ctx, resp.Body, req, &res)
-	} else {
+	default:
 		if req.Stream {
 			res.Warnings = append(res.Warnings, fmt.Errorf("%w: Content-Type %q, want text/event-stream", ErrNotStreamed, ct))
 		}
