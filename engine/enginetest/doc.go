@@ -17,7 +17,10 @@
 // request promptly with an error of kind canceled (timeout for a
 // deadline); an unknown model is an error callers can branch on (a 4xx
 // *engine.StatusError or another typed kind), and so are the faults the
-// caller lists; concurrent requests succeed.
+// caller lists; concurrent requests succeed. Optional capabilities are
+// checked when the engine has them: a Prewarmer prewarms and then serves a
+// burst, a ModelLister lists the model, a TokenCounter counts the prompt as
+// the server does.
 //
 // Check runs the same checks outside a test and returns what it found.
 package enginetest

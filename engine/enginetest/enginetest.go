@@ -214,6 +214,9 @@ func checks() []check {
 		{"connect", checkConnect},
 		{"faults", checkFaults},
 		{"concurrent", checkConcurrent},
+		{"prewarm", checkPrewarm},
+		{"models", checkModels},
+		{"count_tokens", checkCountTokens},
 	}
 }
 
@@ -635,6 +638,80 @@ func checkConcurrent(ctx context.Context, c Config) []error {
 	var errs []error
 	for range c.Concurrency {
 		errs = append(errs, <-errc...)
+	}
+	return errs
+}
+
+// checkPrewarm: an engine that is a Prewarmer prewarms Concurrency
+// connections, and as many requests then succeed at once.
+func checkPrewarm(ctx context.Context, c Config) []error {
+	p, ok := c.Engine.(engine.Prewarmer)
+	if !ok {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	if err := p.Prewarm(pctx, c.Concurrency); err != nil {
+		return []error{fmt.Errorf("Prewarm(%d): want success, got %w", c.Concurrency, err)}
+	}
+	return checkConcurrent(ctx, c)
+}
+
+// checkModels: an engine that is a ModelLister lists Config.Model.
+func checkModels(ctx context.Context, c Config) []error {
+	l, ok := c.Engine.(engine.ModelLister)
+	if !ok {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	models, err := l.Models(lctx)
+	if err != nil {
+		return []error{fmt.Errorf("Models: want success, got %w", err)}
+	}
+	var ids []string
+	for _, m := range models {
+		if m.ID == c.Model {
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return []error{fmt.Errorf("Models lists %q, want it to include the served model %q", ids, c.Model)}
+}
+
+// checkCountTokens: an engine that is a TokenCounter counts the kit's
+// prompt deterministically, and as many tokens as its responses say the
+// prompt had (server stats or usage).
+func checkCountTokens(ctx context.Context, c Config) []error {
+	tc, ok := c.Engine.(engine.TokenCounter)
+	if !ok {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	n, err := tc.CountTokens(cctx, c.Model, c.Messages)
+	if err != nil {
+		return []error{fmt.Errorf("CountTokens: want success, got %w", err)}
+	}
+	var errs []error
+	if n <= 0 {
+		errs = append(errs, fmt.Errorf("CountTokens = %d, want > 0", n))
+	}
+	if again, err := tc.CountTokens(cctx, c.Model, c.Messages); err != nil || again != n {
+		errs = append(errs, fmt.Errorf("CountTokens gave %d, then %d (error %v), want the same count twice", n, again, err))
+	}
+	for _, m := range c.modes() {
+		res, err := complete(ctx, c, c.Engine, c.request(m, c.MaxTokens))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s request: want success, got %w", m, err))
+			continue
+		}
+		if s := res.ServerStats; s != nil && s.PromptTokens != n {
+			errs = append(errs, fmt.Errorf("%s request: server counted %d prompt tokens, CountTokens %d; want them equal", m, s.PromptTokens, n))
+		}
+		if u := res.Usage; u != nil && u.PromptTokens != n {
+			errs = append(errs, fmt.Errorf("%s request: usage says %d prompt tokens, CountTokens %d; want them equal", m, u.PromptTokens, n))
+		}
 	}
 	return errs
 }

@@ -100,6 +100,65 @@ func (f *fake) Complete(ctx context.Context, req engine.Request) (engine.Result,
 	return res, nil
 }
 
+// capable is a fake with the optional capabilities.
+type capable struct {
+	fake
+	warmed atomic.Int32
+}
+
+func (f *capable) Prewarm(ctx context.Context, n int) error {
+	if f.broken == "cold" {
+		return errors.New("prewarm: dial refused")
+	}
+	f.warmed.Store(int32(n))
+	return nil
+}
+
+func (f *capable) Models(context.Context) ([]engine.Model, error) {
+	if f.broken == "no model" {
+		return []engine.Model{{ID: "other/model"}}, nil
+	}
+	return []engine.Model{{ID: "other/model"}, {ID: model, Name: "model"}}, nil
+}
+
+func (f *capable) CountTokens(_ context.Context, m string, msgs []engine.Message) (int, error) {
+	if f.broken == "drift" {
+		return 11, nil // the fake server counts 12
+	}
+	return 12, nil
+}
+
+var (
+	_ engine.Prewarmer    = (*capable)(nil)
+	_ engine.ModelLister  = (*capable)(nil)
+	_ engine.TokenCounter = (*capable)(nil)
+)
+
+func TestCapabilities(t *testing.T) {
+	tests := []struct {
+		broken string
+		want   []string
+	}{
+		{"", nil},
+		{"cold", []string{"prewarm"}},
+		{"no model", []string{"models"}},
+		{"drift", []string{"count_tokens"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.broken, func(t *testing.T) {
+			t.Parallel()
+			e := &capable{fake: fake{broken: tc.broken}}
+			err := enginetest.Check(t.Context(), config(e))
+			if diff := cmp.Diff(tc.want, failed(t, err)); diff != "" {
+				t.Errorf("checks that failed (-want +got):\n%s\nfindings:\n%v", diff, err)
+			}
+			if tc.broken == "" && e.warmed.Load() != enginetest.DefaultConcurrency {
+				t.Errorf("Prewarm got n = %d, want %d", e.warmed.Load(), enginetest.DefaultConcurrency)
+			}
+		})
+	}
+}
+
 // dialer is an engine that sends a real HTTP request to its URL.
 type dialer struct{ url string }
 
