@@ -323,7 +323,7 @@ func (s *Server) preFault(w http.ResponseWriter, r *http.Request, d dialect, f F
 	case FaultStatus503:
 		d.fail(w, http.StatusServiceUnavailable, "simulated overload (fault injection: 503)")
 	case FaultResetBeforeHeader:
-		resetConn(w)
+		resetConn(w, false)
 	case FaultUnknownModel:
 		if d == dialectVLLM {
 			vllmError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", model))
@@ -503,7 +503,7 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 			rs.fired = true
 			switch rs.fault.Kind {
 			case FaultResetMidStream:
-				resetConn(w)
+				resetConn(w, true)
 				return false
 			case FaultCutWithoutDone:
 				return false
@@ -620,7 +620,7 @@ collect:
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusOK)
 					io.WriteString(w, `{"id":"`+rs.chunkID()+`","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
-					resetConn(w)
+					resetConn(w, true)
 					return
 				}
 			case evDone:

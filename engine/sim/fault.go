@@ -163,10 +163,13 @@ func validKind(k FaultKind) bool {
 }
 
 // resetConn closes the request's connection with a TCP RST (SO_LINGER 0),
-// after flushing what was written.
-func resetConn(w http.ResponseWriter) {
+// after flushing what was written when flush is set (without it, not even
+// the status line goes out).
+func resetConn(w http.ResponseWriter, flush bool) {
 	rc := http.NewResponseController(w)
-	_ = rc.Flush()
+	if flush {
+		_ = rc.Flush()
+	}
 	conn, _, err := rc.Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)

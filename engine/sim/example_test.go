@@ -1,0 +1,65 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+// Start the sim, send one bench request with net/http, and print its
+// generation_stats. The rates come from the simulated schedule, so they are
+// the same on every run.
+func Example() {
+	s := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer s.Close()
+
+	body := `{"model": "` + s.Model() + `", "messages": [{"role": "user", "content": "` +
+		strings.Repeat("a ", 100) + `"}], "max_tokens": 16, "use_prefix_cache": false, "stream": false}`
+	resp, err := http.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	var out struct {
+		GenerationStats struct {
+			PromptTPS        float64          `json:"prompt_tps"`
+			GenerationTPS    float64          `json:"generation_tps"`
+			PromptTokens     int              `json:"prompt_tokens"`
+			GenerationTokens int              `json:"generation_tokens"`
+			PeakMemoryUsage  map[string]int64 `json:"peak_memory_usage"`
+			PrefixCacheHit   string           `json:"prefix_cache_hit"`
+		} `json:"generation_stats"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st := out.GenerationStats
+	fmt.Println(resp.Header.Get(sim.SimHeader))
+	fmt.Printf("prompt_tokens=%d generation_tokens=%d prefix_cache_hit=%s\n", st.PromptTokens, st.GenerationTokens, st.PrefixCacheHit)
+	fmt.Printf("prompt_tps=%.0f generation_tps=%.1f peak_memory=%d bytes\n", st.PromptTPS, st.GenerationTPS, st.PeakMemoryUsage["inBytes"])
+	// Output:
+	// simulated; preset=fast
+	// prompt_tokens=109 generation_tokens=16 prefix_cache_hit=none
+	// prompt_tps=102857 generation_tps=951.5 peak_memory=1074832539 bytes
+}
+
+// The built-in Counter counts a chat request exactly as the sim will: 3
+// tokens of generation prompt, 5 around each message, and the message's
+// tokens.
+func ExampleCounter() {
+	msgs := []promptsize.Message{{Role: "user", Content: "Hello, world!"}}
+	n, err := sim.Counter{}.Count(context.Background(), msgs)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%q %d\n", sim.Tokenize("Hello, world!"), n)
+	// Output: ["Hello" "," " world" "!"] 12
+}

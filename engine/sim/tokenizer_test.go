@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+func TestTokenize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"a a a ", []string{"a", " a", " a", " "}},
+		{"Hello, world!", []string{"Hello", ",", " world", "!"}},
+		{"  x\n\ny", []string{"  x", "\n\ny"}},
+		{"abcdefghijklmnop", []string{"abcdefghijkl", "mnop"}},
+		{"héllo wörld", []string{"héllo", " wörld"}},
+		{"a+b", []string{"a", "+", "b"}},
+	} {
+		if diff := cmp.Diff(tc.want, Tokenize(tc.in)); diff != "" {
+			t.Errorf("Tokenize(%q) (-want +got):\n%s", tc.in, diff)
+		}
+		if n := CountText(tc.in); n != len(tc.want) {
+			t.Errorf("CountText(%q) = %d, want %d", tc.in, n, len(tc.want))
+		}
+	}
+}
+
+func TestCounterTemplate(t *testing.T) {
+	msgs := []promptsize.Message{{Role: "system", Content: "x"}, {Role: "user", Content: "a b"}}
+	n, err := Counter{}.Count(context.Background(), msgs)
+	if err != nil || n != 3+(5+1)+(5+2) {
+		t.Errorf("Count = %d, %v; want 16", n, err)
+	}
+	if got := len(templateIDs(msgs)); got != n {
+		t.Errorf("template renders %d ids, Count says %d", got, n)
+	}
+	if _, err := (Counter{}).Count(context.Background(), []promptsize.Message{{Content: "x"}}); err == nil {
+		t.Error("a message without a role counted without error")
+	}
+}
+
+func TestGeneratedWordsAreOneTokenEach(t *testing.T) {
+	vocab := strings.Fields(vocabulary)
+	for i := range 200 {
+		if w := generatedWord(vocab, 42, i); CountText(w) != 1 {
+			t.Fatalf("generated word %q is %d tokens", w, CountText(w))
+		}
+	}
+}
+
+func FuzzTokenize(f *testing.F) {
+	for _, s := range []string{"", "a a a ", "Hello, world!", "  \n", "abcdefghijklmnopqrstuvwxyz", "日本語 テキスト", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := Tokenize(s)
+		if CountText(s) != len(toks) {
+			t.Fatalf("CountText(%q) = %d, len(Tokenize) = %d", s, CountText(s), len(toks))
+		}
+		// Tokens cover the text (as runes) without loss.
+		if got := strings.Join(toks, ""); got != string([]rune(s)) {
+			t.Fatalf("tokens of %q join to %q", s, got)
+		}
+		for _, tk := range toks {
+			if tk == "" {
+				t.Fatalf("empty token in %q", toks)
+			}
+		}
+	})
+}
+
+// FuzzChatContent feeds arbitrary JSON to the chat request parser: it must
+// never panic, and a plain string content comes back unchanged.
+func FuzzChatContent(f *testing.F) {
+	for _, s := range []string{`"hi"`, `null`, `{"type":"text","text":"x"}`, `[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]`, `[1,2]`, `{`, `""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		body := `{"model":"m","messages":[{"role":"user","content":` + raw + `}]}`
+		var req chatRequest
+		if json.Unmarshal([]byte(body), &req) != nil {
+			return
+		}
+		text, err := req.Messages[0].text()
+		var s string
+		if json.Unmarshal([]byte(raw), &s) == nil && (err != nil || text != s) {
+			t.Fatalf("string content %s gave %q, %v", raw, text, err)
+		}
+	})
+}
