@@ -197,6 +197,9 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 			d.fail(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		if fault.Kind != FaultNone {
+			s.log.Debug("sim: injecting a fault", "fault", fault.String(), "path", r.URL.Path)
+		}
 		if s.preFault(w, r, d, fault, *req.Model) {
 			return
 		}
@@ -362,14 +365,25 @@ type response struct {
 var errCancelled = errors.New("cancelled")
 
 // next waits for the job's next events; it returns nil and an error when
-// the client or the server went away.
-func (rs *response) next(r *http.Request) ([]event, error) {
+// the client or the server went away. While it waits, idle is called every
+// Options.KeepAlive (when not nil); an error from idle ends the wait.
+func (rs *response) next(r *http.Request, idle func() error) ([]event, error) {
+	var tick <-chan time.Time
+	if idle != nil {
+		t := time.NewTicker(rs.s.opts.keepAlive())
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		if ev := rs.j.take(); len(ev) > 0 {
 			return ev, nil
 		}
 		select {
 		case <-rs.j.notify:
+		case <-tick:
+			if err := idle(); err != nil {
+				return nil, err
+			}
 		case <-r.Context().Done():
 			return nil, r.Context().Err()
 		case <-rs.s.closed:
@@ -528,8 +542,12 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 		chunks++
 		return o.write(b) == nil
 	}
+	var idle func() error
+	if rs.d == dialectExo {
+		idle = func() error { return o.write([]byte(": keep-alive\n\n")) }
+	}
 	for {
-		evs, err := rs.next(r)
+		evs, err := rs.next(r, idle)
 		if err != nil {
 			if errors.Is(err, errCancelled) {
 				if pending > 0 {
@@ -603,7 +621,7 @@ func (rs *response) whole(w http.ResponseWriter, r *http.Request) {
 	generated := 0
 collect:
 	for {
-		evs, err := rs.next(r)
+		evs, err := rs.next(r, nil)
 		if errors.Is(err, errCancelled) {
 			break
 		}

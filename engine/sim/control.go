@@ -230,12 +230,10 @@ func (s *Server) state() map[string]any {
 			}
 			switch {
 			case now < in.readyAt:
-				total := in.readyAt.Seconds()
 				frac := 0.0
 				if d := s.opts.loadDelay().Seconds(); d > 0 {
 					frac = 1 - (in.readyAt-now).Seconds()/d
 				}
-				_ = total
 				runners[rid] = map[string]any{"RunnerLoading": map[string]any{
 					"layersLoaded": int(float64(layers) * max(frac, 0)), "totalLayers": layers}}
 			case busy:
@@ -531,6 +529,7 @@ func (s *Server) handleCreateInstance(w http.ResponseWriter, r *http.Request) {
 	}
 	s.startInstance(sp, s.opts.loadDelay())
 	s.mu.Unlock()
+	s.log.Info("sim: instance created", "instance", sp.id, "model", m.ID, "nodes", len(sp.nodes), "sharding", sp.sharding, "meta", sp.meta)
 	writeJSON(w, http.StatusOK, map[string]any{"message": "Command received.", "command_id": s.newID(), "model_card": cardJSON(m)})
 }
 
@@ -556,6 +555,7 @@ func (s *Server) handleDeleteInstance(w http.ResponseWriter, r *http.Request) {
 		exoError(w, http.StatusNotFound, "Instance not found")
 		return
 	}
+	s.log.Info("sim: instance deleted", "instance", id)
 	writeJSON(w, http.StatusOK, map[string]any{"message": "Command received.", "command_id": s.newID(), "instance_id": id})
 }
 

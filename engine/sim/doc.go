@@ -43,7 +43,8 @@
 // messages, add_generation_prompt} or {model, prompt} → {count,
 // max_model_len, tokens}; GET /health.
 //
-// A stream on exo's API is, in order: ": keep-alive"; ": prefill_progress
+// A stream on exo's API is, in order: ": keep-alive" (again after every
+// Options.KeepAlive of silence, 10 s by default); ": prefill_progress
 // {"PrefillProgressChunk":{...}}" per prefill chunk; one "data:" chunk per
 // token (object "chat.completion", every delta repeats the role), the last
 // with finish_reason and usage; ": generation_stats {...}" (snake_case,

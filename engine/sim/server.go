@@ -28,6 +28,9 @@ const (
 	// DefaultNaturalLength bounds where a request with EOS allowed
 	// stops by itself; see the package documentation.
 	DefaultNaturalLength = 512
+	// DefaultKeepAlive is how long an exo stream stays silent before the
+	// server sends ": keep-alive", as exo's with_sse_keepalive does.
+	DefaultKeepAlive = 10 * time.Second
 	// DefaultMaxTokens is exo's MAX_TOKENS, used when a request leaves
 	// max_tokens null.
 	DefaultMaxTokens = 32168
@@ -76,6 +79,9 @@ type Options struct {
 	// NaturalLength is the range of lengths at which a request with EOS
 	// allowed ends (0 means DefaultNaturalLength).
 	NaturalLength int
+	// KeepAlive is the silence after which an exo stream gets a
+	// ": keep-alive" comment (0 means DefaultKeepAlive).
+	KeepAlive time.Duration
 	// Fault is injected into chat requests that carry no FaultHeader.
 	Fault Fault
 	// FaultEvery applies Fault to every n-th chat request only (0 or 1:
@@ -90,6 +96,13 @@ func (o Options) prefillChunk() int { return orDefault(o.PrefillChunk, DefaultPr
 func (o Options) streamChunk() int  { return orDefault(o.StreamChunk, 1) }
 func (o Options) nodes() int        { return orDefault(o.Nodes, DefaultNodes) }
 func (o Options) natural() int      { return orDefault(o.NaturalLength, DefaultNaturalLength) }
+func (o Options) keepAlive() time.Duration {
+	if o.KeepAlive <= 0 {
+		return DefaultKeepAlive
+	}
+	return o.KeepAlive
+}
+
 func (o Options) loadDelay() time.Duration {
 	switch {
 	case o.LoadDelay < 0:

@@ -156,16 +156,37 @@ func TestBenchRatesFollowFormula(t *testing.T) {
 		if len(pu.Nodes) != DefaultNodes || !within(pu.PrefillEnergy+pu.GenerationEnergy, pu.TotalEnergyJoules, 1e-9) {
 			t.Errorf("power_usage: %d nodes, prefill+generation = %g J, total %g J", len(pu.Nodes), pu.PrefillEnergy+pu.GenerationEnergy, pu.TotalEnergyJoules)
 		}
-		// Energy is at least every node idling for the whole request.
-		if idle := float64(DefaultNodes) * p.Hardware.IdleWatts * pu.ElapsedSeconds; pu.TotalEnergyJoules < idle {
-			t.Errorf("total energy %g J below the idle floor %g J", pu.TotalEnergyJoules, idle)
+		// Energy by hand: every node idles throughout; the serving node
+		// adds ComputeWatts · t_compute + MemoryWatts · t_memory per step.
+		hw, m := p.Hardware, p.Model
+		dyn := func(mem, comp float64) float64 { return hw.ComputeWatts*comp + hw.MemoryWatts*mem }
+		kv := 2 * float64(m.Layers*m.KVHeads*m.HeadDim) * m.KVBytesPerElement
+		decodeDyn := func(ctx int) float64 {
+			return dyn((m.WeightBytes()+kv*float64(ctx))/hw.MemoryBandwidth, 2*m.Params/hw.FLOPS)
+		}
+		idle := float64(DefaultNodes) * hw.IdleWatts
+		wantGenE := idle * (r.Sim.LastTokenS - r.Sim.FirstTokenS)
+		for i := 1; i < tc.tg; i++ {
+			wantGenE += decodeDyn(pp - 1 + i)
+		}
+		wantPreE := idle*(r.Sim.FirstTokenS-r.Sim.ArrivalS) + decodeDyn(pp-1)
+		a := 4 * float64(m.Layers*m.Heads*m.HeadDim)
+		for done := 0; done < pp-1; done += DefaultPrefillChunk {
+			n, o := float64(min(DefaultPrefillChunk, pp-1-done)), float64(done)
+			wantPreE += dyn((m.WeightBytes()+kv*o)/hw.MemoryBandwidth, (2*m.Params*n+a*(n*o+n*(n+1)/2))/hw.FLOPS)
+		}
+		if !within(pu.GenerationEnergy, wantGenE, 1e-3) || !within(pu.PrefillEnergy, wantPreE, 1e-3) {
+			t.Errorf("pp=%d: prefill, generation energy = %.6f, %.6f J; by hand %.6f, %.6f J", pp, pu.PrefillEnergy, pu.GenerationEnergy, wantPreE, wantGenE)
+		}
+		if !within(pu.ElapsedSeconds, r.Sim.LastTokenS-r.Sim.ArrivalS, 1e-6) || !within(pu.PrefillSeconds, r.Sim.FirstTokenS-r.Sim.ArrivalS, 1e-6) {
+			t.Errorf("power_usage window %g s (prefill %g s) is not arrival → first → last token", pu.ElapsedSeconds, pu.PrefillSeconds)
 		}
 	}
 }
 
 func TestConcurrencyBatches(t *testing.T) {
 	s := newFast(t, Options{})
-	const tg = 48
+	const tg = 128
 	run := func(c int) (agg float64, perReq float64) {
 		var wg sync.WaitGroup
 		res := make([]benchResp, c)
@@ -192,9 +213,6 @@ func TestConcurrencyBatches(t *testing.T) {
 	}
 	if per8 >= per1 {
 		t.Errorf("mean per-request generation_tps at concurrency 8 = %.1f, at 1 = %.1f: expected it to fall", per8, per1)
-	}
-	if model := s.Preset().DecodeRate(8, 30); per8 > model*1.02 {
-		t.Errorf("per-request rate at 8 = %.1f exceeds the model's batch-8 rate %.1f", per8, model)
 	}
 }
 
@@ -346,6 +364,28 @@ func TestStreamExo(t *testing.T) {
 	}
 	if mem, ok := stats["peak_memory_usage"].(map[string]any); !ok || mem["in_bytes"] == nil {
 		t.Errorf("generation_stats peak_memory_usage = %v: want in_bytes in a stream", stats["peak_memory_usage"])
+	}
+}
+
+func TestKeepAliveDuringLongPrefill(t *testing.T) {
+	// One 30009-token chunk prefills for about 75 ms of schedule with no
+	// output; a 15 ms keep-alive period must fill the silence.
+	s := newFast(t, Options{PrefillChunk: 40000, KeepAlive: 15 * time.Millisecond})
+	p := s.Preset().PrefillTime(30008, 0, 40000)
+	if p < 60*time.Millisecond {
+		t.Fatalf("prefill of 30008 tokens takes %v: the test needs a long one", p)
+	}
+	resp := post(t, s.URL+"/bench/chat/completions", chatBody(s.Model(), prompt(30000), 2, `,"stream":true`))
+	defer resp.Body.Close()
+	lines, _ := sseLines(t, resp.Body)
+	n := 0
+	for _, l := range lines {
+		if l == ": keep-alive" {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d keep-alive lines over a %v prefill with a 15 ms period: want the first and at least one more", n, p)
 	}
 }
 
@@ -521,7 +561,7 @@ func getJSON(t *testing.T, url string, v any) int {
 }
 
 func TestStateAndPlacement(t *testing.T) {
-	s := newFast(t, Options{LoadDelay: 40 * time.Millisecond})
+	s := newFast(t, Options{LoadDelay: 300 * time.Millisecond})
 	var sys map[string]float64
 	node := "12D3KooWSimNode02"
 	if code := getJSON(t, s.URL+"/state/nodeSystem/"+node, &sys); code != 200 {
