@@ -244,7 +244,7 @@ type completionWire struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Choices []choiceWire    `json:"choices"`
-	Usage   *engine.Usage   `json:"usage"`
+	Usage   *usageWire      `json:"usage"`
 	Error   json.RawMessage `json:"error"`
 }
 
@@ -268,7 +268,7 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 		return &engine.Error{Kind: engine.KindStreamError, Op: "decode body",
 			Err: engine.Event{Type: engine.EventError, Data: c.redactBytes(b)}.ServerError()}
 	}
-	res.ResponseID, res.Model, res.Usage = w.ID, w.Model, w.Usage
+	res.ResponseID, res.Model, res.Usage = w.ID, w.Model, w.Usage.usage()
 	for _, ch := range w.Choices {
 		if ch.Index != 0 {
 			continue

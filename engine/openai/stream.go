@@ -19,8 +19,31 @@ type chunkWire struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Choices []choiceWire    `json:"choices"`
-	Usage   *engine.Usage   `json:"usage"`
+	Usage   *usageWire      `json:"usage"`
 	Error   json.RawMessage `json:"error"`
+}
+
+// usageWire is the OpenAI usage block, decoded in one pass (engine.Usage's
+// own decoder decodes twice).
+type usageWire struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// usage returns u as an engine.Usage, nil for nil.
+func (u *usageWire) usage() *engine.Usage {
+	if u == nil {
+		return nil
+	}
+	e := &engine.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if u.PromptTokensDetails != nil {
+		e.CachedTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return e
 }
 
 type choiceWire struct {
@@ -73,7 +96,7 @@ func parseChunk(data []byte) (parsedChunk, error) {
 	if isError(w.Error) {
 		return parsedChunk{}, engine.Event{Type: engine.EventError, Data: data}.ServerError()
 	}
-	p := parsedChunk{ID: w.ID, Model: w.Model, Usage: w.Usage}
+	p := parsedChunk{ID: w.ID, Model: w.Model, Usage: w.Usage.usage()}
 	for _, ch := range w.Choices {
 		if ch.Index != 0 {
 			continue

@@ -1,0 +1,126 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/inferbench/inferbench/engine"
+)
+
+// seedEvents returns every recorded stream and the data of every event in
+// them, for the fuzz corpora.
+func seedEvents(f *testing.F) (streams, datas [][]byte) {
+	f.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "*.sse"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no recorded streams: %v", err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		streams = append(streams, b)
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				datas = append(datas, []byte(d))
+			}
+		}
+	}
+	return streams, datas
+}
+
+// FuzzParseChunk feeds arbitrary event data to the chunk parser. It must
+// never panic; what it accepts must parse the same way twice, and a chunk
+// it accepts must contribute exactly its text to a stream.
+func FuzzParseChunk(f *testing.F) {
+	_, datas := seedEvents(f)
+	for _, d := range datas {
+		f.Add(d)
+	}
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":null}}],"usage":null}`))
+	f.Add([]byte(`{"choices":[{"index":1,"delta":{"content":"other choice"}}]}`))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":["not","a","string"]}}]}`))
+	f.Add([]byte(`{"choices":[],"error":null}`))
+	f.Add([]byte(`{"id":"x","error":"overloaded"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := parseChunk(data)
+		if err != nil {
+			return
+		}
+		q, err := parseChunk(data)
+		if err != nil || p.Text != q.Text || p.FinishReason != q.FinishReason || (p.Usage == nil) != (q.Usage == nil) {
+			t.Fatalf("parsing %q twice gave %+v then %+v, %v", data, p, q, err)
+		}
+		if bytes.ContainsAny(data, "\r\n") {
+			return // not a single data line
+		}
+		c, err := New("http://127.0.0.1:9", &Options{DoneOptional: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res engine.Result
+		stream := "data: " + string(data) + "\n\ndata: [DONE]\n\n"
+		if err := c.readStream(context.Background(), strings.NewReader(stream), engine.Request{}, &res); err != nil {
+			if engine.KindOf(err) == engine.KindStreamError {
+				return // an error object in a position the reader checks first
+			}
+			t.Fatalf("stream of an accepted chunk %q failed: %v", data, err)
+		}
+		if res.Text != p.Text || len(res.Trace.Chunks) != map[bool]int{true: 1, false: 0}[p.Text != ""] {
+			t.Fatalf("chunk %q: stream text %q with %d chunks, parser text %q", data, res.Text, len(res.Trace.Chunks), p.Text)
+		}
+	})
+}
+
+// FuzzReadStream feeds arbitrary bytes to the stream reader. It must
+// never panic, must fail only with the kinds a stream can fail with, and
+// must keep the trace's invariants: chunks in order, non-negative counts,
+// one chunk per piece of text.
+func FuzzReadStream(f *testing.F) {
+	streams, _ := seedEvents(f)
+	for _, s := range streams {
+		f.Add(s, false)
+		f.Add(s[:len(s)/2], true)
+	}
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":5}}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"), false)
+	f.Add([]byte("event: error\ndata: boom\n\n"), false)
+	f.Add([]byte(": keep-alive\r\n\r\ndata: [DONE]\r\n\r\n"), true)
+	f.Fuzz(func(t *testing.T, body []byte, doneOptional bool) {
+		clk := newStepClock()
+		c, err := New("http://127.0.0.1:9", &Options{Now: clk.Now, DoneOptional: doneOptional,
+			CountText: func(_ context.Context, s string) (int, error) { return len(strings.Fields(s)), nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res engine.Result
+		err = c.readStream(context.Background(), &eventReader{rest: body}, engine.Request{MaxTokens: 4, IgnoreEOS: true}, &res)
+		switch k := engine.KindOf(err); k {
+		case engine.KindNone, engine.KindTruncated, engine.KindMalformed, engine.KindStreamError:
+		default:
+			t.Fatalf("error of kind %q: %v", k, err)
+		}
+		if res.Trace.End.IsZero() {
+			t.Fatal("End not set")
+		}
+		for i, ch := range res.Trace.Chunks {
+			if ch.Tokens < 0 {
+				t.Fatalf("chunk %d has %d tokens", i, ch.Tokens)
+			}
+			if i > 0 && ch.At.Before(res.Trace.Chunks[i-1].At) {
+				t.Fatalf("chunk %d at %v before chunk %d at %v", i, ch.At, i-1, res.Trace.Chunks[i-1].At)
+			}
+			if ch.At.After(res.Trace.End) {
+				t.Fatalf("chunk %d after End", i)
+			}
+		}
+		if len(res.Trace.Chunks) > 0 && res.Text == "" {
+			t.Fatalf("%d chunks but no text", len(res.Trace.Chunks))
+		}
+	})
+}
