@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -762,3 +763,73 @@ func TestResetBeforeHeaders(t *testing.T) {
 		t.Errorf("%d sends, trace %+v: want one send at Start and no Headers", sends, res.Trace)
 	}
 }
+
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select { // stall until the client gives up
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer close(release)
+	c := newClient(t, srv.URL, &Options{Timeout: 50 * time.Millisecond})
+	_, err := c.Complete(context.Background(), engine.Request{Model: "m", Stream: true})
+	if engine.KindOf(err) != engine.KindTimeout {
+		t.Errorf("err = %v (kind %q), want KindTimeout", err, engine.KindOf(err))
+	}
+}
+
+func TestErrorObjectInJSONBody(t *testing.T) {
+	srv := serve(t, &recorded{ctype: "application/json", body: []byte(`{"error":{"message":"engine dead","type":"InternalServerError","code":500}}`)})
+	c := newClient(t, srv.URL, nil)
+	_, err := c.Complete(context.Background(), engine.Request{Model: "m"})
+	var se *engine.StreamError
+	if engine.KindOf(err) != engine.KindStreamError || !errors.As(err, &se) || se.Message != "engine dead" || se.Code != 500 {
+		t.Errorf("err = %v, want KindStreamError with the server's message and code", err)
+	}
+}
+
+// TestLogsHoldNoKey runs failing and succeeding requests with a debug
+// logger and checks that the key is nowhere in the log.
+func TestLogsHoldNoKey(t *testing.T) {
+	const key = "sk-log-secret-0987654321"
+	t.Setenv("TEST_OPENAI_LOGKEY", key)
+	var calls atomic.Int64
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 1 {
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, r.Header.Get("Authorization"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(readTestdata(t, "vllm_models.json"))
+	}))
+	var buf strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := newClient(t, srv.URL, &Options{APIKeyEnv: "TEST_OPENAI_LOGKEY", Logger: log, RetryWait: time.Millisecond})
+	_, _ = c.Complete(context.Background(), engine.Request{Model: "m"})
+	if _, err := c.Models(context.Background()); err != nil { // 502 then 200
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if buf.Len() == 0 {
+		t.Fatal("nothing logged at debug level")
+	}
+	if strings.Contains(buf.String(), key) {
+		t.Errorf("the log holds the key:\n%s", buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
