@@ -32,13 +32,15 @@
 //  1. Options.CountText, a plain-text tokenizer, or Options.Counter, a chat
 //     Counter, applied to the generated text after the stream has ended (so
 //     counting never delays reading): with N(s) the count of text s and
-//     p_i the text of the first i content chunks,
-//     tokens(chunk i) = max(1, N(p_i) − Σ tokens(chunks before i)).
+//     p_i the text of content chunks 0 through i,
+//     tokens(chunk i) = max(1, N(p_i) − Σ tokens(chunks before i)),
+//     a chunk with text having carried at least one token.
 //     A Result Warning wrapping [ErrEstimatedTokens] says so, and another
 //     wrapping [ErrTokenMismatch] when the estimates disagree with the
 //     server's final usage.
-//  2. Without a counter, if the final usage says exactly as many tokens as
-//     there were content chunks, each chunk carried one token (exact).
+//  2. Before any counting, if the final usage says exactly as many tokens
+//     as there were content chunks, each chunk is taken to have carried
+//     one token, with no warning.
 //  3. Otherwise each chunk's count is 0, which timing reads as "unknown,
 //     take it as one token", and a Warning wrapping [ErrUnknownTokens]
 //     says so.
@@ -54,7 +56,9 @@
 // reads ignore_eos). When IgnoreEOS was asked and the server reports fewer
 // completion tokens than MaxTokens, the Result carries a Warning wrapping
 // [ErrShortGeneration]. The [Flavour] hint leaves out what a server does
-// not take (see the constants).
+// not take (see the constants). Request.UsePrefixCache is not sent: these
+// servers cache prefixes on their own, which a per-request salt in the
+// prompt defeats.
 //
 // # Timing
 //
