@@ -3,6 +3,7 @@ package energy
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 )
 
@@ -135,10 +136,9 @@ func (c CounterTrace) Energy(w Window) (Estimate, error) {
 			l := t.Sub(last).Seconds()
 			return u[n-1].Value + p*l, l * (pmax - pmin)
 		}
-		i := 0
-		for i < n-2 && !u[i+1].At.After(t) {
-			i++
-		}
+		// i is the interval [tᵢ, tᵢ₊₁] holding t.
+		i := sort.Search(n, func(k int) bool { return u[k].At.After(t) }) - 1
+		i = min(max(i, 0), n-2)
 		e := interpolate(u, i, t)
 		if t.Equal(u[i].At) || t.Equal(u[i+1].At) {
 			return e, 0

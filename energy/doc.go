@@ -34,6 +34,36 @@
 // generation, an idle Baseline (see Idle) subtracted on request, sums over
 // nodes, average watts and J per prompt and generated token.
 //
+// # Sampling
+//
+// A Sampler polls Sources at an interval (DefaultInterval 1 s, no less
+// than MinInterval 50 ms) on its own goroutine, reading all sources at
+// once and stamping each source's readings with the midpoint of its own
+// Read call; Poll adds a reading at an instant that matters (the first
+// token), Stop takes a last one and returns the Recording: one Series per
+// node and metric, PowerTraces and CounterTraces for Measure, and a
+// Summary of every metric as min/max/mean/samples, the shape of exo's
+// system_metrics. Failed reads are counted in Warnings, never printed.
+// The clock and ticker are injectable (WithClock).
+//
+// A Source has one method, Read(ctx) ([]Reading, error); SourceFunc adapts
+// a function. A Reading names a node, a metric (MetricPower in watts,
+// MetricEnergy as a cumulative counter in joules, or any other, such as
+// exo's gpuUsage and temp) and a value. A Source that also implements
+// Counter tells the Sampler where its counters wrap. This package
+// provides:
+//
+//   - Powercap: Linux RAPL package and dram counters from
+//     /sys/class/powercap (root injectable), with max_energy_range_uj as
+//     the wraparound; on other systems it reports ErrUnavailable.
+//   - NvidiaSMI: GPU power.draw and total_energy_consumption from
+//     nvidia-smi's CSV, through an injectable Runner.
+//   - Command: any command that prints watts.
+//
+// Other packages provide more (exo's node metrics, the simulated engine).
+// The package energy/sourcetest checks any Source against the contract
+// with one call.
+//
 // # Error against exo's method
 //
 // The table compares Integrate ("ours") with ExoWindowEnergy ("exo") on

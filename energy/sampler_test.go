@@ -123,9 +123,12 @@ func TestSamplerPollsAndStamps(t *testing.T) {
 
 func TestSamplerStopsWithContext(t *testing.T) {
 	clk := newStepClock(time.Millisecond)
-	// A source that ignores ctx, so the poll under way when ctx is
-	// cancelled still records its reading.
+	// A source that ignores ctx and says when it is read, so the test
+	// cancels while the tick's poll is under way and that poll still
+	// records its reading.
+	reads := make(chan struct{}, 10)
 	src := SourceFunc(func(context.Context) ([]Reading, error) {
+		reads <- struct{}{}
 		return []Reading{{Node: "n", Metric: MetricPower, Value: 1}}, nil
 	})
 	s, err := NewSampler([]Source{src}, WithClock(clk))
@@ -136,7 +139,9 @@ func TestSamplerStopsWithContext(t *testing.T) {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	<-reads // the first poll
 	clk.tick <- time.Time{}
+	<-reads // the tick's poll
 	cancel()
 	<-s.Done()
 	rec := s.Stop() // no last reading: the context is done
