@@ -40,7 +40,8 @@ type benchResp struct {
 		PrefillEnergy     float64 `json:"prefill_energy_joules"`
 		GenerationEnergy  float64 `json:"generation_energy_joules"`
 		Nodes             []struct {
-			NodeID string `json:"node_id"`
+			NodeID      string  `json:"node_id"`
+			AvgSysPower float64 `json:"avg_sys_power"`
 		} `json:"nodes"`
 	} `json:"power_usage"`
 	Sim struct {
@@ -579,6 +580,22 @@ func TestStateAndPlacement(t *testing.T) {
 	if !strings.Contains(ident["friendlyName"], "simulated") {
 		t.Errorf("friendlyName %q does not say simulated", ident["friendlyName"])
 	}
+	var disk struct{ Total, Available map[string]int64 }
+	getJSON(t, s.URL+"/state/nodeDisk/"+node, &disk)
+	if disk.Total["inBytes"] != Fast().Hardware.Disk || disk.Available["inBytes"] <= 0 {
+		t.Errorf("nodeDisk = %+v", disk)
+	}
+	// exo_bench's planning reads the model id of a completed download.
+	var dl []map[string]map[string]any
+	getJSON(t, s.URL+"/state/downloads/"+node, &dl)
+	if len(dl) != 1 || dl[0]["DownloadCompleted"] == nil {
+		t.Fatalf("downloads = %v: want one DownloadCompleted", dl)
+	}
+	var mid string
+	getJSON(t, s.URL+"/state/downloads/"+node+"/0/DownloadCompleted/shardMetadata/PipelineShardMetadata/modelCard/modelId", &mid)
+	if mid != s.Model() {
+		t.Errorf("download's modelCard.modelId = %q, want %q", mid, s.Model())
+	}
 	var e errorBody
 	if code := getJSON(t, s.URL+"/state/nodeSystem/nope/x", &e); code != 404 || e.Error.Message != "unable to find path 'nodeSystem.nope.x' in state json" {
 		t.Errorf("missing path: %d %q", code, e.Error.Message)
@@ -594,6 +611,32 @@ func TestStateAndPlacement(t *testing.T) {
 	getJSON(t, s.URL+"/instance/previews?model_id="+s.Model(), &pv)
 	if len(pv.Previews) != 8 {
 		t.Fatalf("%d previews, want 2 shardings × 2 metas × 2 node counts", len(pv.Previews))
+	}
+	// exo forces one-node placements to ring + pipeline but keeps the
+	// requested labels.
+	for _, p := range pv.Previews {
+		in, ring := p.Instance["MlxRingInstance"].(map[string]any)
+		if !ring {
+			continue
+		}
+		sa := in["shardAssignments"].(map[string]any)
+		if len(sa["nodeToRunner"].(map[string]any)) != 1 {
+			continue
+		}
+		for _, sh := range sa["runnerToShard"].(map[string]any) {
+			if _, ok := sh.(map[string]any)["PipelineShardMetadata"]; !ok {
+				t.Errorf("1-node preview labelled %s/%s holds %v: want PipelineShardMetadata", p.Sharding, p.Meta, sh)
+			}
+		}
+	}
+	var pv3 struct{ Previews []any }
+	s3 := newFast(t, Options{Nodes: 3})
+	getJSON(t, s3.URL+"/instance/previews?model_id="+s3.Model(), &pv3)
+	// Tensor needs KV heads (4) divisible by the node count: no 3-node
+	// tensor placement; an error preview appears only for a (sharding,
+	// meta) pair with no placement at all.
+	if len(pv3.Previews) != 10 {
+		t.Errorf("3 nodes: %d previews, want 3 × 2 pipeline + 2 × 2 tensor = 10", len(pv3.Previews))
 	}
 	// Create a 2-node tensor instance from the last preview.
 	var pick map[string]any
@@ -734,5 +777,48 @@ func TestModelsEndpoints(t *testing.T) {
 	getJSON(t, s.VLLMURL+"/v1/models", &ml)
 	if len(ml.Data) != 1 || ml.Data[0]["max_model_len"] != float64(Fast().Model.ContextLength) {
 		t.Errorf("vLLM /v1/models = %+v", ml.Data)
+	}
+}
+
+func TestTensorInstanceCost(t *testing.T) {
+	s := newFast(t, Options{NoInstance: true, LoadDelay: -1})
+	var pv struct {
+		Previews []struct {
+			Sharding string         `json:"sharding"`
+			Meta     string         `json:"instance_meta"`
+			Instance map[string]any `json:"instance"`
+		} `json:"previews"`
+	}
+	getJSON(t, s.URL+"/instance/previews?model_id="+s.Model(), &pv)
+	var pick map[string]any
+	for _, p := range pv.Previews {
+		if in, ok := p.Instance["MlxJacclInstance"].(map[string]any); ok && p.Sharding == "Tensor" &&
+			len(in["shardAssignments"].(map[string]any)["nodeToRunner"].(map[string]any)) == 2 {
+			pick = p.Instance
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"instance": pick})
+	post(t, s.URL+"/instance", string(b)).Body.Close()
+	r := bench(t, s, prompt(50), 6, "")
+	p, pp := s.Preset(), 51+8
+	// Tensor parallel on 2 nodes: half the roofline, plus 2 · Layers RDMA
+	// hops per step.
+	hops := float64(2*p.Model.Layers) * p.Hardware.RDMALatency.Seconds()
+	span := 0.0
+	for i := 1; i < 6; i++ {
+		full := handDecodeStep(p, 1, pp-1+i) - p.Hardware.StepOverhead.Seconds()
+		span += full/2 + p.Hardware.StepOverhead.Seconds() + hops
+	}
+	if want := 5 / span; !within(r.GenerationStats.GenerationTPS, want, 0.02) {
+		t.Errorf("generation_tps on a 2-node tensor instance = %.1f, formula gives %.1f", r.GenerationStats.GenerationTPS, want)
+	}
+	// Both nodes draw more than idle power during the request.
+	if len(r.PowerUsage.Nodes) != 2 {
+		t.Fatalf("power_usage nodes = %v", r.PowerUsage.Nodes)
+	}
+	for _, n := range r.PowerUsage.Nodes {
+		if n.AvgSysPower <= p.Hardware.IdleWatts {
+			t.Errorf("node %s averaged %.2f W, idle is %.0f W: both tensor nodes should work", n.NodeID, n.AvgSysPower, p.Hardware.IdleWatts)
+		}
 	}
 }
