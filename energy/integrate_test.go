@@ -147,6 +147,8 @@ func TestIntegrateRejectsBadData(t *testing.T) {
 		{"zero instant", PowerTrace{Samples: []Sample{{Value: 1}}}, win(0, 1), ErrInvalidTrace},
 		{"window reversed", trace(0, 10, 1, 10), win(1, 0), ErrInvalidWindow},
 		{"window unset", trace(0, 10, 1, 10), Window{}, ErrInvalidWindow},
+		{"window of centuries", trace(0, 10, 1, 10), Window{Start: t0.AddDate(-300, 0, 0), End: t0}, ErrInvalidWindow},
+		{"interval of centuries", PowerTrace{Samples: []Sample{{At: t0.AddDate(-300, 0, 0), Value: 1}, {At: t0, Value: 1}}}, win(0, 1), ErrInvalidTrace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// maxDuration is where time.Time.Sub saturates.
+const maxDuration = time.Duration(math.MaxInt64)
+
 // A Sample is one timestamped value: watts in a PowerTrace, cumulative
 // joules in a CounterTrace, the metric's own unit in a Series.
 type Sample struct {
@@ -40,6 +43,9 @@ func (w Window) validate() error {
 	}
 	if w.End.Before(w.Start) {
 		return fmt.Errorf("%w: expected end at or after start, found end %s before start", ErrInvalidWindow, w.Start.Sub(w.End))
+	}
+	if w.End.Sub(w.Start) == maxDuration {
+		return fmt.Errorf("%w: expected a window shorter than %s, found one from %s to %s", ErrInvalidWindow, maxDuration, w.Start, w.End)
 	}
 	return nil
 }
@@ -96,6 +102,10 @@ func validateSamples(node string, s []Sample, unit string) error {
 		}
 		if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) || x.Value < 0 {
 			return fmt.Errorf("%w: node %q: sample %d: expected a finite value ≥ 0, found %v %s", ErrInvalidTrace, node, i, x.Value, unit)
+		}
+		if i > 0 && x.At.Sub(s[i-1].At) == maxDuration {
+			return fmt.Errorf("%w: node %q: sample %d is %s or more after sample %d; expected intervals a time.Duration can hold",
+				ErrInvalidTrace, node, i, maxDuration, i-1)
 		}
 		if i > 0 && !x.At.After(s[i-1].At) {
 			return fmt.Errorf("%w: node %q: sample %d at %s is not after sample %d at %s (expected strictly increasing instants)",
