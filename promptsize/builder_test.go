@@ -538,3 +538,7 @@ func TestFakesPassCounterKit(t *testing.T) {
 	countertest.Run(t, newBPE(), nil)
 	countertest.Run(t, newMerging(), nil)
 }
+
+func countertestCheck(c promptsize.Counter) error {
+	return countertest.Check(context.Background(), c, nil)
+}

@@ -158,3 +158,14 @@ func pieces(s string) []piece {
 	}
 	return out
 }
+
+// callCounter counts the calls made to c.
+type callCounter struct {
+	c promptsize.Counter
+	n atomic.Int64
+}
+
+func (c *callCounter) Count(ctx context.Context, msgs []promptsize.Message) (int, error) {
+	c.n.Add(1)
+	return c.c.Count(ctx, msgs)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package promptsize_test
+
+const raceEnabled = false
