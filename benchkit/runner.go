@@ -142,13 +142,9 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	if r.Engine == nil || r.Builder == nil || r.Builder.Counter == nil || r.Model == "" {
 		return rep, errors.New("benchkit: Runner needs an Engine, a Model and a Builder with a Counter")
 	}
-	msgs := []promptsize.Message{{Role: "user", Content: ""}}
-	if r.Builder.System != "" {
-		msgs = append([]promptsize.Message{{Role: "system", Content: r.Builder.System}}, msgs...)
-	}
-	overhead, err := r.Builder.Counter.Count(ctx, msgs)
+	overhead, err := Overhead(ctx, r.Builder)
 	if err != nil {
-		return rep, fmt.Errorf("benchkit: count the chat template's overhead: %w", err)
+		return rep, err
 	}
 	rep.Overhead = overhead
 	if err := plan.Validate(overhead); err != nil {
@@ -239,6 +235,24 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 		return rep, fmt.Errorf("benchkit: run interrupted after %d of %d requests: %w", done, total, err)
 	}
 	return rep, nil
+}
+
+// Overhead counts the chat template's overhead of b's prompts: the tokens
+// of a request whose user message is empty (with b's system message, if
+// any). No prompt can be shorter; Plan.Validate takes it.
+func Overhead(ctx context.Context, b *promptsize.Builder) (int, error) {
+	if b == nil || b.Counter == nil {
+		return 0, errors.New("benchkit: Overhead needs a Builder with a Counter")
+	}
+	msgs := []promptsize.Message{{Role: "user", Content: ""}}
+	if b.System != "" {
+		msgs = append([]promptsize.Message{{Role: "system", Content: b.System}}, msgs...)
+	}
+	n, err := b.Counter.Count(ctx, msgs)
+	if err != nil {
+		return 0, fmt.Errorf("benchkit: count the chat template's overhead: %w", err)
+	}
+	return n, nil
 }
 
 // burst measures one repeat of one cell and returns its rows, in the

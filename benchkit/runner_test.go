@@ -233,3 +233,14 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+func TestProgressBar(t *testing.T) {
+	var buf strings.Builder
+	b := &ProgressBar{W: &buf, Width: 10}
+	b.Observe(Progress{Cell: Cell{64, 8, 2}, Done: 3, Total: 4, Row: Row{Error: "x"}})
+	b.Finish()
+	want := "\r[#######   ] 3/4  pp=64/tg=8/conc=2 rep 0  failed 1 \n"
+	if buf.String() != want {
+		t.Errorf("got %q, want %q", buf.String(), want)
+	}
+}
