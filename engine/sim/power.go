@@ -30,11 +30,15 @@ func newPowerLog(hw Hardware, nodes int) *powerLog {
 	return &powerLog{hw: hw, segs: make([][]powerSeg, nodes)}
 }
 
+// trimEvery is how many segments are added between trims.
+const trimEvery = 4096
+
 // add records a step on node from start to end with the given
-// utilisations.
-func (p *powerLog) add(node int, start, end time.Duration, uc, um float64) {
+// utilisations. It reports true every trimEvery segments, when the caller
+// should trim.
+func (p *powerLog) add(node int, start, end time.Duration, uc, um float64) bool {
 	if end <= start {
-		return
+		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -44,6 +48,7 @@ func (p *powerLog) add(node int, start, end time.Duration, uc, um float64) {
 		util:  math.Max(uc, um),
 	})
 	p.adds++
+	return p.adds%trimEvery == 0
 }
 
 // trim drops segments that end before keep.

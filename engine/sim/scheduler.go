@@ -66,8 +66,9 @@ type job struct {
 	reason    string
 	seed      uint64
 	arrival   time.Duration
-	cancelled atomic.Bool // the scheduler drops the job
-	aborted   atomic.Bool // cancelled through /v1/cancel
+	arrived   atomic.Int64 // arrival, for trimPower on other goroutines
+	cancelled atomic.Bool  // the scheduler drops the job
+	aborted   atomic.Bool  // cancelled through /v1/cancel
 	state     atomic.Int32
 	instID    atomic.Value // string
 
@@ -172,6 +173,7 @@ func (in *instance) submit(j *job) bool {
 		} else {
 			j.arrival = now
 		}
+		j.arrived.Store(int64(j.arrival))
 		j.instID.Store(in.id)
 	}
 	in.queue = append(in.queue, j)
@@ -218,8 +220,12 @@ func (in *instance) setStep(start, end time.Duration) {
 // record charges the step [start, end) to the instance's nodes.
 func (in *instance) record(start, end time.Duration, mem, comp float64) {
 	uc, um := in.cost.utilisation(mem, comp, end-start)
+	trim := false
 	for _, n := range in.nodes {
-		in.s.power.add(n, start, end, uc, um)
+		trim = in.s.power.add(n, start, end, uc, um) || trim
+	}
+	if trim {
+		in.s.trimPower()
 	}
 }
 

@@ -269,6 +269,22 @@ func (s *Server) Counter() promptsize.Counter { return s.counter }
 
 func (s *Server) elapsed() time.Duration { return time.Since(s.epoch) }
 
+// powerHistory is how much power history is kept beyond what running
+// requests need (/state/nodeSystem reads the last second).
+const powerHistory = 10 * time.Second
+
+// trimPower drops power segments that no running request's power_usage
+// and no /state reading can need any more.
+func (s *Server) trimPower() {
+	keep := s.elapsed() - powerHistory
+	s.mu.Lock()
+	for _, j := range s.jobs {
+		keep = min(keep, time.Duration(j.arrived.Load()))
+	}
+	s.mu.Unlock()
+	s.power.trim(keep)
+}
+
 func (s *Server) linkBandwidth() float64 {
 	if s.opts.KVTransferBandwidth > 0 {
 		return s.opts.KVTransferBandwidth

@@ -53,6 +53,7 @@ type benchResp struct {
 		MaxBatch      int     `json:"max_batch"`
 		CachedTokens  int     `json:"cached_tokens"`
 		RemotePrefill bool    `json:"remote_prefill"`
+		InstanceID    string  `json:"instance_id"`
 	} `json:"sim"`
 }
 
@@ -468,6 +469,49 @@ func TestVLLMStream(t *testing.T) {
 	}
 }
 
+func TestVLLMMaxCompletionTokens(t *testing.T) {
+	s := newFast(t, Options{})
+	resp := post(t, s.VLLMURL+"/v1/chat/completions", chatBody(s.Model(), "hi", 9, `,"max_completion_tokens":3,"ignore_eos":true`))
+	var r struct {
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if r.Usage.CompletionTokens != 3 {
+		t.Errorf("max_completion_tokens 3 beside max_tokens 9: %d tokens, want 3", r.Usage.CompletionTokens)
+	}
+	// Over the context length: vLLM's 400.
+	resp = post(t, s.VLLMURL+"/v1/chat/completions", chatBody(s.Model(), "hi", Fast().Model.ContextLength, ""))
+	var e errorBody
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(e.Error.Message, "maximum context length is 32768 tokens") {
+		t.Errorf("over-long request: %d %q", resp.StatusCode, e.Error.Message)
+	}
+}
+
+func TestZeroOptions(t *testing.T) {
+	s := NewServer(Options{})
+	defer s.Close()
+	if s.Preset().Name != M3UltraGemma27B().Name {
+		t.Fatalf("zero Options serve %s, want the M3 Ultra preset", s.Preset().Name)
+	}
+	r := bench(t, s, "hi", 2, "")
+	p := s.Preset()
+	// One decode interval at context pp − 1 + 1 on the M3 Ultra.
+	pp := GenerationPromptTokens + MessageOverheadTokens + 1
+	if want := 1 / handDecodeStep(p, 1, pp); !within(r.GenerationStats.GenerationTPS, want, 0.02) {
+		t.Errorf("generation_tps = %.2f, formula gives %.2f", r.GenerationStats.GenerationTPS, want)
+	}
+	var nodes map[string]any
+	getJSON(t, s.URL+"/state/nodeIdentities", &nodes)
+	if len(nodes) != DefaultNodes {
+		t.Errorf("%d nodes, want %d", len(nodes), DefaultNodes)
+	}
+}
+
 func TestTokenizeMatchesCounter(t *testing.T) {
 	s := newFast(t, Options{})
 	msgs := []promptsize.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello, world! 12345678901234567890"}}
@@ -750,6 +794,24 @@ func TestRemotePrefill(t *testing.T) {
 	// 3 + 5 + 992 = 1000 tokens: local.
 	if r := bench(t, s, prompt(991), 3, ""); r.Sim.RemotePrefill {
 		t.Errorf("1000-token prompt was prefilled remotely; the threshold is more than 1000 uncached tokens")
+	}
+	// PUT upserts under the same id: with the roles swapped the serving
+	// instance is no longer a decode instance of any link.
+	swapped := fmt.Sprintf(`{"prefill_instances":[%q],"decode_instances":[%q]}`, decodeID, prefillID)
+	preq, _ := http.NewRequest(http.MethodPut, s.URL+"/v1/instance-links/"+links[0].ID, strings.NewReader(swapped))
+	pr, err := http.DefaultClient.Do(preq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Body.Close()
+	getJSON(t, s.URL+"/v1/instance-links", &links)
+	if len(links) != 1 || links[0].Decode[0] != prefillID {
+		t.Fatalf("after PUT, links = %+v", links)
+	}
+	// Now the old decode instance is prefill-only: requests go to the
+	// other one and are prefilled on the first.
+	if r := bench(t, s, prompt(1003), 3, ""); !r.Sim.RemotePrefill || r.Sim.InstanceID != prefillID {
+		t.Errorf("with the link reversed: served by %s, remote %v; want %s, remote", r.Sim.InstanceID, r.Sim.RemotePrefill, prefillID)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, s.URL+"/v1/instance-links/"+links[0].ID, nil)
 	dr, _ := http.DefaultClient.Do(req)
