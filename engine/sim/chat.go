@@ -24,15 +24,16 @@ const (
 // chatRequest is the union of exo's ChatCompletionRequest (with the bench
 // field) and vLLM's extensions. Unknown fields are ignored, as both do.
 type chatRequest struct {
-	Model               *string       `json:"model"`
-	Messages            []chatMessage `json:"messages"`
-	MaxTokens           *int          `json:"max_tokens"`
-	MaxCompletionTokens *int          `json:"max_completion_tokens"`
-	Stream              bool          `json:"stream"`
-	UsePrefixCache      bool          `json:"use_prefix_cache"`
-	Seed                *int64        `json:"seed"`
-	IgnoreEOS           bool          `json:"ignore_eos"`
-	MinTokens           int           `json:"min_tokens"`
+	Model               *string         `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	UsePrefixCache      bool            `json:"use_prefix_cache"`
+	Seed                *int64          `json:"seed"`
+	IgnoreEOS           bool            `json:"ignore_eos"`
+	Stop                json.RawMessage `json:"stop"`
+	MinTokens           int             `json:"min_tokens"`
 	StreamOptions       *struct {
 		IncludeUsage         bool `json:"include_usage"`
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
@@ -255,6 +256,15 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 				target, reason = l, "stop"
 			}
 		}
+		stops, err := parseStop(req.Stop)
+		if err != nil {
+			d.invalid(w, []string{"body", "stop"}, err.Error())
+			return
+		}
+		cut := -1
+		if k, at := stopAt(s.vocab, seed, target, stops); k > 0 {
+			target, reason, cut = k, "stop", at
+		}
 		sysTokens := 0
 		if len(system) > 0 {
 			sysTokens = len(templateIDs(system))
@@ -288,7 +298,7 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 			return
 		}
 		rs := &response{s: s, d: d, bench: bench, j: j, inst: inst, model: *req.Model, fault: fault,
-			created: time.Now().Unix()}
+			created: time.Now().Unix(), cut: cut}
 		if req.StreamOptions != nil {
 			rs.includeUsage = req.StreamOptions.IncludeUsage
 			rs.continuous = req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats
@@ -360,6 +370,74 @@ type response struct {
 	includeUsage bool
 	continuous   bool
 	fired        bool
+	cut          int // byte offset where a stop string starts, or -1
+	sent         int // bytes of generated text passed through clip
+}
+
+// clip passes a token's text through, cutting the generated text where a
+// stop string starts (the stop string itself is not returned).
+func (rs *response) clip(text string) string {
+	start := rs.sent
+	rs.sent += len(text)
+	if rs.cut < 0 || rs.sent <= rs.cut {
+		return text
+	}
+	return text[:max(rs.cut-start, 0)]
+}
+
+// parseStop reads the stop field: a string, a list of strings or null.
+func parseStop(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("stop: expected a string or a list of strings, found %.40s", raw)
+	}
+	out := list[:0]
+	for _, x := range list {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// stopAt finds the first of the n generated tokens after which the text
+// contains a stop string; it returns that token count and the byte offset
+// where the earliest stop string starts, or 0, -1 when none occurs.
+func stopAt(vocab []string, seed uint64, n int, stops []string) (int, int) {
+	if len(stops) == 0 {
+		return 0, -1
+	}
+	longest := 0
+	for _, x := range stops {
+		longest = max(longest, len(x))
+	}
+	var text strings.Builder
+	for i := range n {
+		prev := text.Len()
+		text.WriteString(generatedWord(vocab, seed, i))
+		t := text.String()
+		from := max(prev-longest+1, 0)
+		best := -1
+		for _, x := range stops {
+			if at := strings.Index(t[from:], x); at >= 0 && (best < 0 || from+at < best) {
+				best = from + at
+			}
+		}
+		if best >= 0 {
+			return i + 1, best
+		}
+	}
+	return 0, -1
 }
 
 var errCancelled = errors.New("cancelled")
@@ -569,7 +647,7 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 			case evToken:
-				buf.WriteString(e.text)
+				buf.WriteString(rs.clip(e.text))
 				pending++
 				generated = e.cumulative
 				if pending >= k && generated < rs.j.target {
@@ -631,7 +709,7 @@ collect:
 		for _, e := range evs {
 			switch e.kind {
 			case evToken:
-				text.WriteString(e.text)
+				text.WriteString(rs.clip(e.text))
 				generated = e.cumulative
 				if f := rs.fault; !rs.fired && f.Kind == FaultResetMidStream && generated >= f.after() {
 					rs.fired = true

@@ -21,7 +21,8 @@
 //	POST   /bench/chat/completions   bench: EOS banned (exactly max_tokens tokens), raw text,
 //	                                 prefix cache off unless use_prefix_cache; JSON with
 //	                                 generation_stats ({"inBytes"}) and power_usage, or SSE
-//	POST   /v1/chat/completions      EOS allowed (requests end early, see below), prefix cache on
+//	POST   /v1/chat/completions      EOS allowed (requests end early, see below), prefix cache on;
+//	                                 JSON carries usage (no generation_stats, no power_usage)
 //	GET    /models, /v1/models       the preset's model and custom cards
 //	POST   /models/add               {"model_id"}: a custom card with the preset model's shape
 //	GET    /state, /state/{path...}  instances, runners, downloads, tasks, topology, nodeIdentities,
@@ -103,7 +104,8 @@
 //
 // Power per node is IdleWatts + ComputeWatts · uc + MemoryWatts · um, where
 // uc and um are the fractions of each step the compute and memory terms
-// fill. power_usage integrates it exactly over the request (arrival to last
+// fill (on a k-node instance each node carries 1/k of both terms).
+// power_usage integrates it exactly over the request (arrival to last
 // token) for every node of the cluster, split at the first token; samples
 // is the count exo's 1 Hz sampler would have taken. /state/nodeSystem
 // reports the last second: sysPower (mean W), gpuUsage (mean max(uc, um)),
@@ -143,6 +145,10 @@
 // tokens (finish_reason "stop") when L < max_tokens, so some requests end
 // early, always the same ones. vLLM's min_tokens raises L.
 //
+// stop is honoured, in bench mode too as exo does: generation ends with the
+// token that completes the first stop string (finish_reason "stop"), and the
+// text ends where that string starts.
+//
 // A request cancelled through /v1/cancel ends: a stream with the tokens so
 // far and "data: [DONE]" (no generation_stats); a JSON response with
 // finish_reason "stop" and generation_stats null.
@@ -156,7 +162,7 @@
 //
 //	500, 503              error envelope with that status, before any work
 //	reset-before-headers  the connection is reset (TCP RST) before any byte
-//	reset-mid-stream      RST after After chunks (JSON: after After tokens, with half a body written)
+//	reset-mid-stream      RST after After chunks (JSON: after After tokens, with the start of a body written)
 //	cut-without-done      the stream ends cleanly after After chunks with no [DONE] (JSON: half the body)
 //	malformed-chunk       a data: line of broken JSON before chunk After+1, then the stream goes on
 //	                      (JSON: a corrupted body)
@@ -172,8 +178,7 @@
 //
 // # What is not modelled
 //
-// Sampling parameters, stop strings, logprobs, tools and images are
-// accepted and ignored. Sliding-window attention is not modelled (KV grows
+// Sampling parameters, logprobs, tools and images are accepted and ignored. Sliding-window attention is not modelled (KV grows
 // with the whole context). Memory limits apply to placements, not to the KV
 // cache. A batch on one node does not slow another instance on the same
 // node.

@@ -391,6 +391,41 @@ func TestKeepAliveDuringLongPrefill(t *testing.T) {
 	}
 }
 
+func TestStopStrings(t *testing.T) {
+	s := newFast(t, Options{})
+	// The bench text for seed 42; find a word inside it to stop at.
+	full := bench(t, s, "hi", 12, "").Choices[0].Message.Content
+	words := strings.Fields(full)
+	stop := " " + words[5]
+	at := strings.Index(full, stop)
+	wantTokens := len(Tokenize(full[:at+len(stop)]))
+	sb, _ := json.Marshal(stop)
+	r := bench(t, s, "hi", 12, `,"stop":[`+string(sb)+`]`)
+	if got := r.Choices[0].Message.Content; got != full[:at] || r.Choices[0].FinishReason != "stop" {
+		t.Errorf("with stop %q: text %q, %q; want %q, stop", stop, got, r.Choices[0].FinishReason, full[:at])
+	}
+	if r.GenerationStats.GenerationTokens != wantTokens {
+		t.Errorf("generation_tokens = %d, want %d (the tokens up to the stop string)", r.GenerationStats.GenerationTokens, wantTokens)
+	}
+	// Streamed, the chunks add up to the same text.
+	resp := post(t, s.URL+"/bench/chat/completions", chatBody(s.Model(), "hi", 12, `,"stream":true,"stop":`+string(sb)))
+	lines, _ := sseLines(t, resp.Body)
+	resp.Body.Close()
+	var got strings.Builder
+	for _, l := range lines {
+		if strings.HasPrefix(l, "data: {") {
+			var c struct {
+				Choices []struct{ Delta struct{ Content string } }
+			}
+			json.Unmarshal([]byte(l[6:]), &c)
+			got.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if got.String() != full[:at] {
+		t.Errorf("streamed text %q, want %q", got.String(), full[:at])
+	}
+}
+
 func TestStreamChunking(t *testing.T) {
 	s := newFast(t, Options{StreamChunk: 3})
 	resp := post(t, s.URL+"/bench/chat/completions", chatBody(s.Model(), "hi", 8, `,"stream":true`))

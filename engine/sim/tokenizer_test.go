@@ -95,3 +95,41 @@ func FuzzChatContent(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStop checks the stop field's parser and the stop search: the text of
+// the returned token count holds a stop string at the returned offset, and
+// one token fewer holds none.
+func FuzzStop(f *testing.F) {
+	for _, s := range []string{`" the"`, `["a","b"]`, `null`, `""`, `[1]`, `" model token"`} {
+		f.Add(s, uint64(42))
+	}
+	vocab := strings.Fields(vocabulary)
+	f.Fuzz(func(t *testing.T, raw string, seed uint64) {
+		stops, err := parseStop(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		k, at := stopAt(vocab, seed, 64, stops)
+		if k == 0 {
+			return
+		}
+		text := func(n int) string {
+			var b strings.Builder
+			for i := range n {
+				b.WriteString(generatedWord(vocab, seed, i))
+			}
+			return b.String()
+		}
+		full, before := text(k), text(k-1)
+		hit := false
+		for _, x := range stops {
+			hit = hit || strings.HasPrefix(full[at:], x)
+			if strings.Contains(before, x) {
+				t.Fatalf("stop %q already in the first %d tokens %q", x, k-1, before)
+			}
+		}
+		if !hit {
+			t.Fatalf("no stop of %q at offset %d of %q", stops, at, full)
+		}
+	})
+}
