@@ -93,17 +93,30 @@ func post(t *testing.T, url, body string, hdr ...string) *http.Response {
 
 func bench(t *testing.T, s *Server, content string, maxTokens int, extra string) benchResp {
 	t.Helper()
-	resp := post(t, s.URL+"/bench/chat/completions", chatBody(s.Model(), content, maxTokens, extra))
+	r, err := benchErr(s, content, maxTokens, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// benchErr sends a non-streaming bench request; it is safe in goroutines
+// other than the test's.
+func benchErr(s *Server, content string, maxTokens int, extra string) (benchResp, error) {
+	var r benchResp
+	resp, err := http.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(chatBody(s.Model(), content, maxTokens, extra)))
+	if err != nil {
+		return r, err
+	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
-		t.Fatalf("bench: status %d: %s", resp.StatusCode, b)
+		return r, fmt.Errorf("bench: status %d: %s", resp.StatusCode, b)
 	}
-	var r benchResp
 	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("bench: %v in %s", err, b)
+		return r, fmt.Errorf("bench: %v in %s", err, b)
 	}
-	return r
+	return r, nil
 }
 
 // sseLines reads a stream and returns its non-empty lines.
@@ -196,11 +209,17 @@ func TestConcurrencyBatches(t *testing.T) {
 		for i := range c {
 			wg.Go(func() {
 				<-start
-				res[i] = bench(t, s, prompt(20+i), tg, "")
+				var err error
+				if res[i], err = benchErr(s, prompt(20+i), tg, ""); err != nil {
+					t.Error(err)
+				}
 			})
 		}
 		close(start)
 		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
 		first, last := res[0].Sim.ArrivalS, res[0].Sim.LastTokenS
 		for _, r := range res {
 			first, last = min(first, r.Sim.ArrivalS), max(last, r.Sim.LastTokenS)
@@ -223,7 +242,12 @@ func TestMaxRunningQueues(t *testing.T) {
 	var wg sync.WaitGroup
 	res := make([]benchResp, 4)
 	for i := range res {
-		wg.Go(func() { res[i] = bench(t, s, prompt(5+i), 20, "") })
+		wg.Go(func() {
+			var err error
+			if res[i], err = benchErr(s, prompt(5+i), 20, ""); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	wg.Wait()
 	for i, r := range res {
@@ -917,5 +941,45 @@ func TestTensorInstanceCost(t *testing.T) {
 		if n.AvgSysPower <= p.Hardware.IdleWatts {
 			t.Errorf("node %s averaged %.2f W, idle is %.0f W: both tensor nodes should work", n.NodeID, n.AvgSysPower, p.Hardware.IdleWatts)
 		}
+	}
+}
+
+func TestCancelNonStreaming(t *testing.T) {
+	s := newFast(t, Options{})
+	done := make(chan benchResp, 1)
+	go func() {
+		r, err := benchErr(s, "hi", 1_000_000, "")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	// As in exo, the command id of a non-streaming request is visible
+	// only in /state/tasks while it runs.
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); {
+		var tasks map[string]map[string]struct {
+			CommandID  string `json:"commandId"`
+			TaskStatus string `json:"taskStatus"`
+		}
+		getJSON(t, s.URL+"/state/tasks", &tasks)
+		for _, tk := range tasks {
+			if tg, ok := tk["TextGeneration"]; ok && tg.TaskStatus == "Running" {
+				id = tg.CommandID
+			}
+		}
+	}
+	if id == "" {
+		t.Fatal("no running task in /state/tasks")
+	}
+	c := post(t, s.URL+"/v1/cancel/"+id, "")
+	c.Body.Close()
+	r := <-done
+	if len(r.Choices) == 0 {
+		t.Fatal("no response to the cancelled request")
+	}
+	if c.StatusCode != 200 || r.GenerationStats != nil || r.Choices[0].FinishReason != "stop" || r.ID != id {
+		t.Errorf("cancel %d; response id %s, generation_stats %v, finish %q; want 200, id %s, null stats, stop",
+			c.StatusCode, r.ID, r.GenerationStats, r.Choices[0].FinishReason, id)
 	}
 }
