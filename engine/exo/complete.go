@@ -1,0 +1,400 @@
+package exo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"time"
+
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// The paths of exo's completion endpoints.
+const (
+	BenchPath = "/bench/chat/completions"
+	ChatPath  = "/v1/chat/completions"
+)
+
+// A PrefillProgress is one ": prefill_progress" comment of a stream: how
+// many of the prompt's tokens the server has prefilled.
+type PrefillProgress struct {
+	// At is the instant the comment was read.
+	At time.Time
+	// Processed and Total are processed_tokens and total_tokens.
+	Processed, Total int
+}
+
+type prefillKey struct{}
+
+// WithPrefillProgress returns a copy of ctx carrying fn: Complete calls it,
+// on its own goroutine, for every ": prefill_progress" comment of a
+// streamed response. fn must be quick.
+func WithPrefillProgress(ctx context.Context, fn func(PrefillProgress)) context.Context {
+	return context.WithValue(ctx, prefillKey{}, fn)
+}
+
+// body builds the JSON request body exo expects for req.
+func body(req engine.Request) ([]byte, []error, error) {
+	m := map[string]any{
+		"model":    req.Model,
+		"messages": req.Messages,
+		"stream":   req.Stream,
+	}
+	if req.Messages == nil {
+		m["messages"] = []engine.Message{}
+	}
+	var warns []error
+	if req.MaxTokens > 0 {
+		m["max_tokens"] = req.MaxTokens
+	} else if req.IgnoreEOS {
+		warns = append(warns, errors.New("exo: bench request without MaxTokens: exo bans end-of-sequence and generates up to 32168 tokens"))
+	}
+	if req.IgnoreEOS {
+		// What exo_bench sends: logprobs off (on, they cost throughput)
+		// and the prefix cache flag, which only the bench path reads.
+		m["logprobs"] = false
+		m["use_prefix_cache"] = req.UsePrefixCache
+	}
+	if req.MinTokens > 0 {
+		warns = append(warns, fmt.Errorf("exo: min_tokens=%d not sent: exo has no such parameter (use IgnoreEOS for an exact count)", req.MinTokens))
+	}
+	if req.Temperature != nil {
+		m["temperature"] = *req.Temperature
+	}
+	if req.TopP != nil {
+		m["top_p"] = *req.TopP
+	}
+	if req.TopK != nil {
+		m["top_k"] = *req.TopK
+	}
+	if req.Seed != nil {
+		m["seed"] = *req.Seed
+	}
+	if len(req.Stop) > 0 {
+		m["stop"] = req.Stop
+	}
+	for k, v := range req.Extra {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	return b, warns, err
+}
+
+// Complete sends req to the cluster and waits for the whole response. A
+// request with IgnoreEOS goes to /bench/chat/completions (end-of-sequence
+// banned, use_prefix_cache honoured), any other to /v1/chat/completions.
+// It is never retried.
+//
+// The trace's Start is the instant the transport hands over an open
+// connection, just before the request is written (engine.NotifySend gets
+// the same instant); Headers is when the response headers have been read;
+// End when the body has been read to its end or reading failed. A streamed
+// response adds one chunk per data event that carries a choice (exo sends
+// one per generated token, even when the token's text is empty), with its
+// token count taken from the usage deltas when every chunk carries usage,
+// else 1.
+func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
+	var res engine.Result
+	path := ChatPath
+	if req.IgnoreEOS {
+		path = BenchPath
+	}
+	target := c.url(path, nil)
+	op := "POST " + target
+	payload, warns, err := body(req)
+	if err != nil {
+		return res, &engine.Error{Kind: engine.KindOther, Op: op, Err: fmt.Errorf("encoding the request: %w", err)}
+	}
+	res.Warnings = warns
+
+	var started bool
+	trace := &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			// GotConn runs on this goroutine, inside Do. The transport may
+			// call it again when it resends a request whose reused
+			// connection was found dead before anything was written; the
+			// first instant is kept, as NotifySend must fire once.
+			if started {
+				return
+			}
+			started = true
+			res.Trace.Start = c.now()
+			engine.NotifySend(ctx, res.Trace.Start)
+		},
+	}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, target, bytes.NewReader(payload))
+	if err != nil {
+		return res, &engine.Error{Kind: engine.KindOther, Op: op, Err: err}
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			hreq.Header.Add(k, v)
+		}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if req.Stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+
+	resp, err := c.bench.Do(hreq)
+	if err != nil {
+		if !started {
+			// No connection was ever obtained: the trace starts at the
+			// failure, so that it stays valid.
+			res.Trace.Start = c.now()
+		}
+		res.Trace.End = c.now()
+		return res, engine.Wrap(ctx, engine.KindReset, op, err)
+	}
+	defer resp.Body.Close()
+	res.Trace.Headers = c.now()
+	if !started {
+		res.Trace.Start = res.Trace.Headers
+	}
+
+	if resp.StatusCode >= 400 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		res.Trace.End = c.now()
+		return res, engine.NewStatusError(resp.StatusCode, data)
+	}
+	if req.Stream {
+		err = c.readStream(ctx, op, resp, &res)
+	} else {
+		err = c.readBody(ctx, op, resp, &res)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = append(res.Warnings, checkResult(req, &res)...)
+	return res, nil
+}
+
+// completionWire is a chat completion or one streamed chunk.
+type completionWire struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		FinishReason *string `json:"finish_reason"`
+		Message      *struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+		} `json:"message"`
+		Delta *struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+		} `json:"delta"`
+	} `json:"choices"`
+	Usage           *engine.Usage       `json:"usage"`
+	GenerationStats json.RawMessage     `json:"generation_stats"`
+	PowerUsage      *engine.PowerUsage  `json:"power_usage"`
+}
+
+// readBody reads a non-streaming answer.
+func (c *Client) readBody(ctx context.Context, op string, resp *http.Response, res *engine.Result) error {
+	data, err := io.ReadAll(resp.Body)
+	res.Trace.End = c.now()
+	if err != nil {
+		return engine.Wrap(ctx, engine.KindTruncated, op, err)
+	}
+	return parseCompletion(data, res)
+}
+
+// parseCompletion decodes a non-streaming chat completion (exo's
+// BenchChatCompletionResponse or a plain one) into res.
+func parseCompletion(data []byte, res *engine.Result) error {
+	var w completionWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return &engine.Error{Kind: engine.KindMalformed, Op: "decode completion",
+			Err: fmt.Errorf("expected a chat.completion JSON object, found %s: %w", excerpt(data), err)}
+	}
+	res.ResponseID = w.ID
+	res.Model = w.Model
+	if len(w.Choices) > 0 {
+		ch := w.Choices[0]
+		if ch.FinishReason != nil {
+			res.FinishReason = *ch.FinishReason
+		}
+		if ch.Message != nil && ch.Message.Content != nil {
+			res.Text = *ch.Message.Content
+		}
+	}
+	res.Usage = w.Usage
+	res.Power = w.PowerUsage
+	if len(w.GenerationStats) > 0 {
+		st, err := engine.ParseGenerationStats(w.GenerationStats)
+		switch {
+		case err == nil:
+			res.ServerStats = &st
+		case errors.Is(err, engine.ErrNoStats):
+			// Null: no chunk carried stats (a cancelled request).
+		default:
+			return &engine.Error{Kind: engine.KindMalformed, Op: "decode generation_stats", Err: err}
+		}
+	}
+	return nil
+}
+
+// readStream reads a Server-Sent Events answer.
+func (c *Client) readStream(ctx context.Context, op string, resp *http.Response, res *engine.Result) error {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		res.Trace.End = c.now()
+		return &engine.Error{Kind: engine.KindMalformed, Op: op,
+			Err: fmt.Errorf("expected Content-Type text/event-stream for a streamed request, found %q: %s", resp.Header.Get("Content-Type"), excerpt(data))}
+	}
+	progress, _ := ctx.Value(prefillKey{}).(func(PrefillProgress))
+	sr := engine.NewSSEReader(resp.Body, &engine.SSEOptions{Now: c.now})
+	var (
+		text        strings.Builder
+		lastUsage   = -1 // completion_tokens of the previous chunk's usage
+		usageBroken bool // a token chunk came without usage
+	)
+	for sr.Next() {
+		ev := sr.Event()
+		switch ev.Type {
+		case engine.EventComment:
+			name, payload := ev.Comment()
+			switch string(name) {
+			case "generation_stats":
+				st, err := engine.ParseGenerationStats(payload)
+				if err != nil {
+					if errors.Is(err, engine.ErrNoStats) {
+						continue
+					}
+					res.Trace.End = ev.At
+					return &engine.Error{Kind: engine.KindMalformed, Op: "read SSE stream", Err: err}
+				}
+				res.ServerStats = &st
+			case "prefill_progress":
+				p, err := parsePrefillProgress(payload)
+				if err != nil {
+					res.Warnings = append(res.Warnings, err)
+					continue
+				}
+				if progress != nil {
+					p.At = ev.At
+					progress(p)
+				}
+			}
+		case engine.EventError:
+			res.Trace.End = ev.At
+			se := ev.ServerError()
+			return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
+		case engine.EventData:
+			var w completionWire
+			if err := json.Unmarshal(ev.Data, &w); err != nil {
+				res.Trace.End = ev.At
+				return &engine.Error{Kind: engine.KindMalformed, Op: "read SSE stream",
+					Err: fmt.Errorf("expected a chat.completion chunk, found %s: %w", excerpt(ev.Data), err)}
+			}
+			if res.ResponseID == "" {
+				res.ResponseID = w.ID
+			}
+			if w.Model != "" {
+				res.Model = w.Model
+			}
+			if w.Usage != nil {
+				u := *w.Usage
+				res.Usage = &u
+			}
+			if len(w.Choices) == 0 {
+				// A usage-only chunk: no token.
+				if w.Usage != nil {
+					lastUsage = w.Usage.CompletionTokens
+				}
+				continue
+			}
+			ch := w.Choices[0]
+			if ch.Delta != nil && ch.Delta.Content != nil {
+				text.WriteString(*ch.Delta.Content)
+			}
+			if ch.FinishReason != nil {
+				res.FinishReason = *ch.FinishReason
+			}
+			tokens := 1
+			switch {
+			case w.Usage == nil:
+				usageBroken = true
+			case !usageBroken && lastUsage >= 0:
+				tokens = w.Usage.CompletionTokens - lastUsage
+			case !usageBroken && len(res.Trace.Chunks) == 0:
+				tokens = w.Usage.CompletionTokens
+			}
+			if tokens < 0 {
+				res.Warnings = append(res.Warnings, fmt.Errorf("exo: usage.completion_tokens fell from %d to %d between chunks; counted the chunk as 1 token",
+					lastUsage, w.Usage.CompletionTokens))
+				tokens = 1
+			}
+			if w.Usage != nil {
+				lastUsage = w.Usage.CompletionTokens
+			}
+			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Tokens: tokens})
+		case engine.EventDone:
+			res.Trace.End = ev.At
+		}
+	}
+	res.Text = text.String()
+	if err := sr.Err(); err != nil {
+		res.Trace.End = c.now()
+		return engine.Wrap(ctx, engine.KindTruncated, "read SSE stream", err)
+	}
+	if res.Trace.End.IsZero() {
+		res.Trace.End = c.now()
+	}
+	return nil
+}
+
+// parsePrefillProgress decodes a ": prefill_progress" payload, the tagged
+// {"PrefillProgressChunk": {"processed_tokens", "total_tokens"}}.
+func parsePrefillProgress(payload []byte) (PrefillProgress, error) {
+	tag, body, err := untag(payload)
+	if err != nil {
+		return PrefillProgress{}, fmt.Errorf("exo: prefill_progress: %w", err)
+	}
+	var w struct {
+		Processed  *int `json:"processed_tokens"`
+		Processed2 *int `json:"processedTokens"`
+		Total      *int `json:"total_tokens"`
+		Total2     *int `json:"totalTokens"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return PrefillProgress{}, fmt.Errorf("exo: prefill_progress %s: %w", tag, err)
+	}
+	return PrefillProgress{Processed: intOf(w.Processed, w.Processed2), Total: intOf(w.Total, w.Total2)}, nil
+}
+
+// checkResult returns the quality warnings of a finished request: missing
+// statistics, a generation rate exo could not define, and token counts
+// that disagree with each other or with the request.
+func checkResult(req engine.Request, res *engine.Result) []error {
+	var warns []error
+	st := res.ServerStats
+	if req.IgnoreEOS && st == nil {
+		warns = append(warns, fmt.Errorf("exo: bench response without generation_stats: %w", engine.ErrNoStats))
+	}
+	if st != nil && st.GenerationTokens < 2 && st.GenerationTPS == 0 {
+		warns = append(warns, fmt.Errorf("exo: generation_tps is 0 because %d generated token(s) leave no interval: the rate is undefined, not 0", st.GenerationTokens))
+	}
+	streamed := res.Trace.Tokens()
+	if req.Stream && st != nil && streamed != st.GenerationTokens {
+		warns = append(warns, fmt.Errorf("exo: the stream carried %d token chunk(s), generation_stats says %d generated tokens", streamed, st.GenerationTokens))
+	}
+	if req.Stream && res.Usage != nil && streamed != res.Usage.CompletionTokens {
+		warns = append(warns, fmt.Errorf("exo: the stream carried %d token chunk(s), usage says %d completion tokens", streamed, res.Usage.CompletionTokens))
+	}
+	if req.IgnoreEOS && req.MaxTokens > 0 && st != nil && st.GenerationTokens != req.MaxTokens && res.FinishReason != "stop" {
+		warns = append(warns, fmt.Errorf("exo: bench request asked for %d tokens, generation_stats says %d were generated (finish_reason %q)",
+			req.MaxTokens, st.GenerationTokens, res.FinishReason))
+	}
+	return warns
+}
