@@ -194,9 +194,9 @@ type completionWire struct {
 			ReasoningContent *string `json:"reasoning_content"`
 		} `json:"delta"`
 	} `json:"choices"`
-	Usage           *engine.Usage       `json:"usage"`
-	GenerationStats json.RawMessage     `json:"generation_stats"`
-	PowerUsage      *engine.PowerUsage  `json:"power_usage"`
+	Usage           *engine.Usage      `json:"usage"`
+	GenerationStats json.RawMessage    `json:"generation_stats"`
+	PowerUsage      *engine.PowerUsage `json:"power_usage"`
 }
 
 // readBody reads a non-streaming answer.

@@ -36,7 +36,7 @@ type Download struct {
 // DownloadProgress is DownloadOngoing's downloadProgress.
 type DownloadProgress struct {
 	Total, Downloaded, DownloadedThisSession int64
-	CompletedFiles, TotalFiles              int
+	CompletedFiles, TotalFiles               int
 	// Speed is in bytes per second.
 	Speed float64
 	// ETA is the estimated time left.
