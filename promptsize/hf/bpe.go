@@ -55,7 +55,20 @@ func (m *bpeModel) encode(dst []int32, piece string, sc *scratch) []int32 {
 			return append(dst, id)
 		}
 	}
-	syms := sc.syms[:0]
+	syms := m.initialSymbols(sc.syms[:0], piece)
+	if len(syms) > heapThreshold {
+		syms = m.mergeHeap(syms, sc)
+	} else {
+		syms = m.mergeLinear(syms, sc)
+	}
+	sc.syms = syms
+	return append(dst, syms...)
+}
+
+// initialSymbols appends to syms the symbols a piece starts from, before
+// any merge: its bytes for a byte-level model; otherwise its characters,
+// with byte fallback or the unknown token for those outside the vocabulary.
+func (m *bpeModel) initialSymbols(syms []int32, piece string) []int32 {
 	if m.byteLevel {
 		for i := 0; i < len(piece); i++ {
 			syms = append(syms, m.byteIDs[piece[i]])
@@ -88,13 +101,7 @@ func (m *bpeModel) encode(dst []int32, piece string, sc *scratch) []int32 {
 			lastUnk = true
 		}
 	}
-	if len(syms) > heapThreshold {
-		syms = m.mergeHeap(syms, sc)
-	} else {
-		syms = m.mergeLinear(syms, sc)
-	}
-	sc.syms = syms
-	return append(dst, syms...)
+	return syms
 }
 
 func (m *bpeModel) hasBytes(ch string) bool {
@@ -168,6 +175,9 @@ func (e heapEntry) less(f heapEntry) bool {
 // mergeLinear, in O(n log n).
 func (m *bpeModel) mergeHeap(syms []int32, sc *scratch) []int32 {
 	n := int32(len(syms))
+	if n < 2 {
+		return syms
+	}
 	next, prev := sc.next[:0], sc.prev[:0]
 	for i := int32(0); i < n; i++ {
 		next = append(next, i+1)

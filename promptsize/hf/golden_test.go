@@ -268,3 +268,9 @@ func TestGoldens(t *testing.T) {
 		})
 	}
 }
+
+// dirExists reports whether scripts/testdata.sh has fetched a model.
+func dirExists(model string) bool {
+	_, err := os.Stat(filepath.Join("..", "..", "testdata", "models", model, "tokenizer.json"))
+	return err == nil
+}

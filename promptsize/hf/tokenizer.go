@@ -34,6 +34,7 @@ type encoder struct {
 	cache    *pieceCache
 	pool     sync.Pool // *scratch
 	special  SpecialTokens
+	maxID    int // bound on ids: the tables indexed by id are this long at most
 }
 
 var _ promptsize.Counter = (*Tokenizer)(nil)
@@ -128,6 +129,9 @@ func newTokenizer(tj, cfgData []byte, o options) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{encoder: &encoder{cache: newPieceCache(o.cacheSize)}, countOpts: o.countOpts}
 	t.pool.New = func() any { return new(scratch) }
+	// Ids are dense in real files; a bound keeps a corrupt id from
+	// allocating gigabytes of id-indexed tables.
+	t.maxID = len(f.Model.Vocab) + len(f.AddedTokens) + 1024
 	var err error
 	if t.norm, err = parseNormalizer(f.Normalizer, "normalizer"); err != nil {
 		return nil, err
@@ -205,8 +209,8 @@ func (t *encoder) buildModel(ms *modelSpec) (map[string]int, error) {
 		m.unk = int32(id)
 	}
 	for id := range ms.Vocab {
-		if ms.Vocab[id] < 0 || ms.Vocab[id] > 1<<30 {
-			return nil, fmt.Errorf("hf: tokenizer.json: model.vocab[%q]: expected an id in [0, 2^30], found %d", id, ms.Vocab[id])
+		if ms.Vocab[id] < 0 || ms.Vocab[id] >= t.maxID {
+			return nil, fmt.Errorf("hf: tokenizer.json: model.vocab[%q]: expected an id in [0, %d) (ids are dense), found %d", id, t.maxID, ms.Vocab[id])
 		}
 	}
 	for b := range m.byteIDs {
@@ -272,8 +276,8 @@ func (t *encoder) buildAdded(added []addedTokenSpec) error {
 		case a.Normalized && len(t.norm) > 0 && t.norm.apply(a.Content) != a.Content:
 			// Hugging Face matches such a token in the normalized text.
 			return unsupported(path, fmt.Sprintf("normalized added token %q that the normalizer changes", a.Content), supportedAdded)
-		case a.ID < 0 || a.ID > 1<<30:
-			return fmt.Errorf("hf: tokenizer.json: %s: expected an id in [0, 2^30], found %d", path, a.ID)
+		case a.ID < 0 || a.ID >= t.maxID:
+			return fmt.Errorf("hf: tokenizer.json: %s: expected an id in [0, %d) (ids are dense), found %d", path, t.maxID, a.ID)
 		}
 		t.added.add(a.Content, int32(a.ID))
 		t.hasAdded = true

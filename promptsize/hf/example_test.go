@@ -1,0 +1,61 @@
+package hf_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/hf"
+)
+
+// A SentencePiece-style tokenizer small enough to read: spaces become "▁",
+// and two merges build "▁hi".
+const tokenizerJSON = `{
+  "added_tokens": [{"id": 0, "content": "<s>", "special": true}],
+  "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+  "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "}]},
+  "model": {
+    "type": "BPE", "unk_token": "<unk>",
+    "vocab": {"<s>": 0, "<unk>": 1, "▁": 2, "h": 3, "i": 4, "▁h": 5, "▁hi": 6, "!": 7},
+    "merges": [["▁", "h"], ["▁h", "i"]]
+  }
+}`
+
+const configJSON = `{
+  "bos_token": "<s>",
+  "chat_template": "{{ bos_token }}{% for m in messages %}{{ ' ' + m.content }}{% endfor %}{% if add_generation_prompt %}!{% endif %}"
+}`
+
+func Example() {
+	tok, err := hf.New([]byte(tokenizerJSON), []byte(configJSON))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ids := tok.Encode(" hi!")
+	fmt.Println(ids, tok.Decode(ids))
+
+	msgs := []promptsize.Message{{Role: "user", Content: "hi"}}
+	text, _ := tok.Render(msgs, hf.RenderOptions{AddGenerationPrompt: true})
+	n, _ := tok.Count(context.Background(), msgs)
+	fmt.Printf("%q is %d tokens: %v\n", text, n, tok.Encode(text))
+	// Output:
+	// [6 7]  hi!
+	// "<s> hi!" is 3 tokens: [0 6 7]
+}
+
+// A model directory from the Hugging Face hub (tokenizer.json and
+// tokenizer_config.json) loads with Load; gpt-oss ships its chat template
+// separately, so it is given with WithChatTemplateFile.
+func ExampleLoad() {
+	tok, err := hf.Load("testdata/models/gptoss",
+		hf.WithChatTemplateFile("gpt-oss-20b.jinja"),
+		hf.WithRenderOptions(hf.RenderOptions{Vars: map[string]any{"reasoning_effort": "low"}}))
+	if err != nil {
+		fmt.Println("no model here:", err != nil)
+		return
+	}
+	n, err := tok.Count(context.Background(), []promptsize.Message{{Role: "user", Content: "Hello"}})
+	fmt.Println(n, err)
+	// Output: no model here: true
+}
