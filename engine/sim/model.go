@@ -144,7 +144,7 @@ type Preset struct {
 }
 
 // String returns the preset's name and what it simulates, e.g.
-// "fast (simulated: test machine, 1 TB/s + sim/tiny-1b-8bit)".
+// "fast (simulated: test machine (1 TB/s, 1 PFLOPS) + sim/tiny-1b-8bit)".
 func (p Preset) String() string {
 	return fmt.Sprintf("%s (simulated: %s + %s)", p.Name, p.Hardware.Name, p.Model.ID)
 }
@@ -276,14 +276,11 @@ func (c cost) utilisation(mem, comp float64, step time.Duration) (uc, um float64
 	if step <= 0 {
 		return 0, 0
 	}
+	// A tensor shard does 1/k of the work; a pipeline stage holds 1/k
+	// of the layers and is busy for 1/k of the step. Either way each
+	// node carries 1/k of both terms.
 	k := float64(c.nodes)
-	if c.tensor {
-		mem, comp = mem/k, comp/k
-	} else if c.nodes > 1 {
-		// A pipeline stage holds 1/k of the layers and is busy for
-		// 1/k of the step.
-		mem, comp = mem/k, comp/k
-	}
+	mem, comp = mem/k, comp/k
 	s := step.Seconds()
 	return math.Min(comp/s, 1), math.Min(mem/s, 1)
 }

@@ -146,3 +146,9 @@ func TestBandwidthBoundAtBatch8(t *testing.T) {
 		}
 	}
 }
+
+func TestPresetString(t *testing.T) {
+	if got, want := Fast().String(), "fast (simulated: test machine (1 TB/s, 1 PFLOPS) + sim/tiny-1b-8bit)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}

@@ -983,3 +983,37 @@ func TestCancelNonStreaming(t *testing.T) {
 			c.StatusCode, r.ID, r.GenerationStats, r.Choices[0].FinishReason, id)
 	}
 }
+
+func TestDeleteInstanceEndsStreams(t *testing.T) {
+	s := newFast(t, Options{})
+	resp := post(t, s.URL+"/bench/chat/completions", chatBody(s.Model(), "hi", 1_000_000, `,"stream":true`))
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(l, "data: {") {
+			break
+		}
+	}
+	var state struct{ Instances map[string]any }
+	getJSON(t, s.URL+"/state", &state)
+	for id := range state.Instances {
+		req, _ := http.NewRequest(http.MethodDelete, s.URL+"/instance/"+id, nil)
+		dr, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dr.Body.Close()
+	}
+	lines, err := sseLines(t, br)
+	if err != nil || len(lines) < 2 {
+		t.Fatalf("after delete: %v, %d lines", err, len(lines))
+	}
+	last2 := lines[len(lines)-2:]
+	if !strings.HasPrefix(last2[0], `data: {"error":`) || last2[1] != "data: [DONE]" {
+		t.Errorf("stream ends with %q: want an error event then [DONE]", last2)
+	}
+}
