@@ -81,3 +81,12 @@ func notFound(w http.ResponseWriter, what string) {
 
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,215 @@
+package exo
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/enginetest"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+func newSim(t testing.TB, o sim.Options) *sim.Server {
+	t.Helper()
+	if o.Preset.Name == "" {
+		o.Preset = sim.Fast()
+	}
+	s := sim.NewServer(o)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func simClient(t testing.TB, s *sim.Server) *Client {
+	t.Helper()
+	c, err := New(s.URL, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// TestConformance runs the engine conformance kit against the simulated
+// exo API over loopback HTTP.
+func TestConformance(t *testing.T) {
+	s := newSim(t, sim.Options{})
+	c := simClient(t, s)
+	type fault struct {
+		header           string
+		unstreamed, want engine.Kind // want: streamed
+	}
+	var faults []enginetest.Fault
+	for _, f := range []fault{
+		{"500", engine.KindStatus, engine.KindStatus},
+		{"503", engine.KindStatus, engine.KindStatus},
+		{"unknown-model", engine.KindStatus, engine.KindStatus},
+		{"reset-mid-stream; after=2", engine.KindTruncated, engine.KindTruncated},
+		{"cut-without-done; after=2", engine.KindMalformed, engine.KindTruncated}, // JSON: half a body
+		{"malformed-chunk; after=2", engine.KindMalformed, engine.KindMalformed},
+		{"error-event; after=2", engine.KindStatus, engine.KindStreamError}, // JSON: a 500
+		{"wrong-content-type", engine.KindMalformed, engine.KindMalformed},
+		{"oversized-line; after=1", "", engine.KindMalformed},
+		{"empty-body", engine.KindMalformed, engine.KindMalformed},
+	} {
+		h := http.Header{sim.FaultHeader: {f.header}}
+		if f.unstreamed != "" {
+			faults = append(faults, enginetest.Fault{Name: f.header, Header: h, Want: f.unstreamed})
+		}
+		faults = append(faults, enginetest.Fault{Name: f.header + " (streamed)", Header: h, Stream: true, Want: f.want})
+	}
+	enginetest.Run(t, enginetest.Config{
+		Engine:      c,
+		Model:       s.Model(),
+		Stream:      true,
+		ChunkTokens: true,
+		Bench:       true,
+		Stats:       enginetest.Both,
+		Usage:       enginetest.Streamed,
+		SendHook:    true,
+		NewAt: func(base string) engine.Engine {
+			c, err := New(base, fastOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+		Faults: faults,
+	})
+}
+
+// TestSimLifecycle drives a whole placement against the sim: resolve,
+// place, plan, create, wait, run streamed and unstreamed bench requests,
+// snapshot, metrics, links, delete, wait gone.
+func TestSimLifecycle(t *testing.T) {
+	s := newSim(t, sim.Options{NoInstance: true, LoadDelay: 20 * time.Millisecond})
+	c := simClient(t, s)
+	ctx := context.Background()
+
+	card, err := c.ResolveModel(ctx, s.Model()[len("sim/"):], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.FullID() != s.Model() {
+		t.Fatalf("resolved %q, want %q", card.FullID(), s.Model())
+	}
+	ps, err := c.Placements(ctx, card.FullID(), Filter{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Sharding != p.Instance.Sharding() || p.InstanceMeta != p.Instance.InstanceMeta() {
+			t.Errorf("placement labels %s/%s differ from its instance", p.InstanceMeta, p.Sharding)
+		}
+		if p.Nodes == 1 && (p.Sharding != "Pipeline" || p.InstanceMeta != "MlxRing") {
+			t.Errorf("1-node placement labelled %s/%s; exo forces MlxRing/Pipeline", p.InstanceMeta, p.Sharding)
+		}
+	}
+	if _, found, err := c.FindInstance(ctx, card.FullID()); err != nil || found {
+		t.Fatalf("FindInstance before creation = %v, %v", found, err)
+	}
+	p := ps[len(ps)-1]
+	plan, err := c.Plan(ctx, p, card, &PlanOptions{PollInterval: time.Millisecond, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan: %+v", plan)
+	if _, err := c.CreateInstance(ctx, p.Instance); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx, p.Instance.ID, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	in, found, err := c.FindInstance(ctx, card.FullID())
+	if err != nil || !found || in.ID != p.Instance.ID {
+		t.Fatalf("FindInstance after creation = %v %v %v, want %s", in.ID, found, err, p.Instance.ID)
+	}
+
+	msgs := []engine.Message{{Role: "user", Content: "Count to ten, slowly."}}
+	wantPrompt, err := s.Counter().Count(ctx, []promptsize.Message{{Role: "user", Content: msgs[0].Content}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []bool{false, true} {
+		res, err := c.Complete(ctx, engine.Request{Model: card.FullID(), Messages: msgs, MaxTokens: 12, IgnoreEOS: true, Stream: stream})
+		if err != nil {
+			t.Fatalf("stream=%v: %v", stream, err)
+		}
+		if len(res.Warnings) != 0 {
+			t.Errorf("stream=%v: warnings %v", stream, res.Warnings)
+		}
+		st := res.ServerStats
+		if st == nil || st.GenerationTokens != 12 || st.PromptTokens != wantPrompt {
+			t.Fatalf("stream=%v: stats %+v, want 12 generated and %d prompt tokens", stream, st, wantPrompt)
+		}
+		if stream && res.Trace.Tokens() != 12 {
+			t.Errorf("streamed %d tokens, want 12", res.Trace.Tokens())
+		}
+		if !stream && (res.Power == nil || res.Power.TotalEnergyJoules <= 0) {
+			t.Errorf("unstreamed: power %+v, want energy", res.Power)
+		}
+	}
+
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.NodeIdentities == nil || snap.Topology == nil || snap.NodeMemory == nil || snap.NodeSystem == nil {
+		t.Errorf("snapshot lacks parts: %s", mustJSON(t, snap))
+	}
+	metrics, err := c.NodeSystems(ctx)
+	if err != nil || len(metrics) == 0 {
+		t.Fatalf("NodeSystems = %v, %v", metrics, err)
+	}
+	for node, m := range metrics {
+		one, err := c.NodeSystem(ctx, node)
+		if err != nil || one.SysPower <= 0 {
+			t.Errorf("NodeSystem(%s) = %+v, %v; want positive sysPower", node, one, err)
+		}
+		_ = m
+	}
+
+	id, err := c.CreateLink(ctx, []string{p.Instance.ID}, []string{p.Instance.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	link, err := c.WaitLink(wctx, id)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(InstanceLink{LinkID: id, PrefillInstances: []string{p.Instance.ID}, DecodeInstances: []string{p.Instance.ID}}, link); diff != "" {
+		t.Errorf("link (-want +got):\n%s", diff)
+	}
+	if _, err := c.DeleteLink(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := c.DeleteInstance(ctx, p.Instance.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitGone(ctx, p.Instance.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteInstance(ctx, p.Instance.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleting a deleted instance = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSimLinksDisabled(t *testing.T) {
+	s := newSim(t, sim.Options{NoDisaggregation: true})
+	c := simClient(t, s)
+	_, err := c.CreateLink(context.Background(), []string{"a"}, []string{"b"})
+	if !errors.Is(err, ErrDisaggregationDisabled) || !errors.Is(err, ErrNotFound) {
+		t.Errorf("CreateLink with disaggregation off = %v, want ErrDisaggregationDisabled", err)
+	}
+	if on, err := c.Disaggregation(context.Background()); err != nil || on {
+		t.Errorf("Disaggregation = %v, %v; want false", on, err)
+	}
+}
