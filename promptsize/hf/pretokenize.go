@@ -37,6 +37,7 @@ const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 // or a literal string.
 type splitStep struct {
 	re       *regexp2.Regexp
+	fast     fastMatcher // when non-nil, used instead of re (same matches)
 	literal  string
 	behavior behavior
 	invert   bool
@@ -84,6 +85,7 @@ func parsePreTokenizer(raw json.RawMessage, path string, pt *preTokenizer) error
 				return fmt.Errorf("hf: tokenizer.json: %s: expected a regular expression regexp2 compiles, found %q: %w", path, *c.Pattern.Regex, err)
 			}
 			st.re = re
+			st.fast = fastMatcherFor(*c.Pattern.Regex)
 		case c.Pattern != nil && c.Pattern.String != nil && *c.Pattern.String != "":
 			st.literal = *c.Pattern.String
 		default:
@@ -192,7 +194,18 @@ func (st *splitStep) find(spans []span, s string, sc *scratch) []span {
 		spans = append(spans, span{start, end, true})
 		prev = end
 	}
-	if st.re == nil {
+	switch {
+	case st.fast != nil:
+		for i := 0; i < len(s); {
+			if e := st.fast(s, i); e > i {
+				add(i, e)
+				i = e
+				continue
+			}
+			_, n := decode(s, i)
+			i += n
+		}
+	case st.re == nil:
 		for i := 0; i < len(s); {
 			j := strings.Index(s[i:], st.literal)
 			if j < 0 {
@@ -201,7 +214,7 @@ func (st *splitStep) find(spans []span, s string, sc *scratch) []span {
 			add(i+j, i+j+len(st.literal))
 			i += j + len(st.literal)
 		}
-	} else {
+	default:
 		runes, offs := sc.runesOf(s)
 		m, err := st.re.FindRunesMatch(runes)
 		for err == nil && m != nil {
