@@ -1,7 +1,10 @@
 package hf
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/promptsize"
 )
 
 // BenchmarkEncodeCorpus encodes the 200 KB golden corpus. "cold" empties the
@@ -33,5 +36,25 @@ func BenchmarkEncodeCorpus(b *testing.B) {
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 			})
 		}
+	}
+}
+
+// BenchmarkCount counts one chat request of about 4,000 tokens (a user
+// message of "a "×4000 through the model's template), as a prompt builder
+// does on every step of its search.
+func BenchmarkCount(b *testing.B) {
+	msgs := []promptsize.Message{{Role: "user", Content: strings.Repeat("a ", 4000)}}
+	for _, model := range []string{"qwen3", "llama3_1", "gemma3", "deepseek_v3"} {
+		tok := loadShared(b, model)
+		b.Run("model="+model, func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				var err error
+				if n, err = tok.Count(b.Context(), msgs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n), "prompt-tok")
+		})
 	}
 }

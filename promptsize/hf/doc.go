@@ -1,9 +1,106 @@
-// Package hf is a pure-Go Hugging Face tokenizer and chat-template Counter:
-// it loads a model directory (tokenizer.json, tokenizer_config.json,
-// optional chat_template.jinja), encodes text exactly as Hugging Face's
+// Package hf is a pure-Go Hugging Face tokenizer and chat-template Counter.
+// It loads a model directory (tokenizer.json, tokenizer_config.json and,
+// when present, chat_template.jinja), encodes text exactly as Hugging Face's
 // tokenizers library does, and counts chat requests as a serving engine
-// does — messages rendered through the chat template with the generation
-// prompt, then tokenized without adding special tokens.
+// does: the messages rendered through the chat template with the generation
+// prompt, then tokenized without adding special tokens (templates emit their
+// own BOS).
 //
-// *Tokenizer implements promptsize.Counter.
+//	tok, err := hf.Load("path/to/model")             // *hf.Tokenizer
+//	ids := tok.Encode("Hello, world")                // []int, no BOS/EOS added
+//	text := tok.Decode(ids)
+//	n, err := tok.Count(ctx, []promptsize.Message{{Role: "user", Content: "Hi"}})
+//	prompt, err := tok.Render(msgs, hf.RenderOptions{AddGenerationPrompt: true})
+//
+// *Tokenizer implements promptsize.Counter and is safe for concurrent use.
+// ChatTemplate, ParseChatTemplate, LoadChatTemplate and LoadSpecialTokens
+// expose the template rendering on its own; package hfcgo reuses it over
+// Hugging Face's Rust tokenizer.
+//
+// # Encoding
+//
+// Encode follows Hugging Face's pipeline step by step:
+//
+//  1. Added tokens (special or not) are split out of the raw text first,
+//     leftmost-longest, with a byte trie (Gemma 3 has 6,415 of them, "\n"
+//     and "\n\n" among them).
+//  2. Each stretch between them goes through the declared normalizer (NFC,
+//     NFD, NFKC, NFKD, Replace, Prepend, Sequence).
+//  3. The pre-tokenizer sequence runs in order: every Split pattern is
+//     applied to every piece the previous step left, with its behaviour
+//     (Isolated, MergedWithPrevious, ...). Regex patterns run on
+//     github.com/dlclark/regexp2, which has the lookahead Go's regexp lacks;
+//     the patterns of Llama 3, Qwen2/3, o200k (gpt-oss) and DeepSeek V3 run
+//     on hand-written matchers with the same semantics, checked against
+//     regexp2 by FuzzFastSplit.
+//  4. A ByteLevel step maps every piece to bytes; the BPE model then merges
+//     adjacent symbols, always the pair whose merge comes first in the
+//     merges list, and among equal ranks the leftmost, until none merges.
+//     ignore_merges takes a piece found whole in the vocabulary as it is.
+//     Without ByteLevel (SentencePiece style, Gemma 3) the symbols are
+//     characters, and a character outside the vocabulary becomes <0xNN>
+//     byte tokens (byte_fallback) or the unknown token.
+//
+// Anything else in tokenizer.json (other models, normalizers,
+// pre-tokenizers or decoders, dropout, added tokens with lstrip, rstrip or
+// single_word) is refused at load with an *UnsupportedError that names it,
+// never approximated. The post-processor is not applied: Encode is
+// add_special_tokens=False. Ids of short pieces are cached (bounded,
+// concurrency-safe; see WithCacheSize).
+//
+// # Chat templates
+//
+// Templates render with github.com/ardanlabs/jinja v1.8.0 and
+// order-preserving values: messages and tools keep their key order, as in
+// Python. One trailing newline is trimmed from the source, as Jinja2 does.
+// strftime_now formats RenderOptions.Date, or the time of rendering when it
+// is zero, as a server renders with the real date; pin it for reproducible
+// prompts (gpt-oss and Llama 3.x print it). The list form of chat_template
+// is supported: "tool_use" is chosen when tools are given and it exists,
+// else "default".
+//
+// Known differences from Jinja2 in ardanlabs/jinja v1.8.0: tojson(indent=N)
+// sorts keys (the official Llama 3.x template with tools renders its tool
+// list in another order; v1.12.0 fixes it but needs Go 1.27), and a text
+// segment of only spaces or newlines inside a for loop can be dropped (see
+// TestJinjaQuirks). None of the templates in the golden tests is affected
+// apart from that one tools case.
+//
+// # Exactness
+//
+// The golden tests compare ids, not counts, with the JavaScript reference
+// (@lenml/tokenizers@3.7.2 for encoding, @huggingface/jinja@0.5.11 for
+// rendering; scripts/node/goldens.mjs) on the real tokenizer files of
+// Qwen3, Llama 3.1, gpt-oss, Gemma 3 and DeepSeek V3 (scripts/testdata.sh
+// fetches them): 36 texts plus each model's special-token text, 500 seeded
+// random strings, a 200 KB mixed corpus, and 27 chat cases per template
+// (Qwen3, Llama 3.1 as shipped, the official Llama 3.x, gpt-oss harmony,
+// Gemma 3, DeepSeek V3), rendered string and ids. All match, except the
+// Llama 3.x tools rendering above. Character classes (\s, \p{L}, ...) use
+// Go's unicode tables; a character whose class differs between those tables
+// and another implementation's Unicode version may tokenize differently.
+//
+// # Speed
+//
+// Encoding the 200 KB golden corpus on one core (AMD EPYC, shared machine),
+// first call with an empty cache, against the JavaScript reference's first
+// call on the same corpus in Node 20:
+//
+//	model        Go (cold)      Node (cold)   ratio
+//	qwen3        14.7M tok/s    322-408k      36-45x
+//	llama3_1     14.9M tok/s    454-572k      26-33x
+//	gptoss       11.3M tok/s    456-538k      21-25x
+//	gemma3        2.5M tok/s    221-228k      11x
+//	deepseek_v3   7.7M tok/s    412-429k      18x
+//
+// measured with
+//
+//	go test -run '^$' -bench EncodeCorpus -cpu 1 ./promptsize/hf/
+//	node scripts/node/speed.mjs
+//
+// (Node figures from two runs around the Go run). With the cache off the Go
+// figures are 9.3M, 17.9M, 12.9M, 2.1M and 5.9M tok/s. Counting a chat
+// request of about 4,000 tokens takes 0.16-0.26 ms (0.7 ms for Gemma 3,
+// whose whole line is one BPE word): BenchmarkCount. Loading a
+// tokenizer.json takes 0.3-1.4 s.
 package hf
