@@ -82,15 +82,22 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err == nil {
+	// Look at the first element to pick the form, so that the list is
+	// decoded once.
+	inner := strings.TrimPrefix(strings.TrimSpace(string(raw)), "[")
+	inner = strings.TrimLeft(inner, " \t\r\n")
+	if strings.HasPrefix(inner, "[") || strings.HasPrefix(inner, "]") {
+		var pairs [][2]string
+		if err := json.Unmarshal(raw, &pairs); err != nil {
+			return nil, fmt.Errorf("hf: tokenizer.json: model.merges: expected a list of [a, b] pairs: %w", err)
+		}
 		return pairs, nil
 	}
 	var strs []string
 	if err := json.Unmarshal(raw, &strs); err != nil {
 		return nil, fmt.Errorf("hf: tokenizer.json: model.merges: expected a list of \"a b\" strings or of [a, b] pairs: %w", err)
 	}
-	pairs = make([][2]string, len(strs))
+	pairs := make([][2]string, len(strs))
 	for i, s := range strs {
 		a, b, ok := strings.Cut(s, " ")
 		if !ok || strings.Contains(b, " ") {

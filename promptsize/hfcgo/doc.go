@@ -12,11 +12,14 @@
 //
 // The bindings link a static libtokenizers.a that must match the module
 // version in go.mod (github.com/daulet/tokenizers v1.24.0 checks for the
-// symbol tokenizers_version_1_23_0 at link time). Either take the release
-// archive for your platform (libtokenizers.<os>-<arch>.tar.gz of the
-// matching release of daulet/tokenizers), or build it with a Rust toolchain:
+// symbol tokenizers_version_1_23_0 at link time; its Rust crate, version
+// 1.23.0, wraps the tokenizers crate 0.22). Either take the release archive
+// for your platform (libtokenizers.<os>-<arch>.tar.gz of the matching
+// release of daulet/tokenizers), or build it with a Rust toolchain from a
+// writable copy of the module (the module cache is read-only):
 //
-//	cd "$(go env GOMODCACHE)/github.com/daulet/tokenizers@v1.24.0"
+//	cp -r "$(go env GOMODCACHE)/github.com/daulet/tokenizers@v1.24.0" /tmp/tokenizers
+//	chmod -R u+w /tmp/tokenizers && cd /tmp/tokenizers
 //	cargo build --release   # writes target/release/libtokenizers.a
 //
 // then point the linker at its directory and set the tag:
