@@ -223,7 +223,7 @@ func TestGoldens(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					tt := tok.WithChatTemplate(ct, RenderOptions{Date: date})
+					tt := tok.WithRendering(ct, RenderOptions{Date: date})
 					if len(cases) != len(in.Chats) {
 						t.Fatalf("expected %d chat cases, found %d", len(in.Chats), len(cases))
 					}

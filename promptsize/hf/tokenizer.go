@@ -298,9 +298,10 @@ func (t *Tokenizer) ChatTemplate() (*ChatTemplate, error) {
 	return t.template, nil
 }
 
-// WithChatTemplate returns a Tokenizer that shares t's tokenizer.json data
-// (and cache) but renders with ct, and counts with the render options ro.
-func (t *Tokenizer) WithChatTemplate(ct *ChatTemplate, ro RenderOptions) *Tokenizer {
+// WithRendering returns a Tokenizer that shares t's tokenizer.json data
+// (and cache) but renders with ct, and counts with the render options ro:
+// one loaded tokenizer, several templates or dates.
+func (t *Tokenizer) WithRendering(ct *ChatTemplate, ro RenderOptions) *Tokenizer {
 	return &Tokenizer{encoder: t.encoder, template: ct, countOpts: ro}
 }
 
@@ -440,6 +441,7 @@ func (t *encoder) encodeSegment(dst []int32, seg string, sc *scratch) []int32 {
 // decoder gives it. Ids outside the vocabulary are skipped. For a
 // byte-level model the bytes are returned as they are, so a sequence cut in
 // the middle of a character yields invalid UTF-8 (apply
-// strings.ToValidUTF8 to display it); Decode(Encode(s)) == s for every
-// valid UTF-8 s that the normalizer leaves unchanged.
+// strings.ToValidUTF8 to display it), and Decode(Encode(s)) == s for every
+// s that the normalizer leaves unchanged. ByteFallback bytes that do not
+// form valid UTF-8 decode to one U+FFFD each, as in Hugging Face.
 func (t *Tokenizer) Decode(ids []int) string { return t.dec.decode(ids) }
