@@ -75,7 +75,9 @@
 // fetches them): 36 texts plus each model's special-token text, 500 seeded
 // random strings, a 200 KB mixed corpus, and 27 chat cases per template
 // (Qwen3, Llama 3.1 as shipped, the official Llama 3.x, gpt-oss harmony,
-// Gemma 3, DeepSeek V3), rendered string and ids. All match, except the
+// Gemma 3, DeepSeek V3), rendered string and ids. The goldens are
+// committed; REGEN_GOLDENS=1 scripts/testdata.sh rewrites them (it needs npm
+// and writes byte-identical files when nothing changed). All match, except the
 // Llama 3.x tools rendering above. Character classes (\s, \p{L}, ...) use
 // Go's unicode tables; a character whose class differs between those tables
 // and another implementation's Unicode version may tokenize differently.
