@@ -1,0 +1,306 @@
+package plot
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/energy"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// The size WritePNG and SavePNG render at.
+const (
+	Width  = 16 * vg.Centimeter
+	Height = 10 * vg.Centimeter
+)
+
+// ErrNoData is returned when there is nothing to draw.
+var ErrNoData = errors.New("plot: nothing to draw")
+
+func newPlot(title, x, y string) *gplot.Plot {
+	p := gplot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	return p
+}
+
+// GenerationTPS plots generation throughput against concurrency: for each
+// (pp, tg) pair of cells, Σ generated tokens / burst wall time (the honest
+// aggregate) as a solid line and exo's max(per-request TPS) × N as a
+// dashed one, each point the mean over repeats.
+func GenerationTPS(title string, cells []benchkit.CellSummary) (*gplot.Plot, error) {
+	type key struct{ pp, tg int }
+	var order []key
+	groups := map[key][]benchkit.CellSummary{}
+	for _, c := range cells {
+		k := key{c.Cell.PP, c.Cell.TG}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], c)
+	}
+	p := newPlot(title, "concurrency (requests in a burst)", "generation throughput (tokens/s)")
+	drawn := 0
+	for i, k := range order {
+		g := groups[k]
+		slices.SortFunc(g, func(a, b benchkit.CellSummary) int { return a.Cell.Concurrency - b.Cell.Concurrency })
+		var honest, exo plotter.XYs
+		for _, c := range g {
+			if v := c.ThroughputTPS.Center; isFinite(v) {
+				honest = append(honest, plotter.XY{X: float64(c.Cell.Concurrency), Y: v})
+			}
+			if v := c.ExoAggregateTPS.Center; isFinite(v) {
+				exo = append(exo, plotter.XY{X: float64(c.Cell.Concurrency), Y: v})
+			}
+		}
+		col := plotutil.Color(i)
+		name := fmt.Sprintf("pp=%d tg=%d", k.pp, k.tg)
+		if err := addLine(p, honest, col, false, name+" Σ tokens / wall"); err != nil {
+			return nil, err
+		}
+		if err := addLine(p, exo, col, true, name+" exo max×N"); err != nil {
+			return nil, err
+		}
+		drawn += len(honest) + len(exo)
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("%w: no cell has a defined throughput", ErrNoData)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+// TTFTByPromptLength plots each successful streamed request's time to
+// first token (ms) against its prompt length (the client's pp_tokens).
+func TTFTByPromptLength(title string, rows []benchkit.LoadRow) (*gplot.Plot, error) {
+	var pts plotter.XYs
+	for _, r := range rows {
+		if r.Failed() || r.TTFTS == nil {
+			continue
+		}
+		pts = append(pts, plotter.XY{X: float64(r.PPTokens), Y: *r.TTFTS * 1e3})
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("%w: no request has a TTFT (were responses streamed?)", ErrNoData)
+	}
+	p := newPlot(title, "prompt length (tokens)", "time to first token (ms)")
+	s, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, fmt.Errorf("plot: TTFT scatter: %w", err)
+	}
+	s.GlyphStyle.Color = plotutil.Color(0)
+	s.GlyphStyle.Radius = vg.Points(2)
+	p.Add(s)
+	p.Legend.Add("request", s)
+	p.Y.Min = 0
+	return p, nil
+}
+
+// LatencyByRate plots the p99 TTFT, TPOT and E2E (ms) of each run against
+// its offered request rate, and each objective slo sets as a dashed
+// horizontal line in the colour of its figure. Runs without a finite rate
+// (bursts, all at once) are left out.
+func LatencyByRate(title string, runs []benchkit.LoadRun, slo timing.SLO) (*gplot.Plot, error) {
+	runs = slices.Clone(runs)
+	runs = slices.DeleteFunc(runs, func(r benchkit.LoadRun) bool { return r.Summary.RequestRate == nil })
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%w: no run has a finite request rate", ErrNoData)
+	}
+	slices.SortStableFunc(runs, func(a, b benchkit.LoadRun) int {
+		return cmpFloat(*a.Summary.RequestRate, *b.Summary.RequestRate)
+	})
+	p := newPlot(title, "offered request rate (requests/s)", "p99 latency (ms)")
+	figs := []struct {
+		name string
+		get  func(benchkit.LoadSummary) *float64
+		obj  time.Duration
+	}{
+		{"TTFT", func(s benchkit.LoadSummary) *float64 { return s.TTFT.P99 }, slo.TTFT},
+		{"TPOT", func(s benchkit.LoadSummary) *float64 { return s.TPOT.P99 }, slo.TPOT},
+		{"E2E", func(s benchkit.LoadSummary) *float64 { return s.E2E.P99 }, slo.E2E},
+	}
+	lo, hi := *runs[0].Summary.RequestRate, *runs[len(runs)-1].Summary.RequestRate
+	drawn := 0
+	for i, f := range figs {
+		var pts plotter.XYs
+		for _, r := range runs {
+			if v := f.get(r.Summary); v != nil {
+				pts = append(pts, plotter.XY{X: *r.Summary.RequestRate, Y: *v * 1e3})
+			}
+		}
+		col := plotutil.Color(i)
+		if err := addLine(p, pts, col, false, "p99 "+f.name); err != nil {
+			return nil, err
+		}
+		drawn += len(pts)
+		if f.obj > 0 {
+			y := float64(f.obj) / 1e6
+			x0, x1 := lo, hi
+			if x0 == x1 {
+				x0, x1 = x0*0.9, x1*1.1
+			}
+			if err := addLine(p, plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}}, col, true, "SLO "+f.name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("%w: no run has a p99 latency", ErrNoData)
+	}
+	p.Y.Min = 0
+	return p, nil
+}
+
+// A Phase is a span of time to shade on a power plot.
+type Phase struct {
+	// Name labels the shade ("prefill", "generation").
+	Name       string
+	Start, End time.Time
+}
+
+// Power plots each node's sampled power (W) against seconds since the
+// earliest sample or phase, with each phase shaded: prefill in orange,
+// generation in blue, any other name in grey.
+func Power(title string, traces []energy.PowerTrace, phases []Phase) (*gplot.Plot, error) {
+	var t0 time.Time
+	for _, tr := range traces {
+		for _, s := range tr.Samples {
+			if t0.IsZero() || s.At.Before(t0) {
+				t0 = s.At
+			}
+		}
+	}
+	if t0.IsZero() {
+		return nil, fmt.Errorf("%w: no power sample", ErrNoData)
+	}
+	for _, ph := range phases {
+		if ph.Start.Before(t0) {
+			t0 = ph.Start
+		}
+	}
+	p := newPlot(title, "time (s)", "power (W)")
+	ymax := 0.0
+	for _, tr := range traces {
+		for _, s := range tr.Samples {
+			ymax = math.Max(ymax, s.Value)
+		}
+	}
+	if ymax == 0 {
+		ymax = 1
+	}
+	top := ymax * 1.1
+	shaded := map[string]bool{}
+	for _, ph := range phases {
+		if !ph.End.After(ph.Start) {
+			continue
+		}
+		x0, x1 := ph.Start.Sub(t0).Seconds(), ph.End.Sub(t0).Seconds()
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: top}, {X: x0, Y: top}})
+		if err != nil {
+			return nil, fmt.Errorf("plot: phase %s: %w", ph.Name, err)
+		}
+		poly.Color = phaseColor(ph.Name)
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+		if !shaded[ph.Name] {
+			shaded[ph.Name] = true
+			p.Legend.Add(ph.Name, poly)
+		}
+	}
+	for i, tr := range traces {
+		pts := make(plotter.XYs, 0, len(tr.Samples))
+		for _, s := range tr.Samples {
+			pts = append(pts, plotter.XY{X: s.At.Sub(t0).Seconds(), Y: s.Value})
+		}
+		if err := addLine(p, pts, plotutil.Color(i), false, tr.Node); err != nil {
+			return nil, err
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, top
+	return p, nil
+}
+
+func phaseColor(name string) color.Color {
+	switch name {
+	case "prefill":
+		return color.NRGBA{R: 255, G: 165, B: 0, A: 70}
+	case "generation":
+		return color.NRGBA{R: 70, G: 130, B: 230, A: 60}
+	}
+	return color.NRGBA{R: 128, G: 128, B: 128, A: 50}
+}
+
+func addLine(p *gplot.Plot, pts plotter.XYs, col color.Color, dashed bool, name string) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	l, s, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return fmt.Errorf("plot: line %q: %w", name, err)
+	}
+	l.Color = col
+	l.Width = vg.Points(1.5)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	s.Color = col
+	s.Radius = vg.Points(2)
+	p.Add(l, s)
+	p.Legend.Add(name, l, s)
+	return nil
+}
+
+// WritePNG renders p as a PNG of Width × Height to w.
+func WritePNG(w io.Writer, p *gplot.Plot) error {
+	wt, err := p.WriterTo(Width, Height, "png")
+	if err != nil {
+		return fmt.Errorf("plot: render PNG: %w", err)
+	}
+	if _, err := wt.WriteTo(w); err != nil {
+		return fmt.Errorf("plot: write PNG: %w", err)
+	}
+	return nil
+}
+
+// SavePNG renders p as a PNG file at path.
+func SavePNG(path string, p *gplot.Plot) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if err := WritePNG(f, p); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	return nil
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,151 @@
+package plot_test
+
+import (
+	"errors"
+	"image"
+	_ "image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	gplot "gonum.org/v1/plot"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/plot"
+	"github.com/inferbench/inferbench/energy"
+	"github.com/inferbench/inferbench/timing"
+)
+
+func f(v float64) *float64 { return &v }
+
+func cells() []benchkit.CellSummary {
+	var out []benchkit.CellSummary
+	for _, c := range []int{1, 2, 4, 8} {
+		out = append(out, benchkit.CellSummary{
+			Cell:            benchkit.Cell{PP: 512, TG: 128, Concurrency: c},
+			ThroughputTPS:   timing.Interval{N: 3, Center: 30 * float64(c) * 0.9},
+			ExoAggregateTPS: timing.Interval{N: 3, Center: 30 * float64(c)},
+		})
+	}
+	return out
+}
+
+func loadRows() []benchkit.LoadRow {
+	var rows []benchkit.LoadRow
+	for i := range 20 {
+		pp := 100 + 50*i
+		rows = append(rows, benchkit.LoadRow{Index: i, PPTokens: pp, TTFTS: f(0.01 + float64(pp)/1e5)})
+	}
+	rows = append(rows, benchkit.LoadRow{Index: 20, PPTokens: 5000, Error: "reset"})
+	return rows
+}
+
+func loadRuns() []benchkit.LoadRun {
+	var runs []benchkit.LoadRun
+	for i, r := range []float64{1, 2, 4, 8} {
+		rate := r
+		runs = append(runs, benchkit.LoadRun{Summary: benchkit.LoadSummary{
+			RequestRate: &rate,
+			TTFT:        benchkit.LatencyStats{N: 10, P99: f(0.05 * math.Pow(2, float64(i)))},
+			TPOT:        benchkit.LatencyStats{N: 10, P99: f(0.03)},
+			E2E:         benchkit.LatencyStats{N: 10, P99: f(1 + 0.2*float64(i))},
+		}})
+	}
+	// A burst has no rate and is left out.
+	runs = append(runs, benchkit.LoadRun{Summary: benchkit.LoadSummary{TTFT: benchkit.LatencyStats{N: 1, P99: f(9)}}})
+	return runs
+}
+
+func powerData() ([]energy.PowerTrace, []plot.Phase) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var a, b energy.PowerTrace
+	a.Node, b.Node = "node-a", "node-b"
+	for i := range 30 {
+		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		a.Samples = append(a.Samples, energy.Sample{At: at, Value: 20 + 100*math.Sin(float64(i)/10)*math.Sin(float64(i)/10)})
+		b.Samples = append(b.Samples, energy.Sample{At: at, Value: 15})
+	}
+	return []energy.PowerTrace{a, b}, []plot.Phase{
+		{Name: "prefill", Start: t0.Add(300 * time.Millisecond), End: t0.Add(800 * time.Millisecond)},
+		{Name: "generation", Start: t0.Add(800 * time.Millisecond), End: t0.Add(2500 * time.Millisecond)},
+	}
+}
+
+// TestPlotsRender renders every plot to a PNG file and checks that the
+// file decodes as a PNG of the documented size, and that it is not a
+// trivially small (blank) image.
+func TestPlotsRender(t *testing.T) {
+	traces, phases := powerData()
+	slo := timing.SLO{TTFT: 200 * time.Millisecond, E2E: 2 * time.Second}
+	tests := []struct {
+		name string
+		make func() (*gplot.Plot, error)
+		x, y string
+	}{
+		{"tps", func() (*gplot.Plot, error) { return plot.GenerationTPS("TPS (simulated)", cells()) },
+			"concurrency (requests in a burst)", "generation throughput (tokens/s)"},
+		{"ttft", func() (*gplot.Plot, error) { return plot.TTFTByPromptLength("TTFT (simulated)", loadRows()) },
+			"prompt length (tokens)", "time to first token (ms)"},
+		{"rate", func() (*gplot.Plot, error) { return plot.LatencyByRate("p99 (simulated)", loadRuns(), slo) },
+			"offered request rate (requests/s)", "p99 latency (ms)"},
+		{"power", func() (*gplot.Plot, error) { return plot.Power("power (simulated)", traces, phases) },
+			"time (s)", "power (W)"},
+	}
+	// vgimg renders at 96 dots per inch by default.
+	wantW := int(math.Ceil(plot.Width.Dots(96)))
+	wantH := int(math.Ceil(plot.Height.Dots(96)))
+	dir := t.TempDir()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.make()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.X.Label.Text != tc.x || p.Y.Label.Text != tc.y {
+				t.Errorf("axis labels = %q, %q; want %q, %q", p.X.Label.Text, p.Y.Label.Text, tc.x, tc.y)
+			}
+			path := filepath.Join(dir, tc.name+".png")
+			if err := plot.SavePNG(path, p); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A blank 605×378 PNG compresses to about 2 KB; text, lines
+			// and glyphs make it several times larger.
+			if fi.Size() < 8<<10 {
+				t.Errorf("%s is %d bytes; a plot with labelled axes and data should be over 8 KiB", path, fi.Size())
+			}
+			fh, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			cfg, format, err := image.DecodeConfig(fh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if format != "png" || cfg.Width != wantW || cfg.Height != wantH {
+				t.Errorf("%s: %s %d×%d; want png %d×%d", path, format, cfg.Width, cfg.Height, wantW, wantH)
+			}
+		})
+	}
+}
+
+func TestPlotsNoData(t *testing.T) {
+	if _, err := plot.GenerationTPS("x", nil); !errors.Is(err, plot.ErrNoData) {
+		t.Errorf("GenerationTPS(nil) error = %v; want ErrNoData", err)
+	}
+	if _, err := plot.TTFTByPromptLength("x", []benchkit.LoadRow{{Error: "boom"}}); !errors.Is(err, plot.ErrNoData) {
+		t.Errorf("TTFTByPromptLength(failed rows) error = %v; want ErrNoData", err)
+	}
+	if _, err := plot.LatencyByRate("x", loadRuns()[4:], timing.SLO{}); !errors.Is(err, plot.ErrNoData) {
+		t.Errorf("LatencyByRate(burst only) error = %v; want ErrNoData", err)
+	}
+	if _, err := plot.Power("x", nil, nil); !errors.Is(err, plot.ErrNoData) {
+		t.Errorf("Power(nil) error = %v; want ErrNoData", err)
+	}
+}

@@ -1,0 +1,72 @@
+package benchkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/remote"
+)
+
+// Exit codes of the example programs, which map a run's error with
+// ExitCode.
+const (
+	ExitOK          = 0   // every request succeeded
+	ExitFailed      = 1   // some requests failed (rows say why), or the run did
+	ExitUsage       = 2   // bad flags: nothing was sent
+	ExitInterrupted = 130 // SIGINT or SIGTERM: measured rows were written
+)
+
+// ErrRequestsFailed is returned by a program whose run completed but some
+// of whose requests failed; their rows say why.
+var ErrRequestsFailed = errors.New("some requests failed")
+
+// A UsageError is a bad command line: a flag that does not parse or a
+// combination that makes no sense. Nothing has been sent when a program
+// returns one.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a *UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps a program's error to its exit status: nil is ExitOK;
+// a *UsageError, or any error wrapping ErrBadLoad or ErrBadPlan (checked
+// before anything was sent), is ExitUsage; an error wrapping
+// context.Canceled is ExitInterrupted; anything else, ErrRequestsFailed
+// included, is ExitFailed.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue), errors.Is(err, ErrBadLoad), errors.Is(err, ErrBadPlan):
+		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	}
+	return ExitFailed
+}
+
+// ServerCounter returns a Counter that asks the server at baseURL to count
+// through its /tokenize endpoint (vLLM's and SGLang's shape), after
+// checking with one request that the endpoint exists and counts a short
+// chat. header is sent with every request (credentials). The error wraps
+// remote.ErrNoEndpoint when the server has no such endpoint.
+func ServerCounter(ctx context.Context, baseURL, model string, header http.Header) (promptsize.Counter, error) {
+	c := &remote.VLLM{BaseURL: baseURL, Model: model, Header: header}
+	n, err := c.Count(ctx, []promptsize.Message{{Role: "user", Content: "Hello"}})
+	if err != nil {
+		return nil, fmt.Errorf("benchkit: the server's /tokenize at %s: %w", baseURL, err)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("benchkit: the server's /tokenize at %s counted %d tokens for a one-word chat; want at least 1", baseURL, n)
+	}
+	return c, nil
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/plot"
+	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/hf"
+	"github.com/inferbench/inferbench/timing"
+)
+
+type options struct {
+	baseURL, model, tokenizer, apiKeyEnv, simPreset string
+	pp, tg, inputLen, outputLen                     int
+	rangeRatio                                      float64
+	numRequests                                     int
+	duration                                        time.Duration
+	rate                                            string
+	burstiness                                      float64
+	maxConcurrency, burst                           int
+	seed                                            uint64
+	stream                                          bool
+	sloTTFT, sloTPOT, sloITL, sloE2E                float64
+	attainment                                      float64
+	findMaxRate                                     bool
+	searchStart, searchMax, searchFactor, searchTol float64
+	jsonOut, format, plotPath                       string
+	timeout, grace                                  time.Duration
+}
+
+// parse reads and checks every flag; it returns a *benchkit.UsageError
+// for anything wrong, before anything is started or sent.
+func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, error) {
+	var o options
+	fs := flag.NewFlagSet("serve-load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.baseURL, "base-url", "", "server root, e.g. http://127.0.0.1:8000 (default: start the embedded simulated engine)")
+	fs.StringVar(&o.model, "model", "", "model id (default: the server's first model)")
+	fs.StringVar(&o.tokenizer, "tokenizer", "", "directory with tokenizer.json and tokenizer_config.json to count prompts (default: the server's /tokenize, or the embedded engine's tokenizer)")
+	fs.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the bearer token")
+	fs.StringVar(&o.simPreset, "sim-preset", sim.Fast().Name, "preset of the embedded engine (without --base-url)")
+	fs.IntVar(&o.pp, "pp", 0, "fixed prompt length in tokens (same as --input-len with --range-ratio 0)")
+	fs.IntVar(&o.tg, "tg", 0, "fixed generation length in tokens (same as --output-len with --range-ratio 0)")
+	fs.IntVar(&o.inputLen, "input-len", 256, "mean prompt length in tokens, chat template included")
+	fs.IntVar(&o.outputLen, "output-len", 64, "mean generation length in tokens")
+	fs.Float64Var(&o.rangeRatio, "range-ratio", 0, "lengths are uniform in [len·(1−r), len·(1+r)], r in [0, 1)")
+	fs.IntVar(&o.numRequests, "num-requests", 32, "requests per run (0: bounded by --duration only)")
+	fs.DurationVar(&o.duration, "duration", 0, "schedule requests for at most this long (0: no bound)")
+	fs.StringVar(&o.rate, "rate", "inf", "requests per second; inf sends all at once; a comma list runs a sweep")
+	fs.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps: 1 is Poisson, <1 burstier, >1 more regular")
+	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
+	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths and the arrival schedule")
+	fs.BoolVar(&o.stream, "stream", true, "stream responses (needed for TTFT, TPOT and ITL)")
+	fs.Float64Var(&o.sloTTFT, "slo-ttft", 0, "TTFT objective in ms for goodput (0: none)")
+	fs.Float64Var(&o.sloTPOT, "slo-tpot", 0, "TPOT objective in ms (0: none)")
+	fs.Float64Var(&o.sloITL, "slo-itl", 0, "ITL objective in ms: every gap within it (0: none)")
+	fs.Float64Var(&o.sloE2E, "slo-e2e", 0, "E2E objective in ms (0: none)")
+	fs.Float64Var(&o.attainment, "slo-attainment", benchkit.DefaultSLOAttainment, "share of requests that must meet every objective for a run to meet the SLOs")
+	fs.BoolVar(&o.findMaxRate, "find-max-rate", false, "search the highest rate meeting the SLOs")
+	fs.Float64Var(&o.searchStart, "search-start", concurrency.DefaultSearchStart, "first rate --find-max-rate probes")
+	fs.Float64Var(&o.searchMax, "search-max", 0, "highest rate --find-max-rate probes (0: no ceiling)")
+	fs.Float64Var(&o.searchFactor, "search-factor", concurrency.DefaultSearchFactor, "--find-max-rate multiplies the rate by this while bracketing")
+	fs.Float64Var(&o.searchTol, "search-tolerance", concurrency.DefaultSearchTolerance, "--find-max-rate stops bisecting when (hi − lo)/lo is at most this")
+	fs.StringVar(&o.jsonOut, "json-out", "", "write the results as JSON to this file")
+	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
+	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "bound on each request (0: none)")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
+	var slo timing.SLO
+	if err := fs.Parse(args); err != nil {
+		return o, nil, slo, &benchkit.UsageError{Err: err}
+	}
+	if fs.NArg() > 0 {
+		return o, nil, slo, benchkit.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["pp"] && set["input-len"] || set["tg"] && set["output-len"] {
+		return o, nil, slo, benchkit.Usagef("--pp/--tg and --input-len/--output-len both set; use one pair")
+	}
+	if set["pp"] {
+		o.inputLen = o.pp
+	}
+	if set["tg"] {
+		o.outputLen = o.tg
+	}
+	if (set["pp"] || set["tg"]) && o.rangeRatio != 0 {
+		return o, nil, slo, benchkit.Usagef("--pp/--tg are fixed lengths; use --input-len/--output-len with --range-ratio for random ones")
+	}
+	rates, err := benchkit.ParseRates(o.rate)
+	if err != nil {
+		return o, nil, slo, &benchkit.UsageError{Err: fmt.Errorf("--rate: %w", err)}
+	}
+	for _, v := range []struct {
+		name string
+		ms   float64
+		d    *time.Duration
+	}{{"slo-ttft", o.sloTTFT, &slo.TTFT}, {"slo-tpot", o.sloTPOT, &slo.TPOT}, {"slo-itl", o.sloITL, &slo.ITL}, {"slo-e2e", o.sloE2E, &slo.E2E}} {
+		if math.IsNaN(v.ms) || v.ms < 0 || math.IsInf(v.ms, 0) {
+			return o, nil, slo, benchkit.Usagef("--%s must be a non-negative number of milliseconds, got %g", v.name, v.ms)
+		}
+		*v.d = time.Duration(v.ms * float64(time.Millisecond))
+	}
+	switch {
+	case o.format != "table" && o.format != "markdown" && o.format != "json":
+		return o, nil, slo, benchkit.Usagef("--format must be table, markdown or json, got %q", o.format)
+	case o.burst > 0 && (len(rates) > 1 || set["rate"] || o.findMaxRate):
+		return o, nil, slo, benchkit.Usagef("--burst sends one burst; it takes no --rate and no --find-max-rate")
+	case o.findMaxRate && len(rates) > 1:
+		return o, nil, slo, benchkit.Usagef("--find-max-rate searches the rate itself; drop the --rate list")
+	case o.findMaxRate && slo == (timing.SLO{}):
+		return o, nil, slo, benchkit.Usagef("--find-max-rate needs at least one of --slo-ttft, --slo-tpot, --slo-itl, --slo-e2e")
+	case o.findMaxRate && (o.searchStart <= 0 || math.IsNaN(o.searchStart) || math.IsInf(o.searchStart, 0)):
+		return o, nil, slo, benchkit.Usagef("--search-start must be a positive rate, got %g", o.searchStart)
+	case o.findMaxRate && !(o.searchFactor > 1 && o.searchFactor < math.Inf(1)):
+		return o, nil, slo, benchkit.Usagef("--search-factor must be a finite number above 1, got %g", o.searchFactor)
+	case o.findMaxRate && !(o.searchTol > 0 && o.searchTol < math.Inf(1)):
+		return o, nil, slo, benchkit.Usagef("--search-tolerance must be a positive number, got %g", o.searchTol)
+	case o.searchMax < 0 || math.IsNaN(o.searchMax):
+		return o, nil, slo, benchkit.Usagef("--search-max must not be negative, got %g", o.searchMax)
+	case o.attainment <= 0 || o.attainment > 1 || math.IsNaN(o.attainment):
+		return o, nil, slo, benchkit.Usagef("--slo-attainment must be in (0, 1], got %g", o.attainment)
+	case !o.stream && slo.TTFT+slo.TPOT+slo.ITL > 0:
+		return o, nil, slo, benchkit.Usagef("TTFT, TPOT and ITL objectives need --stream")
+	case o.timeout < 0 || o.grace < 0:
+		return o, nil, slo, benchkit.Usagef("--timeout and --grace must not be negative")
+	case o.apiKeyEnv != "" && os.Getenv(o.apiKeyEnv) == "":
+		return o, nil, slo, benchkit.Usagef("--api-key-env %s: the variable is unset or empty", o.apiKeyEnv)
+	}
+	if o.baseURL == "" {
+		if _, err := sim.PresetByName(o.simPreset); err != nil {
+			return o, nil, slo, benchkit.Usagef("--sim-preset: %v", err)
+		}
+	}
+	if o.findMaxRate {
+		rates = nil
+	}
+	// Check lengths and traffic now, so a bad value is a usage error.
+	if err := lengths(o).Validate(); err != nil {
+		return o, nil, slo, &benchkit.UsageError{Err: err}
+	}
+	for _, r := range append(rates, o.searchStart) {
+		t := traffic(o)
+		t.Rate = r
+		if err := t.Validate(); err != nil {
+			return o, nil, slo, &benchkit.UsageError{Err: err}
+		}
+	}
+	return o, rates, slo, nil
+}
+
+func lengths(o options) benchkit.Lengths {
+	return benchkit.Lengths{Input: o.inputLen, Output: o.outputLen, RangeRatio: o.rangeRatio, Seed: o.seed}
+}
+
+func traffic(o options) benchkit.Traffic {
+	return benchkit.Traffic{Burstiness: o.burstiness, Burst: o.burst, NumRequests: o.numRequests,
+		Duration: o.duration, MaxConcurrency: o.maxConcurrency, Seed: o.seed}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, rates, slo, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Stream: o.stream, Lengths: lengths(o), Traffic: traffic(o)}
+	if slo != (timing.SLO{}) {
+		meta.SLO = slo.String()
+	}
+	for _, r := range rates {
+		meta.Rates = append(meta.Rates, benchkit.FormatRate(r))
+	}
+
+	// The target: the given server, or the embedded engine. The embedded
+	// one lives until the end of run, past an interrupt, so requests in
+	// flight can finish.
+	baseURL := o.baseURL
+	var counter promptsize.Counter
+	if baseURL == "" {
+		preset, _ := sim.PresetByName(o.simPreset)
+		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", sim.Options{Preset: preset})
+		if err != nil {
+			return fmt.Errorf("start the embedded engine: %w", err)
+		}
+		defer srv.Close()
+		baseURL = srv.VLLMURL
+		if o.model == "" {
+			o.model = srv.Model()
+		}
+		counter = srv.Counter()
+		meta.Simulated, meta.Preset, meta.Tokenizer = true, preset.Name, "the embedded engine's built-in tokenizer"
+		fmt.Fprintf(stderr, "serve-load: no --base-url: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", baseURL, preset)
+	} else {
+		fmt.Fprintf(stderr, "serve-load: measuring %s\n", baseURL)
+	}
+	meta.BaseURL = baseURL
+	client, err := openai.New(baseURL, &openai.Options{APIKeyEnv: o.apiKeyEnv, Timeout: o.timeout})
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
+	if o.model == "" {
+		models, err := client.Models(ctx)
+		if err != nil {
+			return fmt.Errorf("no --model given and the server's model list failed: %w", err)
+		}
+		if len(models) == 0 {
+			return fmt.Errorf("no --model given and the server lists no model")
+		}
+		o.model = models[0].ID
+	}
+	meta.Model = o.model
+	switch {
+	case o.tokenizer != "":
+		tok, err := hf.Load(o.tokenizer)
+		if err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
+		}
+		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
+	case counter == nil:
+		var header http.Header
+		if o.apiKeyEnv != "" {
+			header = http.Header{"Authorization": {"Bearer " + os.Getenv(o.apiKeyEnv)}}
+		}
+		c, err := benchkit.ServerCounter(ctx, baseURL, o.model, header)
+		if err != nil {
+			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
+		}
+		counter, meta.Tokenizer = c, "the server's /tokenize"
+	}
+
+	load := &benchkit.Load{
+		Engine:         client,
+		Model:          o.model,
+		Builder:        &promptsize.Builder{Counter: counter},
+		Stream:         o.stream,
+		RequestTimeout: o.timeout,
+		Grace:          o.grace,
+		Simulated:      meta.Simulated,
+	}
+	started := time.Now()
+	meta.Started = started.UTC().Format(time.RFC3339)
+	var runs []benchkit.LoadRun
+	var maxRate *benchkit.MaxRate
+	var runErr error
+	switch {
+	case o.findMaxRate:
+		mr, rs, err := load.FindMaxRate(ctx, lengths(o), traffic(o), slo, o.attainment,
+			&concurrency.SearchOptions{Start: o.searchStart, Max: o.searchMax, Factor: o.searchFactor, Tolerance: o.searchTol})
+		runs, runErr = rs, err
+		if err == nil || errors.Is(err, concurrency.ErrProbeLimit) || errors.Is(err, concurrency.ErrNoPassingRate) {
+			maxRate = &mr
+		}
+	case o.burst > 0 || len(rates) == 1:
+		t := traffic(o)
+		if len(rates) == 1 {
+			t.Rate = rates[0]
+		}
+		r, err := load.Run(ctx, lengths(o), t, slo)
+		runErr = err
+		if len(r.Requests) > 0 {
+			runs = []benchkit.LoadRun{r}
+		}
+	default:
+		runs, runErr = load.Sweep(ctx, lengths(o), traffic(o), rates, slo)
+	}
+	if errors.Is(runErr, benchkit.ErrBadLoad) {
+		return runErr
+	}
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	meta.Interrupted = ctx.Err() != nil
+	if err := report(o, meta, runs, maxRate, slo, stdout, stderr); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	failed := 0
+	for _, r := range runs {
+		failed += r.Summary.Failed
+	}
+	if failed > 0 && !o.findMaxRate {
+		return fmt.Errorf("%w: %d requests", benchkit.ErrRequestsFailed, failed)
+	}
+	return nil
+}
+
+// report writes the results: stdout in the chosen format, the JSON file
+// and the plot.
+func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate *benchkit.MaxRate, slo timing.SLO, stdout, stderr io.Writer) error {
+	doc := benchkit.NewLoadDocument(meta, runs, maxRate)
+	title := fmt.Sprintf("%s, %s", meta.Model, meta.Traffic.String())
+	if meta.Simulated {
+		title = "SIMULATED (" + meta.Preset + "): " + meta.Model
+	}
+	var errs []error
+	switch o.format {
+	case "json":
+		errs = append(errs, benchkit.WriteLoadJSON(stdout, doc))
+	case "markdown":
+		errs = append(errs, benchkit.WriteLoadMarkdown(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
+	default:
+		errs = append(errs, benchkit.WriteLoadTable(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
+	}
+	if maxRate != nil && o.format != "json" {
+		if maxRate.RateRPS > 0 {
+			fmt.Fprintf(stdout, "\nhighest rate meeting %s for %.0f%% of requests: %.3g requests/s (next probe up, %.3g/s, did not; %d probes)\n",
+				maxRate.SLO, maxRate.Attainment*100, maxRate.RateRPS, maxRate.Hi, maxRate.Probes)
+		} else {
+			fmt.Fprintf(stdout, "\nno rate probed met %s for %.0f%% of requests\n", maxRate.SLO, maxRate.Attainment*100)
+		}
+	}
+	if o.jsonOut != "" {
+		errs = append(errs, writeFile(o.jsonOut, func(w io.Writer) error { return benchkit.WriteLoadJSON(w, doc) }))
+	}
+	if o.plotPath != "" && len(runs) > 0 {
+		var rows []benchkit.LoadRow
+		for _, r := range runs {
+			rows = append(rows, r.Requests...)
+		}
+		p, err := plot.TTFTByPromptLength(title, rows)
+		if len(runs) > 1 {
+			p, err = plot.LatencyByRate(title, runs, slo)
+		}
+		if err == nil {
+			err = plot.SavePNG(o.plotPath, p)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
