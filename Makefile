@@ -9,8 +9,11 @@ test: testdata vet unit
 testdata:
 	@bash scripts/testdata.sh
 
+# vet also checks the cgo tokenizer backend, which the default build leaves out
+# (it only compiles there: linking needs libtokenizers, see promptsize/hfcgo).
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags hftokenizers ./promptsize/hfcgo/...
 
 unit:
 	$(GO) test -race -timeout 20m ./...
