@@ -238,11 +238,23 @@ func (d debugLogger) Warn(msg string, kv ...any)  { d.l.Debug("exo control plane
 
 var _ retryablehttp.LeveledLogger = debugLogger{}
 
+// noRetryKey marks a context whose control-plane calls make one attempt.
+type noRetryKey struct{}
+
+// withNoRetry returns a copy of ctx whose control-plane calls are not
+// retried.
+func withNoRetry(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noRetryKey{}, true)
+}
+
 // retryPolicy retries connection errors and 5xx answers, never 4xx, and
-// stops when the request's context has ended.
+// stops when the request's context has ended or asks for one attempt.
 func retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
+	}
+	if no, _ := ctx.Value(noRetryKey{}).(bool); no {
+		return false, nil
 	}
 	if err != nil {
 		var ue *url.Error
