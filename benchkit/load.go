@@ -36,12 +36,33 @@ type Lengths struct {
 	// RangeRatio is the half width of both ranges relative to their
 	// centre, in [0, 1).
 	RangeRatio float64 `json:"range_ratio"`
+	// InputMin and InputMax, when InputMax is positive, give the input
+	// range directly (nano-vllm's offline benchmark draws from [100,
+	// max]); Input and RangeRatio then set nothing for inputs. OutputMin
+	// and OutputMax likewise for outputs.
+	InputMin  int `json:"input_min,omitempty"`
+	InputMax  int `json:"input_max,omitempty"`
+	OutputMin int `json:"output_min,omitempty"`
+	OutputMax int `json:"output_max,omitempty"`
 	// Seed seeds the draws; the same seed gives the same lengths.
 	Seed uint64 `json:"seed"`
 }
 
 // Validate checks the lengths; each error wraps ErrBadLoad.
 func (l Lengths) Validate() error {
+	if l.InputMax > 0 || l.OutputMax > 0 {
+		ilo, ihi := l.InputRange()
+		olo, ohi := l.OutputRange()
+		switch {
+		case ilo < 1 || ihi < ilo:
+			return fmt.Errorf("%w: input range [%d, %d] must be non-empty and start at 1 token or more", ErrBadLoad, ilo, ihi)
+		case olo < 1 || ohi < olo:
+			return fmt.Errorf("%w: output range [%d, %d] must be non-empty and start at 1 token or more", ErrBadLoad, olo, ohi)
+		case math.IsNaN(l.RangeRatio) || l.RangeRatio < 0 || l.RangeRatio >= 1:
+			return fmt.Errorf("%w: range ratio must be in [0, 1), got %g", ErrBadLoad, l.RangeRatio)
+		}
+		return nil
+	}
 	switch {
 	case l.Input < 1:
 		return fmt.Errorf("%w: input length must be at least 1 token, got %d", ErrBadLoad, l.Input)
@@ -57,10 +78,20 @@ func (l Lengths) Validate() error {
 }
 
 // InputRange returns the smallest and largest input length Draw can give.
-func (l Lengths) InputRange() (lo, hi int) { return lengthRange(l.Input, l.RangeRatio) }
+func (l Lengths) InputRange() (lo, hi int) {
+	if l.InputMax > 0 {
+		return l.InputMin, l.InputMax
+	}
+	return lengthRange(l.Input, l.RangeRatio)
+}
 
 // OutputRange returns the smallest and largest output length Draw can give.
-func (l Lengths) OutputRange() (lo, hi int) { return lengthRange(l.Output, l.RangeRatio) }
+func (l Lengths) OutputRange() (lo, hi int) {
+	if l.OutputMax > 0 {
+		return l.OutputMin, l.OutputMax
+	}
+	return lengthRange(l.Output, l.RangeRatio)
+}
 
 func lengthRange(c int, r float64) (int, int) {
 	return int(math.Floor(float64(c) * (1 - r))), int(math.Floor(float64(c) * (1 + r)))

@@ -1,0 +1,41 @@
+// Command offline measures an engine's throughput at full load, as
+// nano-vllm's offline benchmark does: every request is submitted at once
+// (one barrier-released burst), each with an input and an output length
+// drawn uniformly from a range, every prompt exact to the token and every
+// reply exactly its length (ignore_eos). It reports
+//
+//	output throughput = Σ generated tokens / wall time
+//
+// where the wall time runs from the release of the burst to the end of
+// the last response. It measures how fast the engine is, not how any one
+// request fares (see serve-load for that).
+//
+// With no flags it measures the embedded simulated engine on 127.0.0.1;
+// its figures are simulated.
+//
+//	offline --base-url http://127.0.0.1:8000 --model Qwen/Qwen3-0.6B \
+//	    --num-seqs 256 --min-input-len 100 --max-input-len 1024 --min-output-len 100 --max-output-len 1024
+//
+// Exit status: 0 when every request succeeded, 1 when some failed, 2 for
+// bad flags (nothing is sent), 130 when interrupted.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/inferbench/inferbench/benchkit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "offline:", err)
+	}
+	os.Exit(benchkit.ExitCode(err))
+}

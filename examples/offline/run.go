@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/hf"
+	"github.com/inferbench/inferbench/timing"
+)
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("offline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	baseURL := fs.String("base-url", "", "OpenAI-compatible server root (default: start the embedded simulated engine)")
+	model := fs.String("model", "", "model id (default: the server's first model)")
+	tokenizer := fs.String("tokenizer", "", "directory with the model's tokenizer.json (default: the server's /tokenize, or the embedded engine's tokenizer)")
+	apiKeyEnv := fs.String("api-key-env", "", "environment variable holding the bearer token")
+	numSeqs := fs.Int("num-seqs", 64, "number of requests, all submitted at once")
+	minIn := fs.Int("min-input-len", 100, "shortest prompt, in tokens of the whole chat request")
+	maxIn := fs.Int("max-input-len", 512, "longest prompt")
+	minOut := fs.Int("min-output-len", 16, "shortest reply, in tokens")
+	maxOut := fs.Int("max-output-len", 128, "longest reply")
+	seed := fs.Uint64("seed", 0, "seed of the lengths")
+	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return &benchkit.UsageError{Err: err}
+	}
+	if fs.NArg() > 0 {
+		return benchkit.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
+	}
+	lengths := benchkit.Lengths{InputMin: *minIn, InputMax: *maxIn, OutputMin: *minOut, OutputMax: *maxOut, Seed: *seed}
+	if err := lengths.Validate(); err != nil {
+		return &benchkit.UsageError{Err: err}
+	}
+	if *numSeqs < 1 {
+		return benchkit.Usagef("--num-seqs must be at least 1, got %d", *numSeqs)
+	}
+	if *apiKeyEnv != "" && os.Getenv(*apiKeyEnv) == "" {
+		return benchkit.Usagef("--api-key-env %s: the variable is unset or empty", *apiKeyEnv)
+	}
+	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
+	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
+
+	url := *baseURL
+	var counter promptsize.Counter
+	if url == "" {
+		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", sim.Options{Preset: sim.Fast()})
+		if err != nil {
+			return fmt.Errorf("start the embedded engine: %w", err)
+		}
+		defer srv.Close()
+		url, counter = srv.VLLMURL, srv.Counter()
+		if *model == "" {
+			*model = srv.Model()
+		}
+		meta.Simulated, meta.Preset, meta.Tokenizer = true, srv.Preset().Name, "the embedded engine's built-in tokenizer"
+		fmt.Fprintf(stderr, "offline: no --base-url: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", url, srv.Preset())
+	} else {
+		fmt.Fprintf(stderr, "offline: measuring %s\n", url)
+	}
+	meta.BaseURL = url
+	client, err := openai.New(url, &openai.Options{APIKeyEnv: *apiKeyEnv, MaxBurst: max(*numSeqs, openai.DefaultMaxBurst)})
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
+	if *model == "" {
+		ms, err := client.Models(ctx)
+		if err != nil || len(ms) == 0 {
+			return fmt.Errorf("no --model given and the server's model list gave none (err: %v)", err)
+		}
+		*model = ms[0].ID
+	}
+	meta.Model = *model
+	switch {
+	case *tokenizer != "":
+		tok, err := hf.Load(*tokenizer)
+		if err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
+		}
+		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
+	case counter == nil:
+		c, err := benchkit.ServerCounter(ctx, url, *model, nil)
+		if err != nil {
+			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR", err)
+		}
+		counter, meta.Tokenizer = c, "the server's /tokenize"
+	}
+
+	load := &benchkit.Load{Engine: client, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated, Grace: 10 * time.Second}
+	meta.Started = time.Now().UTC().Format(time.RFC3339)
+	res, runErr := load.Run(ctx, lengths, traffic, timing.SLO{})
+	if errors.Is(runErr, benchkit.ErrBadLoad) {
+		return runErr
+	}
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	meta.Interrupted = ctx.Err() != nil
+	s := res.Summary
+	label := ""
+	if meta.Simulated {
+		label = " (simulated)"
+	}
+	ilo, ihi := lengths.InputRange()
+	olo, ohi := lengths.OutputRange()
+	fmt.Fprintf(stdout, "%d requests at once, input %d–%d and output %d–%d tokens, model %s%s\n", *numSeqs, ilo, ihi, olo, ohi, *model, label)
+	fmt.Fprintf(stdout, "Total: %d output tokens (%d input) in %.3f s\n", s.TotalOutputTokens, s.TotalInputTokens, s.DurationS)
+	if s.OutputThroughput != nil {
+		fmt.Fprintf(stdout, "Output throughput: %.1f tok/s%s\n", *s.OutputThroughput, label)
+		fmt.Fprintf(stdout, "Total throughput: %.1f tok/s, %.2f requests/s%s\n", *s.TotalThroughput, *s.RequestThroughput, label)
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintln(stdout, "warning:", w)
+	}
+	if *jsonOut != "" {
+		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
+		f, err := os.Create(*jsonOut)
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
+		err = benchkit.WriteLoadJSON(f, doc)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if s.Failed > 0 {
+		return fmt.Errorf("%w: %d of %d requests", benchkit.ErrRequestsFailed, s.Failed, s.Requests)
+	}
+	return nil
+}
