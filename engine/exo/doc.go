@@ -47,6 +47,16 @@
 // planning phase (downloads, the disk check, and, only when asked,
 // deleting other completed downloads to make room).
 //
+// # Cluster state and energy
+//
+// Snapshot captures the "cluster" object exo_bench writes into its result
+// file (nodeIdentities, topology, nodeMemory, nodeSystem as raw JSON).
+// NodeSystem and NodeSystems read the macmon metrics exo keeps per node
+// (sysPower, gpuUsage, temp, pcpuUsage, ecpuUsage), and PowerSource makes
+// them an energy.Source for package energy's Sampler. Links, CreateLink,
+// UpdateLink and DeleteLink manage prefill/decode instance links; Cancel
+// stops a running request by its command id.
+//
 // # Errors
 //
 // Control-plane failures are *APIError values; a 404 also matches

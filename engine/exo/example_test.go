@@ -125,3 +125,37 @@ func ExampleSelect() {
 	// MlxJaccl/Tensor nodes=2
 	// removed as not tensor: 6
 }
+
+// A PowerSource reads every node's exo metrics in one request, as an
+// energy.Source that an energy.Sampler can poll.
+func ExampleClient_PowerSource() {
+	s := sim.NewServer(sim.Options{Preset: sim.Fast(), Nodes: 2})
+	defer s.Close()
+	c, err := exo.New(s.URL, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.CloseIdleConnections()
+
+	readings, err := c.PowerSource().Read(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	nodes := map[string]bool{}
+	for _, r := range readings {
+		nodes[r.Node] = true
+		if len(nodes) == 1 {
+			fmt.Println(r.Metric)
+		}
+	}
+	fmt.Println("nodes:", len(nodes))
+	// Output:
+	// sysPower
+	// gpuUsage
+	// temp
+	// pcpuUsage
+	// ecpuUsage
+	// nodes: 2
+}

@@ -362,3 +362,43 @@ func TestDeleteDownloadPath(t *testing.T) {
 		t.Errorf("path = %q, want %q", got, want)
 	}
 }
+
+// A download of the model already under way is waited for, not started
+// again.
+func TestPlanWaitsForOngoingDownload(t *testing.T) {
+	var polls, starts int
+	var mu sync.Mutex
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /state/downloads/{node}", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		n := r.PathValue("node")
+		if n == nodeB {
+			writeJSON(w, 200, []byte("["+downloadEntry("DownloadCompleted", n, llama, "")+"]"))
+			return
+		}
+		polls++
+		tag := "DownloadOngoing"
+		if polls > 2 {
+			tag = "DownloadCompleted"
+		}
+		writeJSON(w, 200, []byte("["+downloadEntry(tag, n, llama, "")+"]"))
+	})
+	mux.HandleFunc("POST /download/start", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		starts++
+		mu.Unlock()
+		writeJSON(w, 200, []byte(`{"commandId":"x"}`))
+	})
+	c, _ := newTestClient(t, mux, nil)
+	res, err := c.Plan(context.Background(), twoNodePlacement(t), llamaCard, &PlanOptions{PollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts != 0 || polls != 3 {
+		t.Errorf("started %d downloads after %d polls of node A, want 0 after 3", starts, polls)
+	}
+	if diff := cmp.Diff([]string{nodeA}, res.Downloaded); diff != "" {
+		t.Errorf("downloaded (-want +got):\n%s", diff)
+	}
+}
