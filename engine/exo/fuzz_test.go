@@ -137,5 +137,7 @@ func FuzzTagged(f *testing.F) {
 		_ = json.Unmarshal(data, &nm)
 		var l InstanceLink
 		_ = json.Unmarshal(data, &l)
+		var ts map[string]Task
+		_ = json.Unmarshal(data, &ts)
 	})
 }

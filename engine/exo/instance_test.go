@@ -255,3 +255,22 @@ func TestCreateDeleteWaitGone(t *testing.T) {
 		t.Errorf("WaitGone on a stuck instance = %v, want a NotReadyError for gone", err)
 	}
 }
+
+func TestTasks(t *testing.T) {
+	body := `{"t2":{"TextGeneration":{"taskId":"t2","taskStatus":"Running","instanceId":"i-pr2","commandId":"c2","taskParams":{"messages":[{"role":"user","content":"a a a"}]}}},` +
+		`"t1":{"ImageGeneration":{"task_id":"t1","task_status":"Pending","instance_id":"i-x"}}}`
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /state/tasks", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, []byte(body)) })
+	c, _ := newTestClient(t, mux, nil)
+	ts, err := c.Tasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Task{
+		{Tag: "TextGeneration", TaskID: "t2", Status: "Running", InstanceID: "i-pr2", CommandID: "c2"},
+		{Tag: "ImageGeneration", TaskID: "t1", Status: "Pending", InstanceID: "i-x"},
+	}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+}

@@ -213,3 +213,52 @@ func TestSimLinksDisabled(t *testing.T) {
 		t.Errorf("Disaggregation = %v, %v; want false", on, err)
 	}
 }
+
+// TestSimCancel cancels a running non-streaming bench request by the
+// command id found in /state/tasks: the request then ends early, with
+// generation_stats null.
+func TestSimCancel(t *testing.T) {
+	s := newSim(t, sim.Options{})
+	c := simClient(t, s)
+	ctx := context.Background()
+	type outcome struct {
+		res engine.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := c.Complete(ctx, engine.Request{Model: s.Model(), Messages: []engine.Message{{Role: "user", Content: "go on"}},
+			MaxTokens: 1 << 20, IgnoreEOS: true})
+		done <- outcome{res, err}
+	}()
+	var id string
+	for id == "" {
+		tasks, err := c.Tasks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if task.Tag == "TextGeneration" && task.Status == "Running" {
+				id = task.CommandID
+			}
+		}
+		if id == "" {
+			if err := sleep(ctx, time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.res.ResponseID != id || o.res.ServerStats != nil || len(o.res.Warnings) != 1 || !errors.Is(o.res.Warnings[0], engine.ErrNoStats) {
+		t.Errorf("cancelled result: id %q (want %q), stats %+v, warnings %v", o.res.ResponseID, id, o.res.ServerStats, o.res.Warnings)
+	}
+	if err := c.Cancel(ctx, id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("cancelling a finished command = %v, want ErrNotFound", err)
+	}
+}
