@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/inferbench/inferbench/energy"
 )
 
 // A Document is the results file written at the end of a run. Its top level
@@ -19,20 +21,11 @@ type Document struct {
 	Cluster json.RawMessage `json:"cluster,omitempty"`
 	// SystemMetrics summarises each node's sampled metrics over the run:
 	// node id → metric → {min, max, mean, samples}.
-	SystemMetrics map[string]map[string]MetricSummary `json:"system_metrics,omitempty"`
+	SystemMetrics map[string]map[string]energy.MetricSummary `json:"system_metrics,omitempty"`
 	// Meta says what was measured, against what and how.
 	Meta *Meta `json:"meta,omitempty"`
 	// Summary aggregates each cell over its repeats.
 	Summary []CellRecord `json:"summary,omitempty"`
-}
-
-// MetricSummary is one metric of one node over a run, as exo summarises
-// system metrics: extremes, mean and the number of samples.
-type MetricSummary struct {
-	Min     float64 `json:"min"`
-	Max     float64 `json:"max"`
-	Mean    float64 `json:"mean"`
-	Samples int     `json:"samples"`
 }
 
 // Meta describes a run.

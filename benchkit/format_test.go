@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine"
 	"golang.org/x/perf/benchfmt"
 )
@@ -125,7 +126,7 @@ func TestGoldenFormats(t *testing.T) {
 	for _, c := range cells {
 		d.Summary = append(d.Summary, c.Record())
 	}
-	d.SystemMetrics = map[string]map[string]MetricSummary{"node-0": {"sysPower": {Min: 10, Max: 30, Mean: 20, Samples: 4}}}
+	d.SystemMetrics = map[string]map[string]energy.MetricSummary{"node-0": {"sysPower": {Min: 10, Max: 30, Mean: 20, Samples: 4}}}
 	if err := WriteJSON(&doc, d); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,94 @@
+// Command exo-bench measures prompt processing and generation of a model on
+// an exo cluster the way exo's bench/exo_bench.py does, with inferbench's
+// fixes: token-exact prompts verified against the server's count, prompts
+// and connections prepared before each burst is released, honest burst
+// aggregates beside exo's max × N, energy integrated over exactly each
+// burst's window, and rows written as they are measured.
+//
+// With no --host (and no EXO_HOST) it starts the embedded simulated engine
+// on loopback and measures that: every figure is then simulated and labelled
+// so.
+//
+//	go run ./examples/exo-bench                         # embedded engine, defaults below
+//	go run ./examples/exo-bench --host 10.0.0.5 --model Llama-3.2-1B-Instruct-4bit \
+//	    --tokenizer ~/models/Llama-3.2-1B-Instruct --pp 512,4096 --tg 128 --concurrency 1,4
+//
+// Flags of exo_bench.py, with its defaults (the embedded engine changes
+// only the defaults marked *):
+//
+//	--host, --port        cluster address (env EXO_HOST, EXO_PORT; port 52415)
+//	--model               short name or full id (* the simulated model)
+//	--pp, --tg            prompt and generation lengths: comma lists, repeatable
+//	                      (* 128,256 and 32)
+//	--repeat 1            repeats per cell (* 2)
+//	--concurrency 1       burst sizes, comma list (* 1,4)
+//	--warmup 0            warmup requests with the first pp/tg, discarded
+//	--json-out results/exo-bench.json (exo: bench/results.json)
+//	--stdout              print only the results JSON on stdout (logs to stderr)
+//	--dry-run             list the placements and exit
+//	--all-combinations    every pp with every tg (else paired when the lists have equal length)
+//	--stream              streamed requests: client TTFT, TPOT and ITL
+//	--no-system-metrics   do not sample node metrics (power)
+//	--metrics-interval 1  seconds between node metric samples (≥ 0.05)
+//	--use-prefix-cache    let the engine reuse cached prefixes (prompt TPS approximate)
+//	--timeout 7200        seconds a request may take
+//	--settle-timeout 60   seconds to wait for placements (0: one look)
+//	--instance-meta both  ring, jaccl or both
+//	--sharding both       pipeline, tensor or both
+//	--min-nodes 1, --max-nodes 4 (* 1 and 1: one placement)
+//	--force-download      add the model to the cluster's cards if it is missing
+//	--reuse-instance      run on an existing instance; create and delete none
+//	--danger-delete-downloads  free disk by deleting other downloads (never of a running model)
+//
+// inferbench's own:
+//
+//	--tokenizer DIR       tokenizer.json, tokenizer_config.json (optional chat_template.jinja)
+//	                      of the model: required against a real cluster
+//	--format table        table, json, jsonl, csv, md or benchfmt on stdout
+//	--jsonl PATH          rows as measured (default: --json-out with .jsonl)
+//	--preset NAME         simulated hardware of the embedded engine (* m3-ultra-gemma3-27b-4bit)
+//	--pause-repeat, --pause-group  seconds slept before each burst and after each
+//	                      group (exo: 3 and 2; * 0 and 0)
+//	--salt                a unique prefix per request, so no two share a cached prefix
+//
+// Exit status: 0 when every request succeeded, 1 when some failed (their
+// rows say why) or the run failed, 2 for bad usage (nothing is sent), 130
+// when interrupted (SIGINT or SIGTERM: rows measured so far are written and
+// the instances the run created are deleted).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode maps run's error to the exit status the doc promises and says
+// why on stderr.
+func exitCode(err error, stderr io.Writer) int {
+	var u *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u):
+		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
+		return 2
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
+		return 130
+	default:
+		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
+		return 1
+	}
+}

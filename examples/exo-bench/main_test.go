@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"golang.org/x/perf/benchfmt"
+)
+
+// runFast runs exo-bench against the embedded engine with the fast preset
+// and small lengths, writing its files under a temporary directory.
+func runFast(t *testing.T, extra ...string) (stdout, stderr string, dir string, err error) {
+	t.Helper()
+	dir = t.TempDir()
+	args := append([]string{"--preset", "fast", "--json-out", filepath.Join(dir, "out.json"), "--metrics-interval", "0.05"}, extra...)
+	var o, e bytes.Buffer
+	err = run(context.Background(), args, &o, &e)
+	return o.String(), e.String(), dir, err
+}
+
+func TestDefaultRunWritesExactRows(t *testing.T) {
+	out, errOut, dir, err := runFast(t, "--pp", "64,200", "--tg", "8", "--concurrency", "1,3", "--repeat", "2")
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, errOut)
+	}
+	if !strings.HasPrefix(out, "exo-bench: no --host given") || !strings.Contains(out, "SIMULATED") {
+		t.Errorf("stdout does not start by saying the engine is simulated:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc benchkit.Document
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// 2 pp × (1 + 3) × 2 repeats.
+	if len(doc.Runs) != 16 {
+		t.Fatalf("%d rows, want 16", len(doc.Runs))
+	}
+	for _, r := range doc.Runs {
+		if r.Failed() {
+			t.Errorf("row failed: %s", r.Error)
+			continue
+		}
+		if r.PPTokens != r.PPTarget || r.Stats == nil || r.Stats.GenerationTokens != r.TG || r.Stats.PromptTokens != r.PPTokens {
+			t.Errorf("row pp %d/%d, stats %+v", r.PPTokens, r.PPTarget, r.Stats)
+		}
+		if !r.Simulated || r.Energy == nil {
+			t.Errorf("row simulated %v energy %v", r.Simulated, r.Energy)
+		}
+	}
+	if doc.Meta == nil || !doc.Meta.Simulated || len(doc.SystemMetrics) == 0 || len(doc.Cluster) == 0 {
+		t.Errorf("meta %+v, system metrics %d nodes, cluster %d bytes", doc.Meta, len(doc.SystemMetrics), len(doc.Cluster))
+	}
+	// The JSONL file has one line per row.
+	jl, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(jl), "\n"); n != 16 {
+		t.Errorf("JSONL has %d lines, want 16", n)
+	}
+}
+
+func TestStdoutIsOnlyJSON(t *testing.T) {
+	out, errOut, _, err := runFast(t, "--pp", "64", "--tg", "4", "--concurrency", "1", "--repeat", "1", "--stdout", "--stream")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &top); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	for _, k := range []string{"runs", "cluster", "system_metrics"} {
+		if _, ok := top[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if !strings.Contains(errOut, "SIMULATED") {
+		t.Errorf("stderr does not say the engine is simulated:\n%s", errOut)
+	}
+}
+
+func TestBenchfmtIsReadable(t *testing.T) {
+	out, errOut, _, err := runFast(t, "--pp", "64", "--tg", "4", "--concurrency", "1,2", "--repeat", "2", "--format", "benchfmt")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	rd := benchfmt.NewReader(strings.NewReader(out), "stdout")
+	results := 0
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.SyntaxError:
+			t.Errorf("benchfmt syntax error: %v", rec)
+		case *benchfmt.Result:
+			results++
+			if v, ok := rec.Value("prompt-tok"); !ok || v != 64 {
+				t.Errorf("%s: prompt-tok %v", rec.Name, v)
+			}
+		}
+	}
+	if results != 4 {
+		t.Errorf("%d results, want one per repeat of each cell (4)\n%s", results, out)
+	}
+}
+
+func TestDryRunListsPlacements(t *testing.T) {
+	out, errOut, dir, err := runFast(t, "--dry-run", "--max-nodes", "2")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "placement(s) of") || !strings.Contains(out, "Pipeline") {
+		t.Errorf("dry run output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dry run wrote results: %v", err)
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tg", "1"}, "tg=1"},
+		{[]string{"--pp", "2"}, "below the chat template's overhead"},
+		{[]string{"--repeat", "0"}, "--repeat=0"},
+		{[]string{"--concurrency", "0"}, "concurrency=0"},
+		{[]string{"--format", "xml"}, `--format="xml"`},
+		{[]string{"--metrics-interval", "0.01"}, "--metrics-interval"},
+		{[]string{"--pp", "x"}, "not an integer"},
+		{[]string{"--host", "127.0.0.1"}, "--model is required"},
+		{[]string{"--host", "127.0.0.1", "--model", "m"}, "--tokenizer DIR is required"},
+		{[]string{"--tokenizer", "/nonexistent"}, "--tokenizer=/nonexistent"},
+		{[]string{"--preset", "nope"}, `--preset="nope"`},
+		{[]string{"--sharding", "diagonal"}, "--sharding"},
+	}
+	for _, tc := range tests {
+		_, _, dir, err := runFast(t, tc.args...)
+		var u *usageError
+		if !errors.As(err, &u) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want a usage error saying %q", tc.args, err, tc.want)
+		}
+		if code := exitCode(err, &bytes.Buffer{}); code != 2 {
+			t.Errorf("%v: exit %d, want 2", tc.args, code)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out.json")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: results written for bad usage", tc.args)
+		}
+	}
+}

@@ -1,0 +1,475 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/energy"
+	"github.com/inferbench/inferbench/engine/exo"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/hf"
+)
+
+// usageError is bad usage: exit status 2, nothing sent.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// errSomeFailed: the run finished but some requests failed (exit 1).
+var errSomeFailed = errors.New("some requests failed; their rows say why")
+
+// errInterrupted: a signal stopped the run (exit 130).
+var errInterrupted = errors.New("interrupted")
+
+// intList is a flag of comma- or space-separated ints that may repeat.
+type intList []int
+
+func (l *intList) String() string {
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(v string) error {
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", f)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+type config struct {
+	host, model, tokenizer, format, jsonOut, jsonl, preset string
+	instanceMeta, sharding                                 string
+	port, repeat, warmup, minNodes, maxNodes               int
+	pp, tg, concurrency                                    intList
+	stdout, dryRun, allCombinations, stream, noMetrics     bool
+	prefixCache, forceDownload, reuse, dangerDelete, salt  bool
+	metricsInterval, timeout, settle, pauseRep, pauseGrp   float64
+	embedded                                               bool
+	visited                                                map[string]bool
+}
+
+var formats = []string{"table", "json", "jsonl", "csv", "md", "benchfmt"}
+
+func parse(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("exo-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.host, "host", os.Getenv("EXO_HOST"), "exo API host (env EXO_HOST); none: the embedded simulated engine")
+	port := exo.DefaultPort
+	if p := os.Getenv("EXO_PORT"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, usagef("EXO_PORT=%q is not a port number", p)
+		}
+		port = n
+	}
+	fs.IntVar(&c.port, "port", port, "exo API port (env EXO_PORT)")
+	fs.StringVar(&c.model, "model", "", "model short name or full id (default with the embedded engine: its model)")
+	fs.Var(&c.pp, "pp", "prompt lengths in tokens, comma list, repeatable")
+	fs.Var(&c.tg, "tg", "generation lengths in tokens, comma list, repeatable")
+	fs.IntVar(&c.repeat, "repeat", 1, "repeats per cell")
+	fs.Var(&c.concurrency, "concurrency", "burst sizes, comma list (default 1)")
+	fs.IntVar(&c.warmup, "warmup", 0, "warmup requests with the first pp/tg, discarded")
+	fs.StringVar(&c.jsonOut, "json-out", filepath.Join("results", "exo-bench.json"), "results JSON file")
+	fs.BoolVar(&c.stdout, "stdout", false, "print only the results JSON on stdout")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "list the placements and exit")
+	fs.BoolVar(&c.allCombinations, "all-combinations", false, "every pp with every tg")
+	fs.BoolVar(&c.stream, "stream", false, "stream responses (client TTFT, TPOT, ITL)")
+	fs.BoolVar(&c.noMetrics, "no-system-metrics", false, "do not sample node metrics")
+	fs.Float64Var(&c.metricsInterval, "metrics-interval", 1, "seconds between node metric samples")
+	fs.BoolVar(&c.prefixCache, "use-prefix-cache", false, "let the engine reuse cached prefixes")
+	fs.Float64Var(&c.timeout, "timeout", 7200, "seconds a request may take")
+	fs.Float64Var(&c.settle, "settle-timeout", 60, "seconds to wait for placements (0: one look)")
+	fs.StringVar(&c.instanceMeta, "instance-meta", exo.Both, "ring, jaccl or both")
+	fs.StringVar(&c.sharding, "sharding", exo.Both, "pipeline, tensor or both")
+	fs.IntVar(&c.minNodes, "min-nodes", 1, "fewest nodes of a placement")
+	fs.IntVar(&c.maxNodes, "max-nodes", 4, "most nodes of a placement")
+	fs.BoolVar(&c.forceDownload, "force-download", false, "add the model to the cluster's cards if missing")
+	fs.BoolVar(&c.reuse, "reuse-instance", false, "run on an existing instance")
+	fs.BoolVar(&c.dangerDelete, "danger-delete-downloads", false, "free disk by deleting other downloads")
+	fs.StringVar(&c.tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json")
+	fs.StringVar(&c.format, "format", "table", "stdout format: "+strings.Join(formats, ", "))
+	fs.StringVar(&c.jsonl, "jsonl", "", "rows as measured (default: --json-out with .jsonl)")
+	fs.StringVar(&c.preset, "preset", "", "embedded engine preset: "+presetNames())
+	fs.Float64Var(&c.pauseRep, "pause-repeat", -1, "seconds before each burst (default 3 against a cluster, 0 embedded)")
+	fs.Float64Var(&c.pauseGrp, "pause-group", -1, "seconds after each group (default 2 against a cluster, 0 embedded)")
+	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected arguments %q", fs.Args())
+	}
+	c.visited = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.visited[f.Name] = true })
+	return c, c.validate()
+}
+
+func presetNames() string {
+	var n []string
+	for _, p := range sim.Presets() {
+		n = append(n, p.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// validate checks every flag before anything is sent and fills the
+// defaults that depend on the target.
+func (c *config) validate() error {
+	c.embedded = c.host == ""
+	if c.embedded {
+		if len(c.pp) == 0 {
+			c.pp = intList{128, 256}
+		}
+		if len(c.tg) == 0 {
+			c.tg = intList{32}
+		}
+		if !c.visited["repeat"] {
+			c.repeat = 2
+		}
+		if len(c.concurrency) == 0 {
+			c.concurrency = intList{1, 4}
+		}
+		if !c.visited["max-nodes"] {
+			c.maxNodes = 1
+		}
+		if !c.visited["settle-timeout"] {
+			c.settle = 0
+		}
+		c.pauseRep, c.pauseGrp = max(c.pauseRep, 0), max(c.pauseGrp, 0)
+	} else {
+		if c.model == "" {
+			return usagef("--model is required with --host")
+		}
+		if c.tokenizer == "" {
+			return usagef("--tokenizer DIR is required with --host: prompts are counted with the model's own tokenizer.json and chat template")
+		}
+		if c.preset != "" {
+			return usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
+		}
+		if c.pauseRep < 0 {
+			c.pauseRep = benchkit.ExoPauseBetweenRepeats.Seconds()
+		}
+		if c.pauseGrp < 0 {
+			c.pauseGrp = benchkit.ExoPauseBetweenGroups.Seconds()
+		}
+	}
+	if len(c.pp) == 0 || len(c.tg) == 0 {
+		return usagef("--pp and --tg are required")
+	}
+	if len(c.concurrency) == 0 {
+		c.concurrency = intList{1}
+	}
+	if c.repeat < 1 {
+		return usagef("--repeat=%d: must be at least 1", c.repeat)
+	}
+	if c.warmup < 0 {
+		return usagef("--warmup=%d: must be 0 or more", c.warmup)
+	}
+	if c.port < 1 || c.port > 65535 {
+		return usagef("--port=%d: not a port number", c.port)
+	}
+	if !slicesContains(formats, c.format) {
+		return usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
+	}
+	if c.metricsInterval < energy.MinInterval.Seconds() {
+		return usagef("--metrics-interval=%v: must be at least %v seconds", c.metricsInterval, energy.MinInterval.Seconds())
+	}
+	if c.timeout <= 0 {
+		return usagef("--timeout=%v: must be positive", c.timeout)
+	}
+	if c.settle < 0 {
+		return usagef("--settle-timeout=%v: must be 0 or more", c.settle)
+	}
+	if !slicesContains([]string{"ring", "jaccl", "both"}, c.instanceMeta) {
+		return usagef("--instance-meta=%q: want ring, jaccl or both", c.instanceMeta)
+	}
+	if !slicesContains([]string{"pipeline", "tensor", "both"}, c.sharding) {
+		return usagef("--sharding=%q: want pipeline, tensor or both", c.sharding)
+	}
+	if c.minNodes < 1 || c.maxNodes < c.minNodes {
+		return usagef("--min-nodes=%d --max-nodes=%d: want 1 ≤ min ≤ max", c.minNodes, c.maxNodes)
+	}
+	if c.preset != "" {
+		if _, err := sim.PresetByName(c.preset); err != nil {
+			return usagef("--preset=%q: want one of %s", c.preset, presetNames())
+		}
+	}
+	if c.pauseRep < 0 || c.pauseGrp < 0 {
+		return usagef("pauses must not be negative")
+	}
+	if c.jsonl == "" && c.jsonOut != "" {
+		c.jsonl = strings.TrimSuffix(c.jsonOut, filepath.Ext(c.jsonOut)) + ".jsonl"
+	}
+	// The plan's own rules (tg ≥ 2, positive lengths and concurrency) are
+	// checked here too; the template overhead once the tokenizer is known.
+	if err := c.plan().Validate(-1); err != nil {
+		return &usageError{err.Error()}
+	}
+	return nil
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *config) plan() benchkit.Plan {
+	return benchkit.Plan{
+		PP: c.pp, TG: c.tg, AllCombinations: c.allCombinations, Concurrency: c.concurrency,
+		Repeat: c.repeat, Warmup: c.warmup,
+		PauseBetweenRepeats: seconds(c.pauseRep), PauseBetweenGroups: seconds(c.pauseGrp),
+		UsePrefixCache: c.prefixCache, Stream: c.stream, Salt: c.salt,
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// With --stdout, stdout carries the results JSON and nothing else.
+	info := stdout
+	if c.stdout || c.format != "table" {
+		info = stderr
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	var counter promptsize.Counter
+	tokenizerNote := ""
+	if c.tokenizer != "" {
+		tok, err := hf.Load(c.tokenizer)
+		if err != nil {
+			return usagef("--tokenizer=%s: %v", c.tokenizer, err)
+		}
+		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
+	}
+
+	base := "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port))
+	simulated := c.embedded
+	presetName := ""
+	if c.embedded {
+		preset := sim.M3UltraGemma27B()
+		if c.preset != "" {
+			preset, _ = sim.PresetByName(c.preset)
+		}
+		opts := sim.Options{Preset: preset, NoInstance: true, Nodes: 2, LoadDelay: 50 * time.Millisecond}
+		if counter != nil {
+			opts.Counter = counter
+		}
+		srv, err := sim.Start(ctx, "127.0.0.1:0", opts)
+		if err != nil {
+			return fmt.Errorf("start the embedded engine: %w", err)
+		}
+		defer srv.Close()
+		base, presetName = srv.URL, preset.Name
+		if counter == nil {
+			counter, tokenizerNote = srv.Counter(), "the embedded engine's built-in tokenizer and chat template"
+		}
+		if c.model == "" {
+			c.model = srv.Model()
+		}
+		fmt.Fprintf(info, "exo-bench: no --host given: measuring the embedded SIMULATED engine at %s (preset %s); every figure below is simulated, not measured on hardware\n", base, preset.Name)
+	}
+
+	client, err := exo.New(base, &exo.Options{MaxBurst: maxInt(c.concurrency), RequestTimeout: seconds(c.timeout)})
+	if err != nil {
+		return usagef("--host: %v", err)
+	}
+	card, err := client.ResolveModel(ctx, c.model, c.forceDownload)
+	if err != nil {
+		return fmt.Errorf("resolve model %q: %w", c.model, err)
+	}
+	builder := &promptsize.Builder{Counter: counter}
+	overhead, err := benchkit.Overhead(ctx, builder)
+	if err != nil {
+		return err
+	}
+	plan := c.plan()
+	if err := plan.Validate(overhead); err != nil {
+		return &usageError{err.Error()}
+	}
+
+	sweep := &benchkit.ExoSweep{
+		Client: client, Card: card, Settle: seconds(c.settle), Reuse: c.reuse,
+		Filter:      exo.Filter{InstanceMeta: c.instanceMeta, Sharding: c.sharding, MinNodes: c.minNodes, MaxNodes: c.maxNodes},
+		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
+		Logger:      logger,
+		Runner: benchkit.Runner{
+			Builder: builder, Simulated: simulated, Logger: logger,
+		},
+		MetricsInterval: seconds(c.metricsInterval),
+	}
+	if !c.noMetrics {
+		sweep.Sources = []energy.Source{client.PowerSource()}
+	}
+	if c.dryRun {
+		ps, err := sweep.Placements(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(info, "%d placement(s) of %s:\n", len(ps), card.FullID())
+		for _, p := range ps {
+			fmt.Fprintf(info, "  %-8s %-8s %d node(s)  instance %s\n", p.Sharding, p.InstanceMeta, p.Nodes, p.Instance.ID)
+		}
+		return nil
+	}
+
+	// Rows go to the JSONL file as they are measured.
+	var sinks []benchkit.Sink
+	if c.jsonl != "" {
+		f, err := createFile(c.jsonl)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sinks = append(sinks, benchkit.NewJSONLSink(f))
+	}
+	if c.format == "jsonl" {
+		sinks = append(sinks, benchkit.NewJSONLSink(stdout))
+	}
+	sweep.Runner.Sinks = sinks
+	var bar *benchkit.ProgressBar
+	if isTerminal(stderr) {
+		bar = &benchkit.ProgressBar{W: stderr}
+		sweep.Runner.Observer = bar
+	}
+
+	started := time.Now()
+	res, runErr := sweep.Run(ctx, plan)
+	if bar != nil {
+		bar.Finish()
+	}
+	doc := benchkit.Document{
+		Runs: res.Rows, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics,
+		Meta: &benchkit.Meta{
+			Tool: "inferbench exo-bench", Engine: "exo", BaseURL: base, Simulated: simulated, Preset: presetName,
+			Model: card.FullID(), Tokenizer: tokenizerNote, Plan: plan,
+			Started: started.UTC().Format(time.RFC3339), Finished: time.Now().UTC().Format(time.RFC3339),
+			Interrupted: res.Interrupted, Warnings: res.Warnings,
+		},
+	}
+	cells := benchkit.SummarizeCells(res.Rows)
+	for _, cs := range cells {
+		doc.Summary = append(doc.Summary, cs.Record())
+	}
+	if err := writeOutputs(c, doc, cells, stdout, info); err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range res.Rows {
+		if r.Failed() {
+			failed++
+		}
+	}
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		return fmt.Errorf("%w after %d requests: %d rows written", errInterrupted, len(res.Rows), len(res.Rows))
+	case runErr != nil:
+		return runErr
+	case failed > 0:
+		return fmt.Errorf("%w: %d of %d", errSomeFailed, failed, len(res.Rows))
+	}
+	return nil
+}
+
+func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary, stdout, info io.Writer) error {
+	if c.jsonOut != "" && !c.stdout {
+		f, err := createFile(c.jsonOut)
+		if err != nil {
+			return err
+		}
+		if err := benchkit.WriteJSON(f, doc); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(info, "results: %s", c.jsonOut)
+		if c.jsonl != "" {
+			fmt.Fprintf(info, ", rows as measured: %s", c.jsonl)
+		}
+		fmt.Fprintln(info)
+	}
+	if c.stdout {
+		return benchkit.WriteJSON(stdout, doc)
+	}
+	sim := doc.Meta.Simulated
+	switch c.format {
+	case "table":
+		return benchkit.WriteTable(stdout, cells, benchkit.TableOptions{Simulated: sim, Title: doc.Meta.Model})
+	case "md":
+		return benchkit.WriteMarkdown(stdout, cells, benchkit.TableOptions{Simulated: sim, Title: doc.Meta.Model})
+	case "json":
+		return benchkit.WriteJSON(stdout, doc)
+	case "csv":
+		return benchkit.WriteCSV(stdout, doc.Runs)
+	case "benchfmt":
+		cfg := [][2]string{{"engine", "exo"}, {"model", doc.Meta.Model}}
+		if sim {
+			cfg = append(cfg, [2]string{"simulated", doc.Meta.Preset})
+		}
+		return benchkit.WriteBenchfmt(stdout, doc.Runs, benchkit.BenchfmtOptions{Name: "ExoBench", Config: cfg})
+	}
+	return nil // jsonl rows were written as measured
+}
+
+func createFile(path string) (*os.File, error) {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return os.Create(path)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func maxInt(x []int) int {
+	m := 0
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
+}
