@@ -10,13 +10,26 @@
 //
 // # Packages
 //
-//	timing       pure arithmetic on traces and counts: TTFT, TPOT, ITL,
-//	             prefill and generation TPS, burst aggregates, summaries,
-//	             confidence intervals, goodput
-//	promptsize   token-exact prompt construction; the Counter interface
+//	timing            pure arithmetic on traces and counts: TTFT, TPOT, ITL,
+//	                  prefill and generation TPS, burst aggregates, summaries,
+//	                  confidence intervals, goodput
+//	promptsize        token-exact prompt construction; the Counter interface
+//	  hf              pure-Go tokenizer.json encoder and chat templates
+//	  hfcgo           the same over Hugging Face's Rust tokenizers (cgo, tag hftokenizers)
+//	  remote          a Counter that asks the serving engine
+//	concurrency       barrier bursts, open- and closed-loop load, rate search
+//	energy            power traces, energy counters, samplers and sources
+//	engine            the Engine interface, results, typed errors, SSE reading
+//	  exo             adapter for exo clusters (MLX on Apple Metal)
+//	  openai          adapter for OpenAI-compatible servers
+//	  sim             the embedded reference engine (a real loopback server)
+//	  enginetest      the conformance kit every adapter runs
+//	benchkit          plans, runner, rows, sinks and renderers
+//	  plot            PNG plots of results
 //
 // The leaves (timing, promptsize, concurrency, energy) import none of each
-// other and are useful alone. More packages appear here as they land.
+// other and are useful alone; engine imports only timing; benchkit composes
+// everything.
 //
 // # Example
 //
