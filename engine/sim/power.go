@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/inferbench/inferbench/engine"
 )
 
 // powerLog holds each node's dynamic power as segments of the schedule. A
@@ -103,40 +105,11 @@ func overlap(a0, a1, b0, b1 time.Duration) time.Duration {
 	return min(a1, b1) - max(a0, b0)
 }
 
-// powerUsage is exo's power_usage block of a non-streaming bench response
+// usage is exo's power_usage block of a non-streaming bench response
 // (exo-api.md §1.5), computed from the simulated power model.
-type powerUsage struct {
-	ElapsedSeconds             float64          `json:"elapsed_seconds"`
-	TotalAvgSysPowerWatts      float64          `json:"total_avg_sys_power_watts"`
-	TotalEnergyJoules          float64          `json:"total_energy_joules"`
-	PrefillSeconds             *float64         `json:"prefill_seconds"`
-	GenerationSeconds          *float64         `json:"generation_seconds"`
-	PrefillEnergyJoules        *float64         `json:"prefill_energy_joules"`
-	GenerationEnergyJoules     *float64         `json:"generation_energy_joules"`
-	PrefillAvgSysPowerWatts    *float64         `json:"prefill_avg_sys_power_watts"`
-	GenerationAvgSysPowerWatts *float64         `json:"generation_avg_sys_power_watts"`
-	Nodes                      []nodePowerStats `json:"nodes"`
-}
-
-// nodePowerStats is one node's part of powerUsage.
-type nodePowerStats struct {
-	NodeID                 string   `json:"node_id"`
-	Samples                int      `json:"samples"`
-	AvgSysPower            float64  `json:"avg_sys_power"`
-	PrefillAvgSysPower     *float64 `json:"prefill_avg_sys_power"`
-	GenerationAvgSysPower  *float64 `json:"generation_avg_sys_power"`
-	PrefillEnergyJoules    *float64 `json:"prefill_energy_joules"`
-	GenerationEnergyJoules *float64 `json:"generation_energy_joules"`
-}
-
-// usage computes power_usage over [from, to] split at mark (the first
-// token; mark < 0 means never marked, and the phase fields are null).
-// Every node of the cluster counts, as exo's PowerSampler integrates every
-// node in node_system. samples is what exo's 1 Hz sampler would have taken:
-// one at the start, one per whole second, one at the mark, one at the end.
-func (p *powerLog) usage(nodeIDs []string, from, mark, to time.Duration) powerUsage {
+func (p *powerLog) usage(nodeIDs []string, from, mark, to time.Duration) engine.PowerUsage {
 	el := (to - from).Seconds()
-	u := powerUsage{ElapsedSeconds: el, Nodes: []nodePowerStats{}}
+	u := engine.PowerUsage{ElapsedSeconds: el, Nodes: []engine.NodePower{}}
 	marked := mark >= 0
 	if marked {
 		mark = min(max(mark, from), to)
@@ -148,7 +121,7 @@ func (p *powerLog) usage(nodeIDs []string, from, mark, to time.Duration) powerUs
 	var pe, ge float64
 	for i, id := range nodeIDs {
 		e := p.energy(i, from, to)
-		n := nodePowerStats{NodeID: id, Samples: samples}
+		n := engine.NodePower{NodeID: id, Samples: samples}
 		if el > 0 {
 			n.AvgSysPower = e / el
 		}
