@@ -459,21 +459,9 @@ func (l *Load) prompts(ctx context.Context, ins []int) ([]promptsize.Prompt, err
 }
 
 func (l *Load) complete(ctx context.Context, p promptsize.Prompt, tg int) (engine.Result, error) {
-	req := l.Request
-	req.Model = l.Model
-	req.Messages = make([]engine.Message, len(p.Messages))
-	for i, m := range p.Messages {
-		req.Messages[i] = engine.Message(m)
-	}
-	req.MaxTokens = tg
+	req := promptRequest(l.Request, l.Model, p, tg, !l.AllowEOS)
 	req.Stream = l.Stream
-	req.IgnoreEOS = !l.AllowEOS
-	if l.RequestTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.RequestTimeout)
-		defer cancel()
-	}
-	return l.Engine.Complete(ctx, req)
+	return completeWithin(ctx, l.Engine, req, l.RequestTimeout)
 }
 
 // row turns one request's result into a LoadRow.

@@ -309,22 +309,35 @@ func (r *Runner) burst(ctx context.Context, plan Plan, cell Cell, rpt int, promp
 
 // complete sends one request.
 func (r *Runner) complete(ctx context.Context, p promptsize.Prompt, tg int, plan Plan) (engine.Result, error) {
-	req := r.Request
-	req.Model = r.Model
+	req := promptRequest(r.Request, r.Model, p, tg, !r.AllowEOS)
+	req.Stream = plan.Stream
+	req.UsePrefixCache = plan.UsePrefixCache
+	return completeWithin(ctx, r.Engine, req, r.RequestTimeout)
+}
+
+// promptRequest fills a copy of the template tmpl with the model, the
+// prompt's messages and the generation length; ignoreEOS asks for bench
+// semantics (exactly tg tokens).
+func promptRequest(tmpl engine.Request, model string, p promptsize.Prompt, tg int, ignoreEOS bool) engine.Request {
+	req := tmpl
+	req.Model = model
 	req.Messages = make([]engine.Message, len(p.Messages))
 	for i, m := range p.Messages {
 		req.Messages[i] = engine.Message(m)
 	}
 	req.MaxTokens = tg
-	req.Stream = plan.Stream
-	req.UsePrefixCache = plan.UsePrefixCache
-	req.IgnoreEOS = !r.AllowEOS
-	if r.RequestTimeout > 0 {
+	req.IgnoreEOS = ignoreEOS
+	return req
+}
+
+// completeWithin sends req, bounded by timeout when it is positive.
+func completeWithin(ctx context.Context, e engine.Engine, req engine.Request, timeout time.Duration) (engine.Result, error) {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.RequestTimeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return r.Engine.Complete(ctx, req)
+	return e.Complete(ctx, req)
 }
 
 // row turns one request's result into a Row.
