@@ -201,10 +201,16 @@ type completionWire struct {
 
 // readBody reads a non-streaming answer.
 func (c *Client) readBody(ctx context.Context, op string, resp *http.Response, res *engine.Result) error {
-	data, err := io.ReadAll(resp.Body)
+	// A body past maxBodyBytes is no completion exo would send; reading it
+	// whole would let a broken server exhaust the client's memory.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	res.Trace.End = c.now()
 	if err != nil {
 		return engine.Wrap(ctx, engine.KindTruncated, op, err)
+	}
+	if len(data) > maxBodyBytes {
+		return &engine.Error{Kind: engine.KindMalformed, Op: op,
+			Err: fmt.Errorf("expected a completion body of at most %d bytes, found more", maxBodyBytes)}
 	}
 	return parseCompletion(data, res)
 }
