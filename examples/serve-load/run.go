@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,7 +37,7 @@ type options struct {
 	attainment                                      float64
 	findMaxRate                                     bool
 	searchStart, searchMax, searchFactor, searchTol float64
-	jsonOut, format, plotPath                       string
+	jsonOut, jsonl, format, plotPath                string
 	timeout, grace                                  time.Duration
 }
 
@@ -75,6 +76,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.searchFactor, "search-factor", concurrency.DefaultSearchFactor, "--find-max-rate multiplies the rate by this while bracketing")
 	fs.Float64Var(&o.searchTol, "search-tolerance", concurrency.DefaultSearchTolerance, "--find-max-rate stops bisecting when (hi − lo)/lo is at most this")
 	fs.StringVar(&o.jsonOut, "json-out", "", "write the results as JSON to this file")
+	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound on each request (0: none)")
@@ -184,11 +186,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		meta.Rates = append(meta.Rates, benchkit.FormatRate(r))
 	}
 
+	// A tokenizer given on the command line is loaded, and the shortest
+	// prompt checked against its chat template's overhead, before anything
+	// is started or sent.
+	var counter promptsize.Counter
+	if o.tokenizer != "" {
+		tok, err := hf.Load(o.tokenizer)
+		if err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
+		}
+		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
+		if err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
+		}
+		if lo, _ := lengths(o).InputRange(); lo < overhead {
+			return benchkit.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (the shortest prompt the lengths allow)", o.tokenizer, lo, overhead)
+		}
+		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
+	}
+
+	var rowsOut *jsonlFile
+	if o.jsonl != "" {
+		if rowsOut, err = createJSONL(o.jsonl); err != nil {
+			return &benchkit.UsageError{Err: err}
+		}
+		defer rowsOut.close()
+	}
+
 	// The target: the given server, or the embedded engine. The embedded
 	// one lives until the end of run, past an interrupt, so requests in
 	// flight can finish.
 	baseURL := o.baseURL
-	var counter promptsize.Counter
 	if baseURL == "" {
 		preset, _ := sim.PresetByName(o.simPreset)
 		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", sim.Options{Preset: preset})
@@ -200,8 +228,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if o.model == "" {
 			o.model = srv.Model()
 		}
-		counter = srv.Counter()
-		meta.Simulated, meta.Preset, meta.Tokenizer = true, preset.Name, "the embedded engine's built-in tokenizer"
+		meta.Simulated, meta.Preset = true, preset.Name
+		if counter == nil {
+			counter, meta.Tokenizer = srv.Counter(), "the embedded engine's built-in tokenizer"
+		}
 		fmt.Fprintf(stderr, "serve-load: no --base-url: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", baseURL, preset)
 	} else {
 		fmt.Fprintf(stderr, "serve-load: measuring %s\n", baseURL)
@@ -223,14 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		o.model = models[0].ID
 	}
 	meta.Model = o.model
-	switch {
-	case o.tokenizer != "":
-		tok, err := hf.Load(o.tokenizer)
-		if err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
-		}
-		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
-	case counter == nil:
+	if counter == nil {
 		var header http.Header
 		if o.apiKeyEnv != "" {
 			header = http.Header{"Authorization": {"Bearer " + os.Getenv(o.apiKeyEnv)}}
@@ -250,6 +273,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		RequestTimeout: o.timeout,
 		Grace:          o.grace,
 		Simulated:      meta.Simulated,
+	}
+	if rowsOut != nil {
+		load.OnRow = rowsOut.add
 	}
 	started := time.Now()
 	meta.Started = started.UTC().Format(time.RFC3339)
@@ -282,7 +308,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	meta.Interrupted = ctx.Err() != nil
-	if err := report(o, meta, runs, maxRate, slo, stdout, stderr); err != nil {
+	err = report(o, meta, runs, maxRate, slo, stdout, stderr)
+	if rowsOut != nil {
+		err = errors.Join(err, rowsOut.close())
+	}
+	if err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
@@ -353,4 +383,48 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// jsonlFile writes each row as one line as soon as its request ends and
+// syncs it to stable storage, so a run that is interrupted, or killed,
+// keeps every row measured until then. The first write error is kept and
+// reported by close; later rows are not written.
+type jsonlFile struct {
+	f   *os.File
+	enc *json.Encoder
+	err error
+}
+
+func createJSONL(path string) (*jsonlFile, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--jsonl: %w", err)
+	}
+	return &jsonlFile{f: f, enc: json.NewEncoder(f)}, nil
+}
+
+func (j *jsonlFile) add(r benchkit.LoadRow) {
+	if j.err != nil {
+		return
+	}
+	if err := j.enc.Encode(r); err != nil {
+		j.err = fmt.Errorf("--jsonl %s: %w", j.f.Name(), err)
+		return
+	}
+	if err := j.f.Sync(); err != nil {
+		j.err = fmt.Errorf("--jsonl %s: %w", j.f.Name(), err)
+	}
+}
+
+// close closes the file once and returns the first error.
+func (j *jsonlFile) close() error {
+	if j.f == nil {
+		return j.err
+	}
+	err := j.f.Close()
+	j.f = nil
+	if j.err == nil && err != nil {
+		j.err = fmt.Errorf("--jsonl: %w", err)
+	}
+	return j.err
 }
