@@ -81,6 +81,11 @@ type Runner struct {
 	Request engine.Request
 	// RequestTimeout bounds each request; 0 means no bound beyond ctx.
 	RequestTimeout time.Duration
+	// Grace is how long requests in flight may go on after ctx ends
+	// (Ctrl-C): no burst is released after ctx ends, and the requests
+	// still running when Grace has passed are cancelled. 0 cancels them at
+	// once.
+	Grace time.Duration
 	// Sampler, when set and started by the caller, supplies power
 	// readings: the Runner polls it at each burst's edges and integrates
 	// over the burst's window. Idle, when set, is subtracted.
@@ -134,9 +139,10 @@ var ErrSink = errors.New("benchkit: sink failed")
 // Run measures plan. It validates the plan first (against the template
 // overhead counted with the Builder's Counter) and sends nothing if it is
 // bad. A failed request is a row with its error, never the end of the run.
-// When ctx is cancelled, Run stops sending, records the requests in flight
-// as they end (cancelled), hands every measured row to the sinks, and
-// returns the report with Interrupted set and an error wrapping ctx.Err().
+// When ctx is cancelled, Run stops sending, gives the requests in flight
+// Grace to end (then cancels them), hands every measured row to the sinks,
+// and returns the report with Interrupted set and an error wrapping
+// ctx.Err().
 func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	var rep Report
 	if r.Engine == nil || r.Builder == nil || r.Builder.Counter == nil || r.Model == "" {
@@ -178,6 +184,21 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 		return r.Builder.BuildSalted(ctx, pp, promptsize.Salt(salt))
 	}
 
+	// Measured requests run under their own context, which outlives ctx by
+	// Grace: an interrupt stops dispatch at once but lets requests in
+	// flight end.
+	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReqs()
+	stopGrace := context.AfterFunc(ctx, func() {
+		if r.Grace <= 0 {
+			cancelReqs()
+			return
+		}
+		t := time.AfterFunc(r.Grace, cancelReqs)
+		context.AfterFunc(reqCtx, func() { t.Stop() })
+	})
+	defer stopGrace()
+
 	pairs := plan.Pairs()
 	for i := 0; i < plan.Warmup && ctx.Err() == nil; i++ {
 		p, err := promptFor(pairs[0][0])
@@ -205,7 +226,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 			if err := r.sleep(ctx, plan.PauseBetweenRepeats); err != nil {
 				break
 			}
-			rows, err := r.burst(ctx, plan, cell, rpt, promptFor)
+			rows, err := r.burst(ctx, reqCtx, plan, cell, rpt, promptFor)
 			for _, row := range rows {
 				rep.Rows = append(rep.Rows, row)
 				for _, s := range r.Sinks {
@@ -256,9 +277,10 @@ func Overhead(ctx context.Context, b *promptsize.Builder) (int, error) {
 }
 
 // burst measures one repeat of one cell and returns its rows, in the
-// order the requests completed. Its error is non-nil only when a prompt
-// could not be built or ctx ended.
-func (r *Runner) burst(ctx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Row, error) {
+// order the requests completed. ctx releases the burst; its requests run
+// under reqCtx. Its error is non-nil only when a prompt could not be built
+// or ctx ended.
+func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Row, error) {
 	n := cell.Concurrency
 	ps := make([]promptsize.Prompt, n)
 	for i := range ps {
@@ -274,8 +296,8 @@ func (r *Runner) burst(ctx context.Context, plan Plan, cell Cell, rpt int, promp
 		}
 	}
 	r.poll(ctx)
-	br := concurrency.Burst(ctx, n, func(ctx context.Context, i int, mark func(time.Time)) (engine.Result, error) {
-		return r.complete(engine.WithSendHook(ctx, mark), ps[i], cell.TG, plan)
+	br := concurrency.Burst(ctx, n, func(_ context.Context, i int, mark func(time.Time)) (engine.Result, error) {
+		return r.complete(engine.WithSendHook(reqCtx, mark), ps[i], cell.TG, plan)
 	}, nil)
 	r.poll(ctx)
 
