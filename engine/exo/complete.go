@@ -264,6 +264,8 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 		text        strings.Builder
 		lastUsage   = -1 // completion_tokens of the previous chunk's usage
 		usageBroken bool // a token chunk came without usage
+		dec         chunkDecoder
+		ck          streamChunk
 	)
 	for sr.Next() {
 		ev := sr.Event()
@@ -297,52 +299,52 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 			se := ev.ServerError()
 			return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
 		case engine.EventData:
-			var w completionWire
-			if err := json.Unmarshal(ev.Data, &w); err != nil {
+			if err := dec.decode(ev.Data, &ck); err != nil {
 				res.Trace.End = ev.At
 				return &engine.Error{Kind: engine.KindMalformed, Op: "read SSE stream",
 					Err: fmt.Errorf("expected a chat.completion chunk, found %s: %w", excerpt(ev.Data), err)}
 			}
 			if res.ResponseID == "" {
-				res.ResponseID = w.ID
+				res.ResponseID = string(ck.id)
 			}
-			if w.Model != "" {
-				res.Model = w.Model
+			if len(ck.model) > 0 && string(ck.model) != res.Model {
+				res.Model = string(ck.model)
 			}
-			if w.Usage != nil {
-				u := *w.Usage
-				res.Usage = &u
+			if ck.usage != nil {
+				if res.Usage == nil {
+					res.Usage = new(engine.Usage)
+				}
+				*res.Usage = *ck.usage
 			}
-			if len(w.Choices) == 0 {
+			if ck.choices == 0 {
 				// A usage-only chunk: no token.
-				if w.Usage != nil {
-					lastUsage = w.Usage.CompletionTokens
+				if ck.usage != nil {
+					lastUsage = ck.usage.CompletionTokens
 				}
 				continue
 			}
-			ch := w.Choices[0]
-			if ch.Delta != nil && ch.Delta.Content != nil {
-				text.WriteString(*ch.Delta.Content)
+			if ck.hasContent {
+				text.Write(ck.content)
 			}
-			if ch.FinishReason != nil {
-				res.FinishReason = *ch.FinishReason
+			if ck.hasFinish && string(ck.finish) != res.FinishReason {
+				res.FinishReason = string(ck.finish)
 			}
 			tokens := 1
 			switch {
-			case w.Usage == nil:
+			case ck.usage == nil:
 				usageBroken = true
 			case !usageBroken && lastUsage >= 0:
-				tokens = w.Usage.CompletionTokens - lastUsage
+				tokens = ck.usage.CompletionTokens - lastUsage
 			case !usageBroken && len(res.Trace.Chunks) == 0:
-				tokens = w.Usage.CompletionTokens
+				tokens = ck.usage.CompletionTokens
 			}
 			if tokens < 0 {
 				res.Warnings = append(res.Warnings, fmt.Errorf("exo: usage.completion_tokens fell from %d to %d between chunks; counted the chunk as 1 token",
-					lastUsage, w.Usage.CompletionTokens))
+					lastUsage, ck.usage.CompletionTokens))
 				tokens = 1
 			}
-			if w.Usage != nil {
-				lastUsage = w.Usage.CompletionTokens
+			if ck.usage != nil {
+				lastUsage = ck.usage.CompletionTokens
 			}
 			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Tokens: tokens})
 		case engine.EventDone:
