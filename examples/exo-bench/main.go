@@ -32,6 +32,7 @@
 //	--metrics-interval 1  seconds between node metric samples (≥ 0.05)
 //	--use-prefix-cache    let the engine reuse cached prefixes (prompt TPS approximate)
 //	--timeout 7200        seconds a request may take
+//	--grace 10            on SIGINT or SIGTERM, seconds the requests in flight may take to finish
 //	--settle-timeout 60   seconds to wait for placements (0: one look)
 //	--instance-meta both  ring, jaccl or both
 //	--sharding both       pipeline, tensor or both
@@ -84,7 +85,7 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &u):
 		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
 		return 2
-	case errors.Is(err, errInterrupted):
+	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
 		return 130
 	default:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -65,9 +66,14 @@ type config struct {
 	stdout, dryRun, allCombinations, stream, noMetrics     bool
 	prefixCache, forceDownload, reuse, dangerDelete, salt  bool
 	metricsInterval, timeout, settle, pauseRep, pauseGrp   float64
+	grace                                                  float64
 	embedded                                               bool
 	visited                                                map[string]bool
 }
+
+// maxSeconds bounds every flag given in seconds: about 31 years, well
+// within what a time.Duration holds.
+const maxSeconds = 1e9
 
 var formats = []string{"table", "json", "jsonl", "csv", "md", "benchfmt"}
 
@@ -100,6 +106,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.metricsInterval, "metrics-interval", 1, "seconds between node metric samples")
 	fs.BoolVar(&c.prefixCache, "use-prefix-cache", false, "let the engine reuse cached prefixes")
 	fs.Float64Var(&c.timeout, "timeout", 7200, "seconds a request may take")
+	fs.Float64Var(&c.grace, "grace", 10, "on interrupt, seconds the requests in flight may take to finish")
 	fs.Float64Var(&c.settle, "settle-timeout", 60, "seconds to wait for placements (0: one look)")
 	fs.StringVar(&c.instanceMeta, "instance-meta", exo.Both, "ring, jaccl or both")
 	fs.StringVar(&c.sharding, "sharding", exo.Both, "pipeline, tensor or both")
@@ -160,7 +167,12 @@ func (c *config) validate() error {
 		if !c.visited["settle-timeout"] {
 			c.settle = 0
 		}
-		c.pauseRep, c.pauseGrp = max(c.pauseRep, 0), max(c.pauseGrp, 0)
+		if !c.visited["pause-repeat"] {
+			c.pauseRep = 0
+		}
+		if !c.visited["pause-group"] {
+			c.pauseGrp = 0
+		}
 	} else {
 		if c.model == "" {
 			return usagef("--model is required with --host")
@@ -171,10 +183,10 @@ func (c *config) validate() error {
 		if c.preset != "" {
 			return usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
 		}
-		if c.pauseRep < 0 {
+		if !c.visited["pause-repeat"] {
 			c.pauseRep = benchkit.ExoPauseBetweenRepeats.Seconds()
 		}
-		if c.pauseGrp < 0 {
+		if !c.visited["pause-group"] {
 			c.pauseGrp = benchkit.ExoPauseBetweenGroups.Seconds()
 		}
 	}
@@ -183,6 +195,17 @@ func (c *config) validate() error {
 	}
 	if len(c.concurrency) == 0 {
 		c.concurrency = intList{1}
+	}
+	// Seconds become time.Durations: NaN, infinities and values past what
+	// a Duration holds would convert to nonsense.
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"metrics-interval", c.metricsInterval}, {"timeout", c.timeout}, {"grace", c.grace},
+		{"settle-timeout", c.settle}, {"pause-repeat", c.pauseRep}, {"pause-group", c.pauseGrp}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || math.Abs(f.v) > maxSeconds {
+			return usagef("--%s=%v: want a finite number of seconds up to %g", f.name, f.v, float64(maxSeconds))
+		}
 	}
 	if c.repeat < 1 {
 		return usagef("--repeat=%d: must be at least 1", c.repeat)
@@ -202,6 +225,9 @@ func (c *config) validate() error {
 	if c.timeout <= 0 {
 		return usagef("--timeout=%v: must be positive", c.timeout)
 	}
+	if c.grace < 0 {
+		return usagef("--grace=%v: must be 0 or more", c.grace)
+	}
 	if c.settle < 0 {
 		return usagef("--settle-timeout=%v: must be 0 or more", c.settle)
 	}
@@ -220,7 +246,7 @@ func (c *config) validate() error {
 		}
 	}
 	if c.pauseRep < 0 || c.pauseGrp < 0 {
-		return usagef("pauses must not be negative")
+		return usagef("--pause-repeat=%v --pause-group=%v: pauses must not be negative", c.pauseRep, c.pauseGrp)
 	}
 	if c.jsonl == "" && c.jsonOut != "" {
 		c.jsonl = strings.TrimSuffix(c.jsonOut, filepath.Ext(c.jsonOut)) + ".jsonl"
@@ -276,6 +302,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
+		// The plan is checked against the template's overhead before the
+		// cluster is asked anything.
+		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: counter})
+		if err != nil {
+			return usagef("--tokenizer=%s: %v", c.tokenizer, err)
+		}
+		if err := c.plan().Validate(overhead); err != nil {
+			return &usageError{err.Error()}
+		}
 	}
 
 	base := "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port))
@@ -290,7 +325,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if counter != nil {
 			opts.Counter = counter
 		}
-		srv, err := sim.Start(ctx, "127.0.0.1:0", opts)
+		// The embedded engine lives until run returns, past an interrupt,
+		// so that requests in flight can finish and instances be deleted.
+		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", opts)
 		if err != nil {
 			return fmt.Errorf("start the embedded engine: %w", err)
 		}
@@ -329,7 +366,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
 		Logger:      logger,
 		Runner: benchkit.Runner{
-			Builder: builder, Simulated: simulated, Logger: logger,
+			Builder: builder, Simulated: simulated, Logger: logger, Grace: seconds(c.grace),
 		},
 		MetricsInterval: seconds(c.metricsInterval),
 	}
