@@ -117,4 +117,3 @@ func TestInterruptWritesRowsAndCleansUp(t *testing.T) {
 		t.Errorf("instances left on the cluster: %v (err %v)", ins, err)
 	}
 }
-
