@@ -140,6 +140,10 @@ func (c *Client) readStream(ctx context.Context, r io.Reader, req engine.Request
 // scan reads events until [DONE], the end of the input or an error.
 func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result) error {
 	n := 0
+	var (
+		dec chunkDecoder
+		p   chunkView
+	)
 	for sr.Next() {
 		ev := sr.Event()
 		switch ev.Type {
@@ -153,8 +157,7 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 			return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
 		}
 		n++
-		p, err := parseChunk(ev.Data)
-		if err != nil {
+		if err := dec.decode(ev.Data, &p); err != nil {
 			if se, ok := err.(*engine.StreamError); ok {
 				se.Message = string(c.redactBytes([]byte(se.Message)))
 				return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
@@ -163,25 +166,28 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 				Err: fmt.Errorf("openai: event %d: want a chat.completion.chunk JSON object, found %q: %w", n, excerpt(c.redactBytes(ev.Data)), err)}
 		}
 		if res.ResponseID == "" {
-			res.ResponseID = p.ID
+			res.ResponseID = string(p.id)
 		}
-		if p.Model != "" {
-			res.Model = p.Model
+		if len(p.model) > 0 && string(p.model) != res.Model {
+			res.Model = string(p.model)
 		}
-		if p.FinishReason != "" {
-			res.FinishReason = p.FinishReason
+		if len(p.finish) > 0 && string(p.finish) != res.FinishReason {
+			res.FinishReason = string(p.finish)
 		}
-		if p.Usage != nil {
-			st.final = p.Usage
+		if p.usage != nil {
+			if st.final == nil {
+				st.final = new(engine.Usage)
+			}
+			*st.final = *p.usage
 		}
-		if p.Text == "" {
+		if len(p.text) == 0 {
 			continue
 		}
-		st.text.WriteString(p.Text)
+		st.text.Write(p.text)
 		st.ends = append(st.ends, st.text.Len())
 		u := -1
-		if p.Usage != nil {
-			u = p.Usage.CompletionTokens
+		if p.usage != nil {
+			u = p.usage.CompletionTokens
 		}
 		st.usage = append(st.usage, u)
 		res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At})

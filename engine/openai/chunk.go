@@ -1,0 +1,56 @@
+package openai
+
+import (
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/chunkjson"
+)
+
+// chunkView is what scan uses of one chunk: parsedChunk with byte slices
+// that are valid until the next decode.
+type chunkView struct {
+	id, model, text, finish []byte
+	usage                   *engine.Usage
+}
+
+// chunkDecoder decodes stream chunks, reusing its buffers: the common
+// shape goes through chunkjson without allocating, anything else (error
+// objects, several choices, unusual JSON) through parseChunk.
+type chunkDecoder struct {
+	fast  chunkjson.Chunk
+	usage engine.Usage
+	text  []byte
+}
+
+// decode decodes data into v, with parseChunk's errors.
+func (d *chunkDecoder) decode(data []byte, v *chunkView) error {
+	*v = chunkView{}
+	f := &d.fast
+	if !f.Parse(data) {
+		p, err := parseChunk(data)
+		if err != nil {
+			return err
+		}
+		*v = chunkView{id: []byte(p.ID), model: []byte(p.Model), text: []byte(p.Text), finish: []byte(p.FinishReason), usage: p.Usage}
+		return nil
+	}
+	v.id, v.model = f.ID.Val, f.Model.Val
+	if f.Choices == 1 && f.Index == 0 {
+		// deltaWire.text: the reasoning, then the content.
+		d.text = d.text[:0]
+		switch {
+		case f.Delta.ReasoningContent.Set && len(f.Delta.ReasoningContent.Val) > 0:
+			d.text = append(d.text, f.Delta.ReasoningContent.Val...)
+		case f.Delta.Reasoning.Set:
+			d.text = append(d.text, f.Delta.Reasoning.Val...)
+		}
+		d.text = append(d.text, f.Delta.Content.Val...)
+		v.text = d.text
+		v.finish = f.FinishReason.Val
+	}
+	if f.UsageSet {
+		d.usage = engine.Usage{PromptTokens: f.Usage.PromptTokens, CompletionTokens: f.Usage.CompletionTokens,
+			TotalTokens: f.Usage.TotalTokens, CachedTokens: f.Usage.CachedTokens}
+		v.usage = &d.usage
+	}
+	return nil
+}
