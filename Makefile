@@ -18,6 +18,12 @@ vet:
 unit:
 	$(GO) test -race -timeout 20m ./...
 
+# fuzz runs every native fuzz target for FUZZTIME each (default 10s; FUZZ=regexp
+# picks targets). `make test` runs only their seed corpora, as ordinary tests.
+FUZZTIME ?= 10s
+fuzz:
+	@FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
+
 # bench runs the Go benchmark functions once each (figures, not pass/fail).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
