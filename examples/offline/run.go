@@ -50,19 +50,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
 
-	url := *baseURL
+	// A tokenizer given on the command line is loaded, and the shortest
+	// prompt checked against its chat template's overhead, before anything
+	// is started or sent.
 	var counter promptsize.Counter
+	if *tokenizer != "" {
+		tok, err := hf.Load(*tokenizer)
+		if err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
+		}
+		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
+		if err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
+		}
+		if lo, _ := lengths.InputRange(); lo < overhead {
+			return benchkit.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (--min-input-len)", *tokenizer, lo, overhead)
+		}
+		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
+	}
+
+	url := *baseURL
 	if url == "" {
 		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", sim.Options{Preset: sim.Fast()})
 		if err != nil {
 			return fmt.Errorf("start the embedded engine: %w", err)
 		}
 		defer srv.Close()
-		url, counter = srv.VLLMURL, srv.Counter()
+		url = srv.VLLMURL
 		if *model == "" {
 			*model = srv.Model()
 		}
-		meta.Simulated, meta.Preset, meta.Tokenizer = true, srv.Preset().Name, "the embedded engine's built-in tokenizer"
+		meta.Simulated, meta.Preset = true, srv.Preset().Name
+		if counter == nil {
+			counter, meta.Tokenizer = srv.Counter(), "the embedded engine's built-in tokenizer"
+		}
 		fmt.Fprintf(stderr, "offline: no --base-url: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", url, srv.Preset())
 	} else {
 		fmt.Fprintf(stderr, "offline: measuring %s\n", url)
@@ -81,14 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		*model = ms[0].ID
 	}
 	meta.Model = *model
-	switch {
-	case *tokenizer != "":
-		tok, err := hf.Load(*tokenizer)
-		if err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
-		}
-		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
-	case counter == nil:
+	if counter == nil {
 		c, err := benchkit.ServerCounter(ctx, url, *model, nil)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR", err)
