@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine/exo"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/hf"
+)
+
+// intList is a flag of comma-separated ints.
+type intList []int
+
+func (l *intList) String() string {
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(v string) error {
+	var out intList
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", f)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
+// side is one side's resolved settings.
+type side struct {
+	model, node string
+	filter      exo.Filter
+}
+
+type config struct {
+	configPath, host, model, prefillModel, prefillNode, decodeNode string
+	tokenizer, format, jsonOut, preset, instanceMeta, sharding     string
+	port, repeat, warmup, minNodes, maxNodes                       int
+	pp, tg, concurrency                                            intList
+	allCombinations, compareBaseline, dryRun, stream, stdout       bool
+	skipPipelineJaccl, skipTensorRing, forceDownload, dangerDelete bool
+	noProbe                                                        bool
+	timeout, settle, pause                                         float64
+
+	embedded        bool
+	prefill, decode side
+	// given holds the flags set on the command line or by the file.
+	given map[string]bool
+}
+
+var formats = []string{"table", "md", "json"}
+
+// parse reads the command line and the --config file, applies the
+// precedence (command line, then file, then defaults), and checks every
+// value. Every error is a *benchkit.UsageError; nothing has been sent.
+func parse(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("prefill-decode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.configPath, "config", "", "TOML file with top-level keys and [prefill]/[decode] sections; flags given on the command line win")
+	fs.StringVar(&c.host, "host", os.Getenv("EXO_HOST"), "exo API host (env EXO_HOST); none: the embedded simulated engine")
+	port := exo.DefaultPort
+	if p := os.Getenv("EXO_PORT"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, benchkit.Usagef("EXO_PORT=%q is not a port number", p)
+		}
+		port = n
+	}
+	fs.IntVar(&c.port, "port", port, "exo API port (env EXO_PORT)")
+	fs.StringVar(&c.model, "model", "", "both sides' model, short name or full id (embedded: its model)")
+	fs.StringVar(&c.prefillModel, "prefill-model", "", "the prefill side's model (default: --model)")
+	fs.StringVar(&c.prefillNode, "prefill-node", "", "node of the prefill instance: friendly name or id")
+	fs.StringVar(&c.decodeNode, "decode-node", "", "node of the decode instance: friendly name or id")
+	fs.Var(&c.pp, "pp", "prompt lengths in tokens, comma list; each must exceed 1000 (embedded default 4096)")
+	fs.Var(&c.tg, "tg", "generation lengths in tokens, comma list (embedded default 128)")
+	fs.IntVar(&c.repeat, "repeat", 1, "repeats per cell (embedded default 2)")
+	fs.IntVar(&c.warmup, "warmup", 0, "warmup requests per phase with the first pp/tg, discarded")
+	fs.Var(&c.concurrency, "concurrency", "burst sizes, comma list (default 1)")
+	fs.BoolVar(&c.allCombinations, "all-combinations", false, "every pp with every tg")
+	fs.BoolVar(&c.compareBaseline, "compare-baseline", false, "also measure prefill_alone and decode_alone (embedded default on)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "print the two placements and the link, create nothing")
+	fs.BoolVar(&c.stream, "stream", true, "stream responses, for client TTFT")
+	fs.StringVar(&c.jsonOut, "json-out", filepath.Join("results", "prefill-decode.json"), "results JSON file (empty: none)")
+	fs.BoolVar(&c.stdout, "stdout", false, "print only the results JSON on stdout")
+	fs.StringVar(&c.format, "format", "table", "stdout format: "+strings.Join(formats, ", "))
+	fs.Float64Var(&c.timeout, "timeout", 7200, "seconds a request may take")
+	fs.Float64Var(&c.settle, "settle-timeout", 60, "seconds to wait for placements (0: one look; embedded default 0)")
+	fs.StringVar(&c.instanceMeta, "instance-meta", exo.Both, "ring, jaccl or both")
+	fs.StringVar(&c.sharding, "sharding", exo.Both, "pipeline, tensor or both")
+	fs.IntVar(&c.minNodes, "min-nodes", 1, "fewest nodes of a placement")
+	fs.IntVar(&c.maxNodes, "max-nodes", 4, "most nodes of a placement")
+	fs.BoolVar(&c.skipPipelineJaccl, "skip-pipeline-jaccl", false, "drop pipeline placements over jaccl (with both filters at both)")
+	fs.BoolVar(&c.skipTensorRing, "skip-tensor-ring", false, "drop tensor placements over ring (with both filters at both)")
+	fs.BoolVar(&c.forceDownload, "force-download", false, "add a model to the cluster's cards if missing")
+	fs.BoolVar(&c.dangerDelete, "danger-delete-downloads", false, "free disk by deleting other downloads")
+	fs.StringVar(&c.tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json")
+	fs.StringVar(&c.preset, "preset", sim.Fast().Name, "embedded engine preset: "+presetNames())
+	fs.Float64Var(&c.pause, "pause", 2, "seconds slept before each request and after each group (embedded default 0)")
+	fs.BoolVar(&c.noProbe, "no-probe", false, "skip the probe request after each phase")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &benchkit.UsageError{Err: err}
+	}
+	if fs.NArg() > 0 {
+		return nil, benchkit.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
+	}
+	visited := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { visited[f.Name] = true })
+	c.given = map[string]bool{}
+	for n := range visited {
+		c.given[n] = true
+	}
+	var fc *fileConfig
+	if c.configPath != "" {
+		var err error
+		if fc, err = loadConfig(c.configPath, fs); err != nil {
+			return nil, err
+		}
+		if err := fc.apply(fs, visited, c.given); err != nil {
+			return nil, err
+		}
+	} else {
+		fc = &fileConfig{}
+	}
+	if err := c.resolveSides(fc, visited); err != nil {
+		return nil, err
+	}
+	return c, c.validate()
+}
+
+// resolveSides works out each side's model, node and filter: a flag given
+// on the command line wins, then the side's section, then the file's
+// top-level key, then the default.
+func (c *config) resolveSides(fc *fileConfig, visited map[string]bool) error {
+	shared := exo.Filter{InstanceMeta: c.instanceMeta, Sharding: c.sharding, MinNodes: c.minNodes, MaxNodes: c.maxNodes,
+		SkipPipelineJaccl: c.skipPipelineJaccl, SkipTensorRing: c.skipTensorRing}
+	for _, name := range [...]string{"prefill", "decode"} {
+		sec := fc.sides[name]
+		s := side{filter: shared}
+		str := func(key, flagName, fallback string) string {
+			if v, ok := sec[key]; ok && !visited[flagName] {
+				return v
+			}
+			return fallback
+		}
+		num := func(key, flagName string, fallback int) (int, error) {
+			v, ok := sec[key]
+			if !ok || visited[flagName] {
+				return fallback, nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, benchkit.Usagef("--config: %s.%s = %q is not an integer", name, key, v)
+			}
+			return n, nil
+		}
+		boolean := func(key, flagName string, fallback bool) (bool, error) {
+			v, ok := sec[key]
+			if !ok || visited[flagName] {
+				return fallback, nil
+			}
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return false, benchkit.Usagef("--config: %s.%s = %q is not a boolean", name, key, v)
+			}
+			return b, nil
+		}
+		var err error
+		s.filter.InstanceMeta = str("instance_meta", "instance-meta", shared.InstanceMeta)
+		s.filter.Sharding = str("sharding", "sharding", shared.Sharding)
+		if s.filter.MinNodes, err = num("min_nodes", "min-nodes", shared.MinNodes); err != nil {
+			return err
+		}
+		if s.filter.MaxNodes, err = num("max_nodes", "max-nodes", shared.MaxNodes); err != nil {
+			return err
+		}
+		if s.filter.SkipPipelineJaccl, err = boolean("skip_pipeline_jaccl", "skip-pipeline-jaccl", shared.SkipPipelineJaccl); err != nil {
+			return err
+		}
+		if s.filter.SkipTensorRing, err = boolean("skip_tensor_ring", "skip-tensor-ring", shared.SkipTensorRing); err != nil {
+			return err
+		}
+		for _, k := range []string{"instance_meta", "sharding", "min_nodes", "max_nodes", "skip_pipeline_jaccl", "skip_tensor_ring"} {
+			if _, ok := sec[k]; ok && !visited[strings.ReplaceAll(k, "_", "-")] {
+				c.given[strings.ReplaceAll(k, "_", "-")] = true
+			}
+		}
+		if name == "decode" {
+			s.model = str("model", "model", c.model)
+			s.node = str("node", "decode-node", c.decodeNode)
+			c.decode = s
+		} else {
+			// --prefill-model, then --model on the command line, then
+			// [prefill].model, then the file's prefill_model or model,
+			// then the decode side's model (below).
+			switch {
+			case visited["prefill-model"]:
+				s.model = c.prefillModel
+			case visited["model"]:
+				s.model = c.model
+			case c.prefillModel != "":
+				s.model = str("model", "prefill-model", c.prefillModel)
+			default:
+				s.model = str("model", "prefill-model", c.model)
+			}
+			s.node = str("node", "prefill-node", c.prefillNode)
+			c.prefill = s
+		}
+	}
+	if c.prefill.model == "" {
+		c.prefill.model = c.decode.model
+	}
+	return nil
+}
+
+func presetNames() string {
+	var n []string
+	for _, p := range sim.Presets() {
+		n = append(n, p.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// validate checks every value and fills the defaults that depend on the
+// target, for the flags neither the command line nor the file set.
+func (c *config) validate() error {
+	c.embedded = c.host == ""
+	if c.embedded {
+		if !c.given["pp"] {
+			c.pp = intList{4096}
+		}
+		if !c.given["tg"] {
+			c.tg = intList{128}
+		}
+		if !c.given["repeat"] {
+			c.repeat = 2
+		}
+		if !c.given["compare-baseline"] {
+			c.compareBaseline = true
+		}
+		if !c.given["settle-timeout"] {
+			c.settle = 0
+		}
+		if !c.given["pause"] {
+			c.pause = 0
+		}
+		if _, err := sim.PresetByName(c.preset); err != nil {
+			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, presetNames())
+		}
+	} else {
+		if c.decode.model == "" {
+			return benchkit.Usagef("--model (or model in --config) is required with --host")
+		}
+		if c.given["preset"] {
+			return benchkit.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
+		}
+	}
+	if len(c.pp) == 0 || len(c.tg) == 0 {
+		return benchkit.Usagef("--pp and --tg are required")
+	}
+	if len(c.concurrency) == 0 {
+		c.concurrency = intList{1}
+	}
+	for _, s := range []struct {
+		name string
+		f    exo.Filter
+	}{{"prefill", c.prefill.filter}, {"decode", c.decode.filter}} {
+		if !contains([]string{"ring", "jaccl", "both"}, s.f.InstanceMeta) {
+			return benchkit.Usagef("%s side: instance_meta=%q: want ring, jaccl or both", s.name, s.f.InstanceMeta)
+		}
+		if !contains([]string{"pipeline", "tensor", "both"}, s.f.Sharding) {
+			return benchkit.Usagef("%s side: sharding=%q: want pipeline, tensor or both", s.name, s.f.Sharding)
+		}
+		if s.f.MinNodes < 1 || s.f.MaxNodes < s.f.MinNodes {
+			return benchkit.Usagef("%s side: min_nodes=%d max_nodes=%d: want 1 ≤ min ≤ max", s.name, s.f.MinNodes, s.f.MaxNodes)
+		}
+	}
+	switch {
+	case c.repeat < 1:
+		return benchkit.Usagef("--repeat=%d: must be at least 1", c.repeat)
+	case c.warmup < 0:
+		return benchkit.Usagef("--warmup=%d: must be 0 or more", c.warmup)
+	case c.port < 1 || c.port > 65535:
+		return benchkit.Usagef("--port=%d: not a port number", c.port)
+	case !contains(formats, c.format):
+		return benchkit.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
+	case !(c.timeout > 0):
+		return benchkit.Usagef("--timeout=%v: must be positive", c.timeout)
+	case !(c.settle >= 0):
+		return benchkit.Usagef("--settle-timeout=%v: must be 0 or more", c.settle)
+	case !(c.pause >= 0):
+		return benchkit.Usagef("--pause=%v: must be 0 or more", c.pause)
+	case c.prefill.node != "" && c.prefill.node == c.decode.node:
+		return benchkit.Usagef("--prefill-node and --decode-node both name %q: the two instances need different nodes", c.prefill.node)
+	}
+	if err := benchkit.CheckDisaggPlan(c.plan()); err != nil {
+		return &benchkit.UsageError{Err: err}
+	}
+	return nil
+}
+
+func (c *config) plan() benchkit.Plan {
+	return benchkit.Plan{
+		PP: c.pp, TG: c.tg, AllCombinations: c.allCombinations, Concurrency: c.concurrency,
+		Repeat: c.repeat, Warmup: c.warmup, Stream: c.stream,
+		PauseBetweenRepeats: seconds(c.pause), PauseBetweenGroups: seconds(c.pause),
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// env is what run needs from outside, replaceable in tests.
+type env struct {
+	// startEngine starts the embedded engine; the returned function stops
+	// it.
+	startEngine func(ctx context.Context, opts sim.Options) (*sim.Server, func(), error)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runEnv(ctx, args, stdout, stderr, env{})
+}
+
+func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env) error {
+	c, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var counter promptsize.Counter
+	tokenizerNote := ""
+	if c.tokenizer != "" {
+		tok, err := hf.Load(c.tokenizer)
+		if err != nil {
+			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
+		}
+		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+
+	base := "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port))
+	presetName := ""
+	if c.embedded {
+		preset, _ := sim.PresetByName(c.preset)
+		opts := sim.Options{Preset: preset, Nodes: 2, NoInstance: true, LoadDelay: 50 * time.Millisecond, Counter: counter}
+		start := e.startEngine
+		if start == nil {
+			start = func(ctx context.Context, o sim.Options) (*sim.Server, func(), error) {
+				s, err := sim.Start(ctx, "127.0.0.1:0", o)
+				if err != nil {
+					return nil, nil, err
+				}
+				return s, s.Close, nil
+			}
+		}
+		// The engine outlives an interrupt, so the cleanup can reach it.
+		srv, stop, err := start(context.WithoutCancel(ctx), opts)
+		if err != nil {
+			return fmt.Errorf("start the embedded engine: %w", err)
+		}
+		defer stop()
+		base, presetName = srv.URL, srv.Preset().Name
+		if counter == nil {
+			counter, tokenizerNote = srv.Counter(), "the embedded engine's built-in tokenizer and chat template"
+		}
+		if c.decode.model == "" {
+			c.decode.model = srv.Model()
+		}
+		if c.prefill.model == "" {
+			c.prefill.model = c.decode.model
+		}
+		fmt.Fprintf(stderr, "prefill-decode: no --host given: measuring the embedded SIMULATED engine at %s (preset %s, 2 simulated nodes); every figure is simulated, not measured on hardware\n", base, srv.Preset())
+	}
+
+	client, err := exo.New(base, &exo.Options{MaxBurst: max(maxInt(c.concurrency), 1), RequestTimeout: seconds(c.timeout)})
+	if err != nil {
+		return benchkit.Usagef("--host: %v", err)
+	}
+	defer client.CloseIdleConnections()
+	if counter == nil {
+		cnt, err := benchkit.ServerCounter(ctx, base, c.decode.model, nil)
+		if err != nil {
+			return fmt.Errorf("no --tokenizer given and the cluster cannot count prompt tokens (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
+		}
+		counter, tokenizerNote = cnt, "the server's /tokenize"
+	}
+	decodeCard, err := client.ResolveModel(ctx, c.decode.model, c.forceDownload)
+	if err != nil {
+		return fmt.Errorf("resolve the decode model %q: %w", c.decode.model, err)
+	}
+	prefillCard, err := client.ResolveModel(ctx, c.prefill.model, c.forceDownload)
+	if err != nil {
+		return fmt.Errorf("resolve the prefill model %q: %w", c.prefill.model, err)
+	}
+	builder := &promptsize.Builder{Counter: counter}
+	overhead, err := benchkit.Overhead(ctx, builder)
+	if err != nil {
+		return err
+	}
+	plan := c.plan()
+	if err := plan.Validate(overhead); err != nil {
+		return &benchkit.UsageError{Err: err}
+	}
+
+	pair, err := benchkit.SelectDisaggPair(ctx, client,
+		benchkit.DisaggSide{Card: prefillCard, Node: c.prefill.node, Filter: c.prefill.filter},
+		benchkit.DisaggSide{Card: decodeCard, Node: c.decode.node, Filter: c.decode.filter},
+		seconds(c.settle))
+	if err != nil {
+		return err
+	}
+	if c.dryRun {
+		fmt.Fprintf(stdout, "PREFILL: %s\n", pair.Describe("prefill"))
+		fmt.Fprintf(stdout, "DECODE:  %s\n", pair.Describe("decode"))
+		fmt.Fprintf(stdout, "LINK:    would link prefill instance %s to decode instance %s ({\"prefill_instances\": [%q], \"decode_instances\": [%q]})\n",
+			pair.Prefill.Instance.ID, pair.Decode.Instance.ID, pair.Prefill.Instance.ID, pair.Decode.Instance.ID)
+		phases := benchkit.PhaseDisaggregated
+		if c.compareBaseline {
+			phases = strings.Join([]string{benchkit.PhasePrefillAlone, benchkit.PhaseDisaggregated, benchkit.PhaseDecodeAlone}, ", ")
+		}
+		fmt.Fprintf(stdout, "dry run: nothing created; a run would measure %s with pp=%s tg=%s\n", phases, c.pp.String(), c.tg.String())
+		return nil
+	}
+	logger.Info("PREFILL: " + pair.Describe("prefill"))
+	logger.Info("DECODE: " + pair.Describe("decode"))
+
+	d := &benchkit.Disagg{
+		Client: client, Pair: pair, CompareBaseline: c.compareBaseline, NoProbe: c.noProbe, Settle: seconds(c.settle),
+		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
+		Runner:      benchkit.Runner{Builder: builder, Simulated: c.embedded, Logger: logger},
+		Logger:      logger,
+	}
+	meta := benchkit.DisaggMeta{
+		Tool: "inferbench prefill-decode", Engine: "exo", BaseURL: base, Simulated: c.embedded, Preset: presetName,
+		Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"), Tokenizer: tokenizerNote,
+		Plan: plan, CompareBaseline: c.compareBaseline, Started: time.Now().UTC().Format(time.RFC3339),
+	}
+	res, runErr := d.Run(ctx, plan)
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	doc := benchkit.NewDisaggDocument(meta, res)
+	if err := writeOutputs(c, doc, stdout, stderr); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted after %d requests; the link and instances of the run were removed: %w", len(res.Rows), runErr)
+		}
+		return runErr
+	}
+	failed := 0
+	for _, r := range res.Rows {
+		if r.Failed() {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d; their rows say why", benchkit.ErrRequestsFailed, failed, len(res.Rows))
+	}
+	return nil
+}
+
+func writeOutputs(c *config, doc benchkit.DisaggDocument, stdout, stderr io.Writer) error {
+	var errs []error
+	if c.jsonOut != "" && !c.stdout {
+		if err := writeFile(c.jsonOut, func(w io.Writer) error { return benchkit.WriteDisaggJSON(w, doc) }); err != nil {
+			errs = append(errs, err)
+		} else {
+			fmt.Fprintf(stderr, "prefill-decode: results: %s\n", c.jsonOut)
+		}
+	}
+	switch {
+	case c.stdout || c.format == "json":
+		errs = append(errs, benchkit.WriteDisaggJSON(stdout, doc))
+	default:
+		errs = append(errs, benchkit.WriteDisaggTable(stdout, doc, c.format == "md"))
+	}
+	return errors.Join(errs...)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func maxInt(x []int) int {
+	m := 0
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
+}
