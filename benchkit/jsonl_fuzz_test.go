@@ -1,0 +1,73 @@
+package benchkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// FuzzJSONLReader reads arbitrary bytes as a JSONL file, as a run resumed
+// from a file cut by a crash would: the reader never panics, returns one
+// record per non-blank line (a *LineError naming the line for each that
+// does not decode), and a whole row on a line after the damage still reads
+// back exactly.
+func FuzzJSONLReader(f *testing.F) {
+	whole, err := json.Marshal(fixtureRows()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append(append([]byte{}, whole...), '\n'))
+	f.Add(whole[:len(whole)/2]) // cut mid-line by a crash
+	f.Add([]byte("\n\n  \r\n{}\n"))
+	f.Add([]byte(`{"pp_tokens": 1} {"pp_tokens": 2}` + "\n"))
+	f.Add([]byte(`{"pp_tokens": "x"}` + "\r\n" + `[1,2]` + "\n" + `null`))
+	f.Add([]byte(`{"stats": {"peak_memory_usage": {"in_bytes": 5}}, "energy": null, "ttft_s": 1e308}`))
+	want := fixtureRows()[0]
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nonBlank := 0
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) > 0 {
+				nonBlank++
+			}
+		}
+		jr := NewJSONLReader(bytes.NewReader(data))
+		records, lastLine := 0, 0
+		for jr.Scan() {
+			records++
+			if err := jr.LineErr(); err != nil {
+				var le *LineError
+				if !errors.As(err, &le) || le.Line <= lastLine {
+					t.Fatalf("record %d: line error %v after line %d", records, err, lastLine)
+				}
+				lastLine = le.Line
+				if !cmp.Equal(jr.Row(), Row{}) {
+					t.Fatalf("record %d: a line error with a non-zero row", records)
+				}
+			}
+		}
+		if err := jr.Err(); err != nil {
+			t.Fatalf("read error on in-memory input: %v", err)
+		}
+		if records != nonBlank {
+			t.Fatalf("%d records for %d non-blank lines", records, nonBlank)
+		}
+
+		// A whole row written after the damage reads back exactly.
+		tail := append(append(append(append([]byte{}, data...), '\n'), whole...), '\n')
+		jr = NewJSONLReader(bytes.NewReader(tail))
+		var last Row
+		var lastErr error
+		for jr.Scan() {
+			last, lastErr = jr.Row(), jr.LineErr()
+		}
+		if lastErr != nil {
+			t.Fatalf("the whole row after the damage does not decode: %v", lastErr)
+		}
+		if diff := cmp.Diff(jsonRoundTrip(t, []Row{want})[0], last); diff != "" {
+			t.Fatalf("the whole row after the damage (-want +got):\n%s", diff)
+		}
+	})
+}
