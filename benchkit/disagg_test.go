@@ -6,8 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -460,4 +465,66 @@ func ExampleCompareDisagg() {
 	}
 	// Output:
 	// pp=4096: disaggregated vs decode_alone: elapsed 1.50x, TTFT 3.00x
+}
+
+// proxied puts a reverse proxy in front of s whose responses pass
+// through edit, and returns a client of the proxy.
+func proxied(t *testing.T, s *sim.Server, edit func(*http.Response) error) *exo.Client {
+	t.Helper()
+	target, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := httputil.NewSingleHostReverseProxy(target)
+	p.ModifyResponse = edit
+	front := httptest.NewServer(p)
+	t.Cleanup(front.Close)
+	c, err := exo.New(front.URL, &exo.Options{PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestDisaggFailsWhenPrefillRanLocally(t *testing.T) {
+	s, _ := simCluster(t, sim.Options{})
+	// An engine that reports every prefill as local.
+	c := proxied(t, s, func(r *http.Response) error {
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return err
+		}
+		b = bytes.ReplaceAll(b, []byte(`"remote_prefill":true`), []byte(`"remote_prefill":false`))
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		r.Header.Set("Content-Length", fmt.Sprint(len(b)))
+		return nil
+	})
+	d := newDisagg(t, s, c)
+	res, err := d.Run(context.Background(), Plan{PP: []int{2000}, TG: []int{4}})
+	if !errors.Is(err, ErrPrefillNotRemote) || !strings.Contains(err.Error(), "ran locally") {
+		t.Fatalf("err = %v, want ErrPrefillNotRemote", err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Failed() {
+		t.Errorf("rows %+v", res.Rows)
+	}
+	assertClean(t, c)
+}
+
+func TestDisaggSaysWhenTheEngineCannotTell(t *testing.T) {
+	s, _ := simCluster(t, sim.Options{})
+	// An engine that does not label itself simulated, as exo.
+	c := proxied(t, s, func(r *http.Response) error { r.Header.Del(simHeader); return nil })
+	d := newDisagg(t, s, c)
+	res, err := d.Run(context.Background(), Plan{PP: []int{2000}, TG: []int{4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, c)
+	if len(res.Phases) != 1 {
+		t.Fatalf("phases %+v", res.Phases)
+	}
+	if chk := res.Phases[0].Check; chk == nil || chk.Reported || chk.OK != nil || !strings.Contains(chk.Note, "does not report where") {
+		t.Errorf("check %+v", chk)
+	}
 }
