@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -121,6 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		models   = fs.String("models", "testdata/models", "directory of the tokenizer test data (scripts/testdata.sh)")
 		nodeDir  = fs.String("node", "scripts/node", "directory of the JavaScript reference (speed.mjs)")
 		goTest   = fs.Bool("gotest", true, "run the adapters' in-memory stream benchmarks with go test (needs the go tool and the source tree)")
+		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		modelSet = fs.String("model", "qwen3,llama3_1,gptoss,gemma3,deepseek_v3", "comma-separated models for the prompt and tokenizer sections")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -158,6 +160,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.only[s] = true
 	}
 
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep := &report{stderr: stderr}
 	rep.Quick = cfg.quick
 	rep.Machine = machine()
