@@ -68,6 +68,11 @@ func runPrompt(ctx context.Context, cfg config, rep *report) error {
 			rep.skip("prompt %s", skip)
 			continue
 		}
+		// One count first, so that compiling the template and filling the
+		// first pieces are not charged to whichever method runs first.
+		if _, err := tok.Count(ctx, []promptsize.Message{{Role: "user", Content: "warm up"}}); err != nil {
+			return fmt.Errorf("%s: %w", model, err)
+		}
 		for _, pp := range cfg.promptPPs {
 			if err := ctx.Err(); err != nil {
 				return err
