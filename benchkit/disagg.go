@@ -172,9 +172,10 @@ func (p DisaggPair) Describe(side string) string {
 
 // SelectDisaggPair chooses a prefill and a decode placement that share no
 // node. Each side's placements are fetched with its Filter (restricted to
-// its Node when set), waiting up to settle for at least one, as
-// Client.Placements does; the pair is the first, in the order Placements
-// sorts them (prefill major), whose node sets are disjoint. exo's previews
+// its Node when set): the prefill side's waiting up to settle for at least
+// one, as Client.Placements does, the decode side's with one look; the
+// pair is the first, in the order Placements sorts them (prefill major),
+// whose node sets are disjoint. exo's previews
 // cover only some of the cycles, so when no pair is disjoint the previews
 // of each side without a Node are fetched again restricted to each node
 // of the cluster in turn (one look each).
@@ -216,9 +217,13 @@ func SelectDisaggPair(ctx context.Context, c *exo.Client, prefill, decode Disagg
 	if err != nil {
 		return pair, fmt.Errorf("benchkit: no placement for the prefill side (%s): %w", prefill.Card.FullID(), err)
 	}
-	dc, err := c.Placements(ctx, decode.Card.FullID(), decode.Filter, settle)
-	if err != nil {
-		return pair, fmt.Errorf("benchkit: no placement for the decode side (%s): %w", decode.Card.FullID(), err)
+	// One look for the decode side: the prefill side has settled the
+	// previews, and a decode side with none yet may get one once the
+	// prefill instance holds its memory (below).
+	dc, derr := c.Placements(ctx, decode.Card.FullID(), decode.Filter, 0)
+	var np *exo.NoPlacementError
+	if derr != nil && !errors.As(derr, &np) {
+		return pair, fmt.Errorf("benchkit: placements of the decode side (%s): %w", decode.Card.FullID(), derr)
 	}
 	if p, d, ok := firstDisjoint(pc, dc); ok {
 		pair.Prefill, pair.Decode = p, d
@@ -246,6 +251,9 @@ func SelectDisaggPair(ctx context.Context, c *exo.Client, prefill, decode Disagg
 			pair.Prefill, pair.DecodeDeferred = p, true
 			return pair, nil
 		}
+	}
+	if derr != nil {
+		return pair, fmt.Errorf("benchkit: no placement for the decode side (%s): %w", decode.Card.FullID(), derr)
 	}
 	return pair, fmt.Errorf("%w: %d prefill and %d decode placements, every pair shares a node; the cluster needs two nodes that can each hold a placement (name them with --prefill-node and --decode-node, or widen --min-nodes/--max-nodes)", ErrNoDistinctPlacements, len(pc), len(dc))
 }

@@ -398,3 +398,18 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestSampleConfig(t *testing.T) {
+	t.Setenv("EXO_HOST", "")
+	c, err := parse([]string{"--config", "prefill-decode.toml"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := sideView{InstanceMeta: "ring", Sharding: "pipeline", MinNodes: 1, MaxNodes: 1}
+	p, d := ring, ring
+	p.Node, d.Node = "sim-node-1", "sim-node-2"
+	want := view{Port: exo.DefaultPort, Repeat: 2, PP: []int{2048, 4096}, TG: []int{64}, Compare: true, Stream: true, Prefill: p, Decode: d}
+	if diff := cmp.Diff(want, viewOf(c)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
