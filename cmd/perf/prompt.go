@@ -144,7 +144,8 @@ func tokenizerText(size int) string {
 
 // runTokenizer encodes the same text with promptsize/hf and with the
 // JavaScript reference, each with a fresh tokenizer (cold: empty caches,
-// what speed.mjs calls cold) and again (warm: best of further runs).
+// what speed.mjs calls cold; speed.mjs times one cold encode) and again
+// (warm: best of further runs).
 func runTokenizer(ctx context.Context, cfg config, rep *report) error {
 	text := tokenizerText(cfg.tokBytes)
 	node, nodeErr := nodeSpeed(ctx, cfg, text)
@@ -152,20 +153,32 @@ func runTokenizer(ctx context.Context, cfg config, rep *report) error {
 		rep.skip("tokenizer: JavaScript reference: %v", nodeErr)
 	}
 	for _, model := range cfg.models {
-		tok, skip, err := loadModel(ctx, cfg, model, false)
-		if err != nil {
-			return fmt.Errorf("%s: %w", model, err)
+		// cold: a fresh tokenizer's first encode, the fastest of three
+		// fresh loads (one load's first encode is easily disturbed on a
+		// shared machine); warm: the fastest of three more encodes.
+		var tok *hf.Tokenizer
+		var n int
+		cold, warm := time.Duration(1<<63-1), time.Duration(1<<63-1)
+		skip := ""
+		for range 3 {
+			var err error
+			tok, skip, err = loadModel(ctx, cfg, model, false)
+			if err != nil {
+				return fmt.Errorf("%s: %w", model, err)
+			}
+			if skip != "" {
+				break
+			}
+			t0 := time.Now()
+			n = tok.CountText(text)
+			cold = min(cold, time.Since(t0))
 		}
 		if skip != "" {
 			rep.skip("tokenizer %s", skip)
 			continue
 		}
-		t0 := time.Now()
-		n := tok.CountText(text)
-		cold := time.Since(t0)
-		warm := time.Duration(1<<63 - 1)
 		for range 3 {
-			t0 = time.Now()
+			t0 := time.Now()
 			tok.CountText(text)
 			warm = min(warm, time.Since(t0))
 		}

@@ -177,3 +177,52 @@ func TestTokenizerTextIsExactSize(t *testing.T) {
 		}
 	}
 }
+
+// TestInMemoryRows keeps the fastest of repeated lines and derives
+// allocs/token = allocs/op × ns/token ÷ ns/op: 1024 × 500 ÷ 512000 = 1.
+func TestInMemoryRows(t *testing.T) {
+	line := func(pkg, name string, kv ...float64) benchLine {
+		units := []string{"ns/op", "ns/token", "allocs/op"}
+		if strings.HasSuffix(pkg, "openai") {
+			units[1] = "ns/chunk"
+		}
+		if strings.HasPrefix(name, "BenchmarkSSE") {
+			units = []string{"ns/op", "allocs/op"}
+		}
+		v := map[string]float64{}
+		for i, u := range units {
+			v[u] = kv[i]
+		}
+		return benchLine{pkg: pkg, name: name, values: v}
+	}
+	const exo, oa, eng = "m/engine/exo", "m/engine/openai", "m/engine"
+	rows, err := inMemoryRows([]benchLine{
+		line(eng, "BenchmarkSSEReader/events_per_read=1-2", 90, 0),
+		line(eng, "BenchmarkSSEReader/events_per_read=64-2", 45, 0),
+		line(eng, "BenchmarkSSEReader/events_per_read=64-2", 41, 0),
+		line(exo, "BenchmarkReadStream-2", 2048000, 2000, 15436),
+		line(exo, "BenchmarkReadStream-2", 512000, 500, 1024),
+		line(oa, "BenchmarkReadStream-2", 1024000, 1000, 51.2),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, r := range rows {
+		got[r.Name] = r.Value
+	}
+	want := map[string]float64{
+		"engine.SSEReader in memory, ns/event (fastest of 3)":     41,
+		"engine.SSEReader in memory, allocs/event":                0,
+		"exo stream reader in memory, ns/token (fastest of 3)":    500,
+		"exo stream reader in memory, allocs/token":               1,
+		"openai stream reader in memory, ns/token (fastest of 3)": 1000,
+		"openai stream reader in memory, allocs/token":            0.05,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if _, err := inMemoryRows(nil); err == nil {
+		t.Error("no benchmark lines gave no error")
+	}
+}

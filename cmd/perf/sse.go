@@ -78,27 +78,41 @@ func parseBench(out []byte) []benchLine {
 }
 
 // inMemory runs BenchmarkSSEReader of engine and BenchmarkReadStream of
-// both adapters, which read whole streams from memory, and reports ns and
-// allocations per token. allocs/token is allocs/op × (ns/token ÷ ns/op):
-// the benchmark's tokens per op recovered from its two time units.
+// both adapters, which read whole streams from memory, three times each,
+// and reports the fastest run's ns and allocations per token (the least
+// disturbed by other work on a shared machine). allocs/token is allocs/op
+// × (ns/token ÷ ns/op): the benchmark's tokens per op recovered from its
+// two time units.
 func inMemory(ctx context.Context, rep *report) error {
 	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^Benchmark(SSEReader|ReadStream)$",
-		"-benchmem", "-count", "1", "./engine", "./engine/exo", "./engine/openai")
+		"-benchmem", "-count", "3", "./engine", "./engine/exo", "./engine/openai")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go test: %w\n%s", err, out)
 	}
-	found := 0
-	for _, bl := range parseBench(out) {
+	rows, err := inMemoryRows(parseBench(out))
+	if err != nil {
+		return fmt.Errorf("%w in:\n%s", err, out)
+	}
+	for _, r := range rows {
+		rep.add(r)
+	}
+	return nil
+}
+
+// inMemoryRows turns the benchmark lines into rows, keeping the fastest
+// line of each benchmark.
+func inMemoryRows(lines []benchLine) ([]Row, error) {
+	type best struct{ perToken, allocs float64 }
+	var order []string
+	fastest := map[string]best{}
+	for _, bl := range lines {
 		v := bl.values
+		var key string
+		var b best
 		switch {
 		case strings.HasPrefix(bl.name, "BenchmarkSSEReader/events_per_read=64"):
-			ns, allocs := v["ns/op"], v["allocs/op"]
-			rep.add(Row{Section: "sse", Name: "engine.SSEReader in memory, ns/event", Value: ns, Unit: "ns",
-				Target: "≤ 1µs", Met: ptr(ns <= sseTargetNs)})
-			rep.add(Row{Section: "sse", Name: "engine.SSEReader in memory, allocs/event", Value: allocs, Unit: "allocs",
-				Target: "0", Met: ptr(allocs == 0)})
-			found++
+			key, b = "engine.SSEReader", best{v["ns/op"], v["allocs/op"]}
 		case strings.HasPrefix(bl.name, "BenchmarkReadStream"):
 			per := v["ns/token"]
 			if per == 0 {
@@ -107,19 +121,35 @@ func inMemory(ctx context.Context, rep *report) error {
 			if per == 0 || v["ns/op"] == 0 {
 				continue
 			}
-			name := bl.pkg[strings.LastIndex(bl.pkg, "/")+1:]
-			allocs := v["allocs/op"] * per / v["ns/op"]
-			rep.add(Row{Section: "sse", Name: name + " stream reader in memory, ns/token", Value: per, Unit: "ns",
-				Target: "≤ 1µs", Met: ptr(per <= sseTargetNs)})
-			rep.add(Row{Section: "sse", Name: name + " stream reader in memory, allocs/token", Value: allocs, Unit: "allocs",
-				Target: "0 (< 0.1 amortised)", Met: ptr(allocs < sseTargetAllocs)})
-			found++
+			key, b = bl.pkg[strings.LastIndex(bl.pkg, "/")+1:]+" stream reader", best{per, v["allocs/op"] * per / v["ns/op"]}
+		default:
+			continue
+		}
+		old, seen := fastest[key]
+		if !seen {
+			order = append(order, key)
+		}
+		if !seen || b.perToken < old.perToken {
+			fastest[key] = b
 		}
 	}
-	if found != 3 {
-		return fmt.Errorf("expected 3 benchmark results (SSEReader, exo and openai ReadStream), found %d in:\n%s", found, out)
+	if len(order) != 3 {
+		return nil, fmt.Errorf("expected results of 3 benchmarks (SSEReader, exo and openai ReadStream), found %d", len(order))
 	}
-	return nil
+	var rows []Row
+	for _, key := range order {
+		b := fastest[key]
+		unit, allocTarget, allocMet := "token", "0 (< 0.1 amortised)", b.allocs < sseTargetAllocs
+		if key == "engine.SSEReader" {
+			unit, allocTarget, allocMet = "event", "0", b.allocs == 0
+		}
+		rows = append(rows,
+			Row{Section: "sse", Name: fmt.Sprintf("%s in memory, ns/%s (fastest of 3)", key, unit), Value: b.perToken, Unit: "ns",
+				Target: "≤ 1µs", Met: ptr(b.perToken <= sseTargetNs)},
+			Row{Section: "sse", Name: fmt.Sprintf("%s in memory, allocs/%s", key, unit), Value: b.allocs, Unit: "allocs",
+				Target: allocTarget, Met: ptr(allocMet)})
+	}
+	return rows, nil
 }
 
 // streamServer answers every chat completion with a canned stream, exo's
