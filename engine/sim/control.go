@@ -352,9 +352,13 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// place chooses k nodes for model m: the k nodes with the most free memory
-// (ties by index), each of which must hold its share of the weights.
-func (s *Server) place(m Model, k int, sharding, meta string) ([]int, error) {
+// place chooses k nodes for model m: the nodes named in want first (exo's
+// node_ids: a placement must contain them all), then the nodes with the most
+// free memory (ties by index); each must hold its share of the weights.
+func (s *Server) place(m Model, k int, sharding, meta string, want ...string) ([]int, error) {
+	if len(want) > k {
+		return nil, fmt.Errorf("a placement on %d nodes cannot contain the %d nodes asked for", k, len(want))
+	}
 	if k > len(s.nodes) {
 		return nil, fmt.Errorf("need %d nodes, the cluster has %d", k, len(s.nodes))
 	}
@@ -374,8 +378,18 @@ func (s *Server) place(m Model, k int, sharding, meta string) ([]int, error) {
 		free[i] = s.preset.Hardware.RAM - s.ramUsed(i)
 		order[i] = i
 	}
+	wanted := func(n int) bool { return slices.Contains(want, s.nodes[n].id) }
+	for _, id := range want {
+		if !slices.ContainsFunc(s.nodes, func(x simNode) bool { return x.id == id }) {
+			return nil, fmt.Errorf("unknown node %s", id)
+		}
+	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		switch {
+		case wanted(a) && !wanted(b):
+			return -1
+		case wanted(b) && !wanted(a):
+			return 1
 		case free[a] > free[b]:
 			return -1
 		case free[a] < free[b]:
@@ -408,14 +422,7 @@ func (s *Server) handlePreviews(w http.ResponseWriter, r *http.Request) {
 		for _, meta := range []string{"MlxRing", "MlxJaccl"} {
 			var firstErr error
 			for k := 1; k <= len(s.nodes); k++ {
-				nodes, err := s.place(m, k, sharding, meta)
-				if err == nil && len(want) > 0 {
-					for _, wid := range want {
-						if !slices.ContainsFunc(nodes, func(n int) bool { return s.nodes[n].id == wid }) {
-							err = fmt.Errorf("placement does not contain node %s", wid)
-						}
-					}
-				}
+				nodes, err := s.place(m, k, sharding, meta, want...)
 				if err != nil {
 					if firstErr == nil {
 						firstErr = err

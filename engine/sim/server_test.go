@@ -1017,3 +1017,31 @@ func TestDeleteInstanceEndsStreams(t *testing.T) {
 		t.Errorf("stream ends with %q: want an error event then [DONE]", last2)
 	}
 }
+
+// TestPreviewsNodeIDs checks exo's node_ids filter: every preview contains
+// the nodes asked for, even while another node has more free memory.
+func TestPreviewsNodeIDs(t *testing.T) {
+	s := newFast(t, Options{NoInstance: true, Nodes: 3})
+	var pv struct {
+		Previews []struct {
+			Instance map[string]map[string]any `json:"instance"`
+			Error    *string                   `json:"error"`
+		} `json:"previews"`
+	}
+	getJSON(t, s.URL+"/instance/previews?model_id="+s.Model()+"&node_ids=12D3KooWSimNode03", &pv)
+	single := 0
+	for _, p := range pv.Previews {
+		for _, in := range p.Instance {
+			nodes := in["shardAssignments"].(map[string]any)["nodeToRunner"].(map[string]any)
+			if _, ok := nodes["12D3KooWSimNode03"]; !ok {
+				t.Errorf("preview on %v lacks the node asked for", nodes)
+			}
+			if len(nodes) == 1 {
+				single++
+			}
+		}
+	}
+	if single == 0 {
+		t.Errorf("no single-node preview on the idle node asked for: %+v", pv.Previews)
+	}
+}
