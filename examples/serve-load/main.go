@@ -11,7 +11,11 @@
 //
 //	serve-load --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct \
 //	    --input-len 1024 --output-len 128 --range-ratio 0.5 --num-requests 200 --rate 4 \
-//	    --slo-ttft 500 --slo-tpot 50 --json-out results.json --plot ttft.png
+//	    --slo-ttft 500 --slo-tpot 50 --json-out results.json --jsonl rows.jsonl --plot ttft.png
+//
+// --jsonl writes each request's row as one line as soon as it ends, so an
+// interrupted run keeps every row. On SIGINT or SIGTERM no request is sent
+// any more and those in flight get --grace (10 s) to finish.
 //
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why), 2 for bad flags (nothing is sent), 130 when interrupted.
