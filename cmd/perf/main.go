@@ -27,7 +27,8 @@
 //
 // Every figure is a measurement of this machine at this moment; the table
 // states the targets of issue 11 beside them and says which are met. The
-// table's layout is not stable; read the JSON.
+// table's layout is not stable; read the JSON. docs/PERFORMANCE.md holds a
+// run with the machine it ran on and what each missed target is missing.
 package main
 
 import (
