@@ -59,12 +59,13 @@
 // is supported: "tool_use" is chosen when tools are given and it exists,
 // else "default".
 //
-// Known differences from Jinja2 in ardanlabs/jinja v1.8.0: tojson(indent=N)
-// sorts keys (the official Llama 3.x template with tools renders its tool
-// list in another order; v1.12.0 fixes it but needs Go 1.27), and a text
-// segment of only spaces or newlines inside a for loop can be dropped (see
-// TestJinjaQuirks). None of the templates in the golden tests is affected
-// apart from that one tools case.
+// ardanlabs/jinja v1.8.0 implements tojson(indent=N) with sorted keys and
+// HTML escaping, unlike Hugging Face; templates are compiled with those calls
+// renamed to an order-keeping replacement (tojson.go), which makes the
+// official Llama 3.x template with tools exact. One known difference
+// remains: a text segment of only spaces or newlines inside a for loop can
+// be dropped (see TestJinjaQuirks). None of the templates in the golden
+// tests is affected.
 //
 // # Exactness
 //

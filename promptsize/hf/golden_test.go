@@ -148,12 +148,6 @@ func diffIDs(got, want []int) string {
 		i, len(got), len(want), lo, got[lo:min(len(got), i+5)], lo, want[lo:min(len(want), i+5)])
 }
 
-// knownRenderGaps are golden chat cases that ardanlabs/jinja v1.8.0 renders
-// differently from @huggingface/jinja: the official Llama 3.x template prints
-// tools with tojson(indent=4), which v1.8.0 implements with sorted keys
-// (fixed in v1.12.0, which needs Go 1.27).
-var knownRenderGaps = map[string]bool{"llama3_x/tools": true}
-
 // shared holds the tokenizers the tests load, once per test binary: loading
 // a 33 MB tokenizer.json takes a while, and the race detector multiplies it.
 var shared sync.Map // model name -> func() (*Tokenizer, error)
@@ -240,13 +234,6 @@ func TestGoldens(t *testing.T) {
 						got, err := tt.Render(msgs, opts)
 						if err != nil {
 							t.Errorf("%s: %v", c.Name, err)
-							continue
-						}
-						key := tname + "/" + c.Name
-						if knownRenderGaps[key] {
-							if got == c.Rendered {
-								t.Errorf("%s: renders identically now; remove it from knownRenderGaps", key)
-							}
 							continue
 						}
 						if got != c.Rendered {

@@ -72,7 +72,7 @@ func compile(source string) (t *jinja.Template, err error) {
 			t, err = nil, fmt.Errorf("hf: chat template: the Jinja parser panicked: %v", r)
 		}
 	}()
-	t, err = jinja.Compile(strings.TrimSuffix(source, "\n"))
+	t, err = jinja.Compile(rewriteIndentedTojson(strings.TrimSuffix(source, "\n")))
 	if err != nil {
 		return nil, fmt.Errorf("hf: chat template: %w", err)
 	}
@@ -193,6 +193,7 @@ func (c *ChatTemplate) render(messages jinja.Value, opts RenderOptions) (out str
 	if date.IsZero() {
 		date = time.Now()
 	}
+	data[indentFilter] = jinja.NewCallable(indentFilter, tojsonIndent)
 	data["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
 			return jinja.Undefined(), fmt.Errorf("strftime_now: expected one format string, found %d arguments", len(args))
