@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
 // TestBadInputSendsNothing gives exo-bench bad values for every kind of
@@ -26,7 +28,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	tok, corrupt := writeTokenizer(t), writeCorruptTokenizer(t)
+	tok, corrupt := hftest.WriteTokenizer(t), hftest.WriteCorruptTokenizer(t)
 	cases := []struct {
 		args []string
 		want string

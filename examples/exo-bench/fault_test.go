@@ -15,6 +15,7 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize/hf"
+	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
 // TestFaultsThroughTheProgram runs exo-bench against a sim that injects a
@@ -24,7 +25,7 @@ import (
 // results JSON hold every row, the exit status is 1, and no goroutine
 // outlives the run.
 func TestFaultsThroughTheProgram(t *testing.T) {
-	tokDir := writeTokenizer(t)
+	tokDir := hftest.WriteTokenizer(t)
 	tok, err := hf.Load(tokDir)
 	if err != nil {
 		t.Fatal(err)

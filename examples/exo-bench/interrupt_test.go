@@ -18,6 +18,7 @@ import (
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize/hf"
+	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
 // buildProgram builds the package in the current directory into a
@@ -59,7 +60,7 @@ func TestInterruptWritesRowsAndCleansUp(t *testing.T) {
 		t.Skip("builds and runs the program")
 	}
 	bin := buildProgram(t)
-	tokDir := writeTokenizer(t)
+	tokDir := hftest.WriteTokenizer(t)
 	tok, err := hf.Load(tokDir)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
 // TestBadInputSendsNothing gives offline bad values for every flag, with a
@@ -23,7 +24,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		http.Error(w, "not expected", http.StatusTeapot)
 	}))
 	defer srv.Close()
-	tok, corrupt := writeTokenizer(t), writeCorruptTokenizer(t)
+	tok, corrupt := hftest.WriteTokenizer(t), hftest.WriteCorruptTokenizer(t)
 	cases := []struct {
 		args []string
 		want string

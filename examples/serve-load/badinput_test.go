@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
 // TestBadInputSendsNothing gives serve-load bad values for every kind of
@@ -24,7 +25,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		http.Error(w, "not expected", http.StatusTeapot)
 	}))
 	defer srv.Close()
-	tok, corrupt := writeTokenizer(t), writeCorruptTokenizer(t)
+	tok, corrupt := hftest.WriteTokenizer(t), hftest.WriteCorruptTokenizer(t)
 	cases := []struct {
 		args []string
 		want string // in the message
@@ -76,7 +77,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 			}
 		})
 	}
-	if tinyOverhead != 19 {
-		t.Fatal("tinyOverhead changed without the messages above")
+	if hftest.TinyOverhead != 19 {
+		t.Fatal("hftest.TinyOverhead changed without the messages above")
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
 // TestAPIKeyNeverLeaks runs serve-load with --api-key-env against a server
@@ -42,7 +43,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	dir := t.TempDir()
 	jsonl, out := filepath.Join(dir, "rows.jsonl"), filepath.Join(dir, "out.json")
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", writeTokenizer(t),
+	err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t),
 		"--api-key-env", "INFERBENCH_TEST_KEY", "--pp", "40", "--tg", "4", "--num-requests", "3",
 		"--format", "json", "--jsonl", jsonl, "--json-out", out}, &stdout, &stderr)
 	if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
@@ -90,7 +91,7 @@ func TestTLSVerifiedByDefault(t *testing.T) {
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "rows.jsonl")
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", writeTokenizer(t),
+	err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t),
 		"--pp", "40", "--tg", "4", "--num-requests", "2", "--jsonl", jsonl}, &stdout, &stderr)
 	if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
 		t.Fatalf("exit %d (err %v), want %d", code, err, benchkit.ExitFailed)

@@ -1,4 +1,8 @@
-package main
+// Package hftest writes small, valid Hugging Face tokenizer directories for
+// tests: a program that takes --tokenizer DIR can be tested with a real
+// tokenizer.json and chat template, and with a corrupt one, without
+// downloading anything. Load them with hf.Load.
+package hftest
 
 import (
 	"encoding/json"
@@ -7,16 +11,16 @@ import (
 	"testing"
 )
 
-// tinyOverhead is the chat template overhead of the tokenizer writeTokenizer
+// TinyOverhead is the chat template overhead of the tokenizer WriteTokenizer
 // writes: "<|im_start|>" "user\n" "<|im_end|>" "\n" "<|im_start|>"
 // "assistant\n", one token per byte and one per special token:
 // 1 + 5 + 1 + 1 + 1 + 10.
-const tinyOverhead = 19
+const TinyOverhead = 19
 
-// writeTokenizer writes a small, valid Hugging Face tokenizer into a new
+// WriteTokenizer writes a small, valid Hugging Face tokenizer into a new
 // directory and returns it: a byte-level BPE with no merges (one token per
 // byte of text), two special tokens and a ChatML template.
-func writeTokenizer(t *testing.T) string {
+func WriteTokenizer(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the
@@ -60,11 +64,11 @@ func writeTokenizer(t *testing.T) string {
 	return dir
 }
 
-// writeCorruptTokenizer writes the tokenizer of writeTokenizer with its
+// WriteCorruptTokenizer writes the tokenizer of WriteTokenizer with its
 // tokenizer.json cut in half, as an interrupted download leaves it.
-func writeCorruptTokenizer(t *testing.T) string {
+func WriteCorruptTokenizer(t testing.TB) string {
 	t.Helper()
-	dir := writeTokenizer(t)
+	dir := WriteTokenizer(t)
 	p := filepath.Join(dir, "tokenizer.json")
 	b, err := os.ReadFile(p)
 	if err != nil {
