@@ -60,12 +60,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/inferbench/inferbench/benchkit"
 )
 
 func main() {
@@ -75,21 +76,11 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// exitCode maps run's error to the exit status the doc promises and says
-// why on stderr.
+// exitCode says why on stderr and maps run's error to the exit status the
+// doc promises (benchkit.ExitCode).
 func exitCode(err error, stderr io.Writer) int {
-	var u *usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &u):
+	if err != nil {
 		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
-		return 2
-	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
-		return 130
-	default:
-		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
-		return 1
 	}
+	return benchkit.ExitCode(err)
 }

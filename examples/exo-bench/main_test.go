@@ -145,7 +145,7 @@ func TestBadUsage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, _, dir, err := runFast(t, tc.args...)
-		var u *usageError
+		var u *benchkit.UsageError
 		if !errors.As(err, &u) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want a usage error saying %q", tc.args, err, tc.want)
 		}

@@ -23,19 +23,6 @@ import (
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
 
-// usageError is bad usage: exit status 2, nothing sent.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
-
-// errSomeFailed: the run finished but some requests failed (exit 1).
-var errSomeFailed = errors.New("some requests failed; their rows say why")
-
-// errInterrupted: a signal stopped the run (exit 130).
-var errInterrupted = errors.New("interrupted")
-
 // intList is a flag of comma- or space-separated ints that may repeat.
 type intList []int
 
@@ -86,7 +73,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	if p := os.Getenv("EXO_PORT"); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil {
-			return nil, usagef("EXO_PORT=%q is not a port number", p)
+			return nil, benchkit.Usagef("EXO_PORT=%q is not a port number", p)
 		}
 		port = n
 	}
@@ -126,10 +113,10 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &usageError{err.Error()}
+		return nil, &benchkit.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("unexpected arguments %q", fs.Args())
+		return nil, benchkit.Usagef("unexpected arguments %q", fs.Args())
 	}
 	c.visited = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { c.visited[f.Name] = true })
@@ -175,13 +162,13 @@ func (c *config) validate() error {
 		}
 	} else {
 		if c.model == "" {
-			return usagef("--model is required with --host")
+			return benchkit.Usagef("--model is required with --host")
 		}
 		if c.tokenizer == "" {
-			return usagef("--tokenizer DIR is required with --host: prompts are counted with the model's own tokenizer.json and chat template")
+			return benchkit.Usagef("--tokenizer DIR is required with --host: prompts are counted with the model's own tokenizer.json and chat template")
 		}
 		if c.preset != "" {
-			return usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
+			return benchkit.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
 		}
 		if !c.visited["pause-repeat"] {
 			c.pauseRep = benchkit.ExoPauseBetweenRepeats.Seconds()
@@ -191,7 +178,7 @@ func (c *config) validate() error {
 		}
 	}
 	if len(c.pp) == 0 || len(c.tg) == 0 {
-		return usagef("--pp and --tg are required")
+		return benchkit.Usagef("--pp and --tg are required")
 	}
 	if len(c.concurrency) == 0 {
 		c.concurrency = intList{1}
@@ -204,49 +191,49 @@ func (c *config) validate() error {
 	}{{"metrics-interval", c.metricsInterval}, {"timeout", c.timeout}, {"grace", c.grace},
 		{"settle-timeout", c.settle}, {"pause-repeat", c.pauseRep}, {"pause-group", c.pauseGrp}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || math.Abs(f.v) > maxSeconds {
-			return usagef("--%s=%v: want a finite number of seconds up to %g", f.name, f.v, float64(maxSeconds))
+			return benchkit.Usagef("--%s=%v: want a finite number of seconds up to %g", f.name, f.v, float64(maxSeconds))
 		}
 	}
 	if c.repeat < 1 {
-		return usagef("--repeat=%d: must be at least 1", c.repeat)
+		return benchkit.Usagef("--repeat=%d: must be at least 1", c.repeat)
 	}
 	if c.warmup < 0 {
-		return usagef("--warmup=%d: must be 0 or more", c.warmup)
+		return benchkit.Usagef("--warmup=%d: must be 0 or more", c.warmup)
 	}
 	if c.port < 1 || c.port > 65535 {
-		return usagef("--port=%d: not a port number", c.port)
+		return benchkit.Usagef("--port=%d: not a port number", c.port)
 	}
 	if !slicesContains(formats, c.format) {
-		return usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
+		return benchkit.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
 	}
 	if c.metricsInterval < energy.MinInterval.Seconds() {
-		return usagef("--metrics-interval=%v: must be at least %v seconds", c.metricsInterval, energy.MinInterval.Seconds())
+		return benchkit.Usagef("--metrics-interval=%v: must be at least %v seconds", c.metricsInterval, energy.MinInterval.Seconds())
 	}
 	if c.timeout <= 0 {
-		return usagef("--timeout=%v: must be positive", c.timeout)
+		return benchkit.Usagef("--timeout=%v: must be positive", c.timeout)
 	}
 	if c.grace < 0 {
-		return usagef("--grace=%v: must be 0 or more", c.grace)
+		return benchkit.Usagef("--grace=%v: must be 0 or more", c.grace)
 	}
 	if c.settle < 0 {
-		return usagef("--settle-timeout=%v: must be 0 or more", c.settle)
+		return benchkit.Usagef("--settle-timeout=%v: must be 0 or more", c.settle)
 	}
 	if !slicesContains([]string{"ring", "jaccl", "both"}, c.instanceMeta) {
-		return usagef("--instance-meta=%q: want ring, jaccl or both", c.instanceMeta)
+		return benchkit.Usagef("--instance-meta=%q: want ring, jaccl or both", c.instanceMeta)
 	}
 	if !slicesContains([]string{"pipeline", "tensor", "both"}, c.sharding) {
-		return usagef("--sharding=%q: want pipeline, tensor or both", c.sharding)
+		return benchkit.Usagef("--sharding=%q: want pipeline, tensor or both", c.sharding)
 	}
 	if c.minNodes < 1 || c.maxNodes < c.minNodes {
-		return usagef("--min-nodes=%d --max-nodes=%d: want 1 ≤ min ≤ max", c.minNodes, c.maxNodes)
+		return benchkit.Usagef("--min-nodes=%d --max-nodes=%d: want 1 ≤ min ≤ max", c.minNodes, c.maxNodes)
 	}
 	if c.preset != "" {
 		if _, err := sim.PresetByName(c.preset); err != nil {
-			return usagef("--preset=%q: want one of %s", c.preset, presetNames())
+			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, presetNames())
 		}
 	}
 	if c.pauseRep < 0 || c.pauseGrp < 0 {
-		return usagef("--pause-repeat=%v --pause-group=%v: pauses must not be negative", c.pauseRep, c.pauseGrp)
+		return benchkit.Usagef("--pause-repeat=%v --pause-group=%v: pauses must not be negative", c.pauseRep, c.pauseGrp)
 	}
 	if c.jsonl == "" && c.jsonOut != "" {
 		c.jsonl = strings.TrimSuffix(c.jsonOut, filepath.Ext(c.jsonOut)) + ".jsonl"
@@ -254,7 +241,7 @@ func (c *config) validate() error {
 	// The plan's own rules (tg ≥ 2, positive lengths and concurrency) are
 	// checked here too; the template overhead once the tokenizer is known.
 	if err := c.plan().Validate(-1); err != nil {
-		return &usageError{err.Error()}
+		return &benchkit.UsageError{Err: err}
 	}
 	return nil
 }
@@ -299,17 +286,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.tokenizer != "" {
 		tok, err := hf.Load(c.tokenizer)
 		if err != nil {
-			return usagef("--tokenizer=%s: %v", c.tokenizer, err)
+			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
 		// The plan is checked against the template's overhead before the
 		// cluster is asked anything.
 		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: counter})
 		if err != nil {
-			return usagef("--tokenizer=%s: %v", c.tokenizer, err)
+			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		if err := c.plan().Validate(overhead); err != nil {
-			return &usageError{err.Error()}
+			return &benchkit.UsageError{Err: err}
 		}
 	}
 
@@ -344,7 +331,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	client, err := exo.New(base, &exo.Options{MaxBurst: maxInt(c.concurrency), RequestTimeout: seconds(c.timeout)})
 	if err != nil {
-		return usagef("--host: %v", err)
+		return benchkit.Usagef("--host: %v", err)
 	}
 	card, err := client.ResolveModel(ctx, c.model, c.forceDownload)
 	if err != nil {
@@ -357,7 +344,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	plan := c.plan()
 	if err := plan.Validate(overhead); err != nil {
-		return &usageError{err.Error()}
+		return &benchkit.UsageError{Err: err}
 	}
 
 	sweep := &benchkit.ExoSweep{
@@ -434,11 +421,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case runErr != nil && ctx.Err() != nil:
-		return fmt.Errorf("%w after %d requests: %d rows written", errInterrupted, len(res.Rows), len(res.Rows))
+		return fmt.Errorf("interrupted after %d requests, every row written: %w", len(res.Rows), ctx.Err())
 	case runErr != nil:
 		return runErr
 	case failed > 0:
-		return fmt.Errorf("%w: %d of %d", errSomeFailed, failed, len(res.Rows))
+		return fmt.Errorf("%w: %d of %d; their rows say why", benchkit.ErrRequestsFailed, failed, len(res.Rows))
 	}
 	return nil
 }
