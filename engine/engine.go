@@ -32,6 +32,7 @@ func (f Func) Complete(ctx context.Context, req Request) (Result, error) { retur
 // released at a shared instant writes its bytes at once instead of dialing
 // first. Prewarm returns when n idle connections are open and ready for the
 // next n Complete calls, or with an error saying how many it managed.
+// Preparer is its companion: it readies what is written on them.
 type Prewarmer interface {
 	Prewarm(ctx context.Context, n int) error
 }
