@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
@@ -91,7 +92,7 @@ func body(req engine.Request) ([]byte, []error, error) {
 // Complete sends req to the cluster and waits for the whole response. A
 // request with IgnoreEOS goes to /bench/chat/completions (end-of-sequence
 // banned, use_prefix_cache honoured), any other to /v1/chat/completions.
-// It is never retried.
+// It is never retried. It is Prepare followed by Send.
 //
 // The trace's Start is the instant the transport hands over an open
 // connection, just before the request is written (engine.NotifySend gets
@@ -102,7 +103,39 @@ func body(req engine.Request) ([]byte, []error, error) {
 // token count taken from the usage deltas when every chunk carries usage,
 // else 1.
 func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
-	var res engine.Result
+	p, err := c.prepare(req)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return p.Send(ctx)
+}
+
+// Prepare encodes req's body and builds its HTTP request (path, headers)
+// without sending anything, so that a burst's requests are ready before it
+// is released; the Prepared's Send writes it and reads the answer as
+// Complete does. It implements engine.Preparer. Its only error is a body
+// that does not encode (an Extra value json.Marshal refuses), of kind
+// engine.KindOther. ctx is not kept.
+func (c *Client) Prepare(_ context.Context, req engine.Request) (engine.Prepared, error) {
+	p, err := c.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// prepared is a request to the cluster ready to send.
+type prepared struct {
+	c     *Client
+	req   engine.Request // what the answer is checked against
+	op    string
+	hreq  *http.Request // without a context: Send gives it its own
+	warns []error
+	sent  atomic.Bool
+}
+
+// prepare does Complete's client-side work.
+func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	path := ChatPath
 	if req.IgnoreEOS {
 		path = BenchPath
@@ -111,9 +144,35 @@ func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Resul
 	op := "POST " + target
 	payload, warns, err := body(req)
 	if err != nil {
-		return res, &engine.Error{Kind: engine.KindOther, Op: op, Err: fmt.Errorf("encoding the request: %w", err)}
+		return nil, &engine.Error{Kind: engine.KindOther, Op: op, Err: fmt.Errorf("encoding the request: %w", err)}
 	}
-	res.Warnings = warns
+	hreq, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(payload))
+	if err != nil {
+		return nil, &engine.Error{Kind: engine.KindOther, Op: op, Err: err}
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			hreq.Header.Add(k, v)
+		}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if req.Stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	return &prepared{c: c, req: req, op: op, hreq: hreq, warns: warns}, nil
+}
+
+// Send writes the prepared request and reads the whole response, as
+// Complete does; a second Send returns engine.SentTwice's error.
+func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
+	if !p.sent.CompareAndSwap(false, true) {
+		return engine.Result{}, engine.SentTwice(p.op)
+	}
+	c, req, op := p.c, p.req, p.op
+	var res engine.Result
+	res.Warnings = p.warns
 
 	var started bool
 	trace := &httptrace.ClientTrace{
@@ -130,21 +189,7 @@ func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Resul
 			engine.NotifySend(ctx, res.Trace.Start)
 		},
 	}
-	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, target, bytes.NewReader(payload))
-	if err != nil {
-		return res, &engine.Error{Kind: engine.KindOther, Op: op, Err: err}
-	}
-	for k, vs := range req.Header {
-		for _, v := range vs {
-			hreq.Header.Add(k, v)
-		}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if req.Stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
-	}
+	hreq := p.hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
 
 	resp, err := c.bench.Do(hreq)
 	if err != nil {

@@ -8,8 +8,10 @@
 //
 // A benchmark request (Complete) goes out on a plain http.Client whose
 // Transport keeps up to Options.MaxBurst idle connections to the cluster, so
-// that Prewarm can open every connection of a burst before it is released.
-// It is never retried: a failed request is a recorded error, not a second
+// that Prewarm can open every connection of a burst before it is released,
+// and Prepare (engine.Preparer) encodes each request's body and builds its
+// headers before the release, leaving Send only the I/O. It is never
+// retried: a failed request is a recorded error, not a second
 // try hidden from the caller.
 //
 // Every other call (models, state, placements, instances, downloads, links,
