@@ -150,6 +150,7 @@ type Client struct {
 var (
 	_ engine.Engine      = (*Client)(nil)
 	_ engine.Prewarmer   = (*Client)(nil)
+	_ engine.Preparer    = (*Client)(nil)
 	_ engine.ModelLister = (*Client)(nil)
 )
 

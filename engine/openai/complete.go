@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
@@ -37,23 +38,67 @@ const errorBodyBytes = 64 << 10
 // that is not JSON or a streaming response that is neither
 // text/event-stream nor JSON, KindStreamError for an error object in a stream (or in
 // a 200 body), KindCanceled or KindTimeout from ctx. The Result returned
-// with an error holds what was measured until then.
+// with an error holds what was measured until then. Complete is Prepare
+// followed by Send.
 func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
-	var res engine.Result
+	p, err := c.prepare(req)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return p.Send(ctx)
+}
+
+// Prepare validates req, encodes its body and builds its HTTP request
+// (headers, credentials) without sending anything, so that a burst's
+// requests are ready before it is released; the Prepared's Send writes it
+// and reads the answer as Complete does. It implements engine.Preparer.
+// Its errors are Complete's before anything is sent: an *engine.Error of
+// kind KindOther for negative or inconsistent token counts or a body that
+// does not encode (an Extra value json.Marshal refuses). ctx is not kept.
+func (c *Client) Prepare(_ context.Context, req engine.Request) (engine.Prepared, error) {
+	p, err := c.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// prepared is a chat completion request ready to send.
+type prepared struct {
+	c     *Client
+	req   engine.Request // what the answer is checked against
+	op    string
+	hreq  *http.Request // built without a context: Send gives it its own
+	warns []error
+	sent  atomic.Bool
+}
+
+// prepare does Complete's client-side work.
+func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	body, warns, err := c.requestBody(req)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	res.Warnings = warns
 	accept := "application/json"
 	if req.Stream {
 		accept = "text/event-stream"
 	}
-	hreq, err := c.newRequest(ctx, http.MethodPost, chatPath, body, accept, req.Header)
+	hreq, err := c.newRequest(context.Background(), http.MethodPost, chatPath, body, accept, req.Header)
 	if err != nil {
-		return res, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.redact(err)}
+		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.redact(err)}
 	}
-	op := "POST " + hreq.URL.String()
+	return &prepared{c: c, req: req, op: "POST " + hreq.URL.String(), hreq: hreq, warns: warns}, nil
+}
+
+// Send writes the prepared request and reads the whole response, as
+// Complete does; a second Send returns engine.SentTwice's error.
+func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
+	if !p.sent.CompareAndSwap(false, true) {
+		return engine.Result{}, engine.SentTwice(p.op)
+	}
+	c, req, op := p.c, p.req, p.op
+	var res engine.Result
+	res.Warnings = p.warns
 
 	// The send instant: httptrace reports the connection obtained just
 	// before the request is written. GotConn fires again only when the
@@ -78,7 +123,7 @@ func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Resul
 			engine.NotifySend(ctx, t)
 		}
 	}}
-	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
+	hreq := p.hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
 
 	resp, err := c.http.Do(hreq)
 	mu.Lock()

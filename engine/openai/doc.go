@@ -3,7 +3,9 @@
 // mlx_lm.server and Ollama.
 //
 // A [Client] implements [engine.Engine] (Complete), [engine.Prewarmer]
-// (Prewarm) and [engine.ModelLister] (Models):
+// (Prewarm), [engine.Preparer] (Prepare: the body encoded and the headers
+// built before a burst is released, Send left with only the I/O) and
+// [engine.ModelLister] (Models):
 //
 //	c, err := openai.New("http://127.0.0.1:8000", &openai.Options{APIKeyEnv: "VLLM_API_KEY"})
 //	res, err := c.Complete(ctx, engine.Request{
