@@ -209,9 +209,12 @@ func (t Traffic) String() string {
 
 // A Load measures an OpenAI-compatible (or any) engine under load: it
 // draws each request's lengths, builds every prompt to its exact length
-// with a per-request salt before anything is sent, sends the requests on
-// an open-loop schedule (or as one burst), and records one LoadRow per
-// request with the client's timing, the server's counts and the schedule.
+// with a per-request salt before anything is sent, prepares every request
+// ahead of its send when the engine is an engine.Preparer (the encoded
+// bodies are held until sent, about the size of the prompts), sends the
+// requests on an open-loop schedule (or as one burst), and records one
+// LoadRow per request with the client's timing, the server's counts and
+// the schedule.
 //
 // Set the fields, then call Run, or Sweep and FindMaxRate for several
 // rates. Engine, Model and Builder are required.
@@ -391,13 +394,31 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	})
 	defer stop()
 
+	// Every request is prepared (validated, encoded, its headers built:
+	// engine.Preparer) before it is due: a burst's in its worker before the
+	// release, an open loop's all before the schedule starts, so that the
+	// lag and the skew measure the sending, not the encoding. An engine
+	// that cannot prepare does that work in Complete, as before. A request
+	// that fails to prepare is a failed row and is not sent.
+	prepared := make([]engine.Prepared, n)
+	prepErrs := make([]error, n)
+	prepare := func(ctx context.Context, i int) error {
+		prepared[i], prepErrs[i] = engine.Prepare(ctx, l.Engine, l.request(prompts[i], outs[i]))
+		return prepErrs[i]
+	}
 	send := func(_ context.Context, i int, mark func(time.Time)) (engine.Result, error) {
-		return l.complete(engine.WithSendHook(reqCtx, mark), prompts[i], outs[i])
+		if prepErrs[i] != nil {
+			return engine.Result{}, fmt.Errorf("benchkit: preparing request %d: %w", i, prepErrs[i])
+		}
+		return sendWithin(engine.WithSendHook(reqCtx, mark), prepared[i], l.RequestTimeout)
 	}
 	var run *concurrency.Run[engine.Result]
 	if traffic.Burst > 0 {
-		run = concurrency.StartBurst(ctx, n, send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger})
+		run = concurrency.StartBurst(ctx, n, send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger, Prepare: prepare})
 	} else {
+		for i := range n {
+			_ = prepare(ctx, i) // a failure is that request's row, from send
+		}
 		run = concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{
 			Arrivals:    concurrency.Replay{Offsets: sched},
 			MaxInFlight: traffic.MaxConcurrency,
@@ -458,10 +479,11 @@ func (l *Load) prompts(ctx context.Context, ins []int) ([]promptsize.Prompt, err
 	return ps, nil
 }
 
-func (l *Load) complete(ctx context.Context, p promptsize.Prompt, tg int) (engine.Result, error) {
+// request is the request of prompt p generating tg tokens.
+func (l *Load) request(p promptsize.Prompt, tg int) engine.Request {
 	req := promptRequest(l.Request, l.Model, p, tg, !l.AllowEOS)
 	req.Stream = l.Stream
-	return completeWithin(ctx, l.Engine, req, l.RequestTimeout)
+	return req
 }
 
 // row turns one request's result into a LoadRow.

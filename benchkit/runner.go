@@ -57,7 +57,9 @@ var _ Observer = ObserverFunc(nil)
 
 // A Runner measures a Plan against an Engine: it builds each prompt to its
 // exact length, sends each cell's requests as one barrier-released burst
-// (concurrency.Burst; concurrency 1 is a burst of one), integrates sampled
+// (concurrency.Burst; concurrency 1 is a burst of one) whose connections
+// are opened (engine.Prewarmer) and whose requests are encoded
+// (engine.Preparer) before the release when the engine can, integrates sampled
 // power over each burst's window, computes each request's client timing,
 // compares the client's prompt count with the server's, and hands every row
 // to the Sinks as soon as it is measured.
@@ -295,10 +297,21 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 			r.log(ctx, slog.LevelWarn, "prewarm failed; requests may dial inside the measurement", "n", n, "err", err)
 		}
 	}
+	// Each worker prepares its request before the barrier (validation,
+	// JSON encoding, headers: engine.Preparer), so that only the I/O is
+	// left after the release. An engine that cannot prepare does that work
+	// in Complete, after the release. A request that fails to prepare is a
+	// failed row; the others are released.
+	prepared := make([]engine.Prepared, n)
+	opts := &concurrency.BurstOptions{Prepare: func(ctx context.Context, i int) error {
+		var err error
+		prepared[i], err = engine.Prepare(ctx, r.Engine, r.request(ps[i], cell.TG, plan))
+		return err
+	}}
 	r.poll(ctx)
 	br := concurrency.Burst(ctx, n, func(_ context.Context, i int, mark func(time.Time)) (engine.Result, error) {
-		return r.complete(engine.WithSendHook(reqCtx, mark), ps[i], cell.TG, plan)
-	}, nil)
+		return sendWithin(engine.WithSendHook(reqCtx, mark), prepared[i], r.RequestTimeout)
+	}, opts)
 	r.poll(ctx)
 
 	var en *Energy
@@ -331,10 +344,15 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 
 // complete sends one request.
 func (r *Runner) complete(ctx context.Context, p promptsize.Prompt, tg int, plan Plan) (engine.Result, error) {
+	return completeWithin(ctx, r.Engine, r.request(p, tg, plan), r.RequestTimeout)
+}
+
+// request is the request of prompt p generating tg tokens under plan.
+func (r *Runner) request(p promptsize.Prompt, tg int, plan Plan) engine.Request {
 	req := promptRequest(r.Request, r.Model, p, tg, !r.AllowEOS)
 	req.Stream = plan.Stream
 	req.UsePrefixCache = plan.UsePrefixCache
-	return completeWithin(ctx, r.Engine, req, r.RequestTimeout)
+	return req
 }
 
 // promptRequest fills a copy of the template tmpl with the model, the
@@ -360,6 +378,17 @@ func completeWithin(ctx context.Context, e engine.Engine, req engine.Request, ti
 		defer cancel()
 	}
 	return e.Complete(ctx, req)
+}
+
+// sendWithin sends a prepared request, bounded by timeout when it is
+// positive; the bound starts at the send, not at the preparation.
+func sendWithin(ctx context.Context, p engine.Prepared, timeout time.Duration) (engine.Result, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return p.Send(ctx)
 }
 
 // row turns one request's result into a Row.
