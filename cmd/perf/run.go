@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config{
 		quick: *quick, only: map[string]bool{}, jsonPath: *jsonPath,
 		modelsDir: *models, nodeDir: *nodeDir, goTest: *goTest,
-		skewNs: []int{1, 8, 64, 256}, skewBursts: 30,
+		skewNs: []int{1, 8, 64, 256}, skewBursts: 100,
 		sseStreams: 256, sseTokens: 2000,
 		itlConc: []int{1, 64}, itlChunks: 200, itlGap: 2 * time.Millisecond,
 		promptPPs: []int{512, 4096, 32768, 131072},
