@@ -3,9 +3,12 @@
 // -json, a JSON file of the same rows):
 //
 //  1. skew: the dispatch skew of a concurrency.Burst through the real
-//     adapters (engine/exo, engine/openai, prewarmed) against a loopback
-//     server that stamps each request's arrival, beside raw writes of the
-//     same bytes on pre-dialed sockets, as a ratio to that floor;
+//     adapters (engine/exo, engine/openai, prewarmed), each with its
+//     requests prepared before the release (engine.Preparer) and through
+//     Complete after it, against a loopback server that stamps each
+//     request's arrival, beside raw writes of the same bytes on pre-dialed
+//     sockets, as a ratio to that floor, and each sender's own work from
+//     its release to its first byte;
 //  2. sse: ns and allocations per token of the exo and openai stream
 //     readers on in-memory streams (the packages' BenchmarkReadStream, run
 //     with go test), and the most tokens/s one process ingests across many
