@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/inferbench/inferbench/engine"
@@ -82,5 +83,35 @@ func BenchmarkCompleteLoopback(b *testing.B) {
 		if _, err := c.Complete(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPrepare measures the client-side work Prepare moves before a
+// burst's release (validation, JSON encoding, the http.Request and its
+// headers) for a one-sentence prompt and a 32 KiB one; nothing is sent.
+func BenchmarkPrepare(b *testing.B) {
+	c, err := New("http://127.0.0.1:9", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []struct {
+		name    string
+		content string
+	}{
+		{"sentence", "Measure the dispatch skew of this request, please."},
+		{"32KiB", strings.Repeat("All work and no play makes Jack a dull boy. ", 32<<10/44)},
+	} {
+		req := engine.Request{Model: "m", MaxTokens: 128, IgnoreEOS: true,
+			Messages: []engine.Message{{Role: "user", Content: size.content}},
+			Header:   http.Header{"X-Index": {"7"}}}
+		b.Run(size.name, func(b *testing.B) {
+			b.SetBytes(int64(len(size.content)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Prepare(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
