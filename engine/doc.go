@@ -19,8 +19,14 @@
 //		err = p.Prewarm(ctx, n) // open n connections before a burst
 //	}
 //
-// [Prewarmer], [ModelLister] and [TokenCounter] each come with a Func
-// adapter. Adapters live in subpackages (engine/exo, engine/openai) and the
+// [Preparer] is the companion of [Prewarmer]: Prepare does a request's
+// client-side work (validation, JSON encoding, headers) ahead of time, so a
+// request released with a burst has only I/O left; [Prepare] gives every
+// engine that shape, falling back to Complete at Send for engines without
+// it.
+//
+// [Prewarmer], [ModelLister], [TokenCounter] and [Preparer] each come with a
+// Func adapter. Adapters live in subpackages (engine/exo, engine/openai) and the
 // embedded reference engine in engine/sim, so importing this package pulls in
 // no client of a particular server.
 //

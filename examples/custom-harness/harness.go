@@ -26,18 +26,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer srv.Close()
 	fmt.Fprintf(stderr, "custom-harness: measuring the embedded simulated engine at %s; figures are simulated\n", srv.URL)
 	eng, err := exo.New(srv.URL, nil)
-	b, reqs := &promptsize.Builder{Counter: srv.Counter()}, make([]engine.Request, n)
-	for i := range reqs { // prompts are built before the burst, never inside it
-		p, perr := b.BuildSalted(ctx, pp, promptsize.Salt(i))
-		err = errors.Join(err, perr)
-		reqs[i] = engine.Request{Model: srv.Model(), Messages: []engine.Message{engine.Message(p.Messages[0])}, MaxTokens: tg, IgnoreEOS: true, Stream: true}
+	b, preps, p := &promptsize.Builder{Counter: srv.Counter()}, make([]engine.Prepared, n), promptsize.Prompt{}
+	for i := 0; i < n && err == nil; i++ { // prompts built and bodies encoded before the burst, never inside it
+		if p, err = b.BuildSalted(ctx, pp, promptsize.Salt(i)); err == nil {
+			preps[i], err = engine.Prepare(ctx, eng, engine.Request{Model: srv.Model(), Messages: []engine.Message{engine.Message(p.Messages[0])}, MaxTokens: tg, IgnoreEOS: true, Stream: true})
+		}
 	}
 	sampler, serr := energy.NewSampler([]energy.Source{eng.PowerSource()}, energy.WithInterval(energy.MinInterval))
 	if err = errors.Join(err, serr); err != nil || sampler.Start(ctx) != nil {
 		return fmt.Errorf("set up: %w", err)
 	}
 	br := concurrency.Burst(ctx, n, func(ctx context.Context, i int, mark func(time.Time)) (engine.Result, error) {
-		return eng.Complete(engine.WithSendHook(ctx, mark), reqs[i])
+		return preps[i].Send(engine.WithSendHook(ctx, mark))
 	}, nil)
 	rec, agg := sampler.Stop(), make([]timing.BurstRequest, n)
 	for i, q := range br.Requests {
