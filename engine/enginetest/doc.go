@@ -19,8 +19,9 @@
 // *engine.StatusError or another typed kind), and so are the faults the
 // caller lists; concurrent requests succeed. Optional capabilities are
 // checked when the engine has them: a Prewarmer prewarms and then serves a
-// burst, a ModelLister lists the model, a TokenCounter counts the prompt as
-// the server does.
+// burst, a Preparer prepares without sending and sends exactly once, a
+// ModelLister lists the model, a TokenCounter counts the prompt as the server
+// does.
 //
 // Check runs the same checks outside a test and returns what it found.
 package enginetest

@@ -215,6 +215,7 @@ func checks() []check {
 		{"faults", checkFaults},
 		{"concurrent", checkConcurrent},
 		{"prewarm", checkPrewarm},
+		{"prepare", checkPrepare},
 		{"models", checkModels},
 		{"count_tokens", checkCountTokens},
 	}
@@ -655,6 +656,58 @@ func checkPrewarm(ctx context.Context, c Config) []error {
 		return []error{fmt.Errorf("Prewarm(%d): want success, got %w", c.Concurrency, err)}
 	}
 	return checkConcurrent(ctx, c)
+}
+
+// checkPrepare: an engine that is a Preparer prepares each mode's request
+// without sending it (the send hook stays silent until Send), sends it
+// with a valid trace and the hook called once with Trace.Start, and refuses
+// a second Send with an error wrapping engine.ErrAlreadySent.
+func checkPrepare(ctx context.Context, c Config) []error {
+	p, ok := c.Engine.(engine.Preparer)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, m := range c.modes() {
+		var mu sync.Mutex
+		var calls []time.Time
+		hctx := engine.WithSendHook(ctx, func(t time.Time) {
+			mu.Lock()
+			calls = append(calls, t)
+			mu.Unlock()
+		})
+		pctx, cancel := context.WithTimeout(hctx, c.Timeout)
+		prep, err := p.Prepare(pctx, c.request(m, c.MaxTokens))
+		if err != nil {
+			cancel()
+			errs = append(errs, fmt.Errorf("%s request: Prepare: want success, got %w", m, err))
+			continue
+		}
+		mu.Lock()
+		early := len(calls)
+		mu.Unlock()
+		if early != 0 {
+			errs = append(errs, fmt.Errorf("%s request: Prepare called the send hook %d times, want none before Send", m, early))
+		}
+		res, err := prep.Send(pctx)
+		if err != nil {
+			cancel()
+			errs = append(errs, fmt.Errorf("%s request: Send: want success, got %w", m, err))
+			continue
+		}
+		errs = append(errs, traceErrors(m, c, res)...)
+		mu.Lock()
+		got := append([]time.Time(nil), calls...)
+		mu.Unlock()
+		if c.SendHook && (len(got) != 1 || !got[0].Equal(res.Trace.Start)) {
+			errs = append(errs, fmt.Errorf("%s request: Send called the send hook with %v, want once with Trace.Start %v", m, got, res.Trace.Start))
+		}
+		if _, err := prep.Send(pctx); !errors.Is(err, engine.ErrAlreadySent) {
+			errs = append(errs, fmt.Errorf("%s request: a second Send returned %v, want an error wrapping engine.ErrAlreadySent", m, err))
+		}
+		cancel()
+	}
+	return errs
 }
 
 // checkModels: an engine that is a ModelLister lists Config.Model.

@@ -128,7 +128,24 @@ func (f *capable) CountTokens(_ context.Context, m string, msgs []engine.Message
 	return 12, nil
 }
 
+// Prepare readies a request whose Send calls the fake's Complete once; the
+// "resend" fake lets a Prepared be sent again, the "eager" one calls the
+// send hook while preparing.
+func (f *capable) Prepare(ctx context.Context, req engine.Request) (engine.Prepared, error) {
+	if f.broken == "eager" {
+		engine.NotifySend(ctx, time.Now())
+	}
+	var sent atomic.Bool
+	return engine.PreparedFunc(func(ctx context.Context) (engine.Result, error) {
+		if sent.Swap(true) && f.broken != "resend" {
+			return engine.Result{}, engine.SentTwice("fake send")
+		}
+		return f.Complete(ctx, req)
+	}), nil
+}
+
 var (
+	_ engine.Preparer     = (*capable)(nil)
 	_ engine.Prewarmer    = (*capable)(nil)
 	_ engine.ModelLister  = (*capable)(nil)
 	_ engine.TokenCounter = (*capable)(nil)
@@ -143,6 +160,8 @@ func TestCapabilities(t *testing.T) {
 		{"cold", []string{"prewarm"}},
 		{"no model", []string{"models"}},
 		{"drift", []string{"count_tokens"}},
+		{"resend", []string{"prepare"}},
+		{"eager", []string{"prepare"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.broken, func(t *testing.T) {
