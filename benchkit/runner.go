@@ -324,12 +324,20 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 		return int(a.Done - b.Done)
 	})
 	rows := make([]Row, 0, n)
-	for order, q := range reqs {
+	order := 0
+	for _, q := range reqs {
+		// A request that ctx stopped before the release was never
+		// attempted: it is not a row. (One whose Prepare failed is.)
+		if !q.Dispatched && ctx.Err() != nil && errors.Is(q.Err, ctx.Err()) {
+			continue
+		}
 		row := r.row(q, ps[q.Index], cell, rpt, plan)
 		row.DispatchSkewS = br.Skew.Max.Seconds()
 		if n > 1 {
-			row.ConcurrentIndex = &order
+			ci := order
+			row.ConcurrentIndex = &ci
 		}
+		order++
 		if en != nil {
 			e := *en
 			row.Energy = &e

@@ -244,3 +244,29 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}
 }
+
+// cancelOnPrepare is an engine whose Prepare cancels the run, as a signal
+// arriving while a burst is being prepared does.
+type cancelOnPrepare struct {
+	fakeEngine
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnPrepare) Prepare(ctx context.Context, req engine.Request) (engine.Prepared, error) {
+	c.cancel()
+	return engine.PreparedFunc(func(ctx context.Context) (engine.Result, error) { return c.Complete(ctx, req) }), nil
+}
+
+func TestRunnerUnsentRequestsAreNotRows(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &cancelOnPrepare{cancel: cancel}
+	var col Collector
+	r := &Runner{Engine: e, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Sinks: []Sink{&col}}
+	rep, err := r.Run(ctx, Plan{PP: []int{20}, TG: []int{4}, Concurrency: []int{3}})
+	if !errors.Is(err, context.Canceled) || !rep.Interrupted {
+		t.Fatalf("err %v interrupted %v, want context.Canceled and true", err, rep.Interrupted)
+	}
+	if n := e.calls.Load(); n != 0 || len(rep.Rows) != 0 || len(col.Rows()) != 0 {
+		t.Errorf("%d requests sent, %d rows, %d collected; want none: a request stopped before the release was never attempted", n, len(rep.Rows), len(col.Rows()))
+	}
+}
