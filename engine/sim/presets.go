@@ -172,14 +172,23 @@ func Presets() []Preset {
 	return []Preset{M3UltraGemma27B(), M4MaxLlama8B(), H100Llama8B(), Fast()}
 }
 
+// PresetNames returns the Names of the built-in presets, in Presets'
+// order: what a --preset flag accepts.
+func PresetNames() []string {
+	var names []string
+	for _, p := range Presets() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // PresetByName returns the built-in preset with the given Name.
 func PresetByName(name string) (Preset, error) {
-	var names []string
+	names := PresetNames()
 	for _, p := range Presets() {
 		if p.Name == name {
 			return p, nil
 		}
-		names = append(names, p.Name)
 	}
 	return Preset{}, fmt.Errorf("sim: unknown preset %q: expected one of %q", name, names)
 }

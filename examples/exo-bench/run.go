@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,33 +24,11 @@ import (
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
 
-// intList is a flag of comma- or space-separated ints that may repeat.
-type intList []int
-
-func (l *intList) String() string {
-	s := make([]string, len(*l))
-	for i, v := range *l {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l *intList) Set(v string) error {
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", f)
-		}
-		*l = append(*l, n)
-	}
-	return nil
-}
-
 type config struct {
 	host, model, tokenizer, format, jsonOut, jsonl, preset string
 	instanceMeta, sharding                                 string
 	port, repeat, warmup, minNodes, maxNodes               int
-	pp, tg, concurrency                                    intList
+	pp, tg, concurrency                                    benchkit.IntList
 	stdout, dryRun, allCombinations, stream, noMetrics     bool
 	prefixCache, forceDownload, reuse, dangerDelete, salt  bool
 	metricsInterval, timeout, settle, pauseRep, pauseGrp   float64
@@ -105,7 +84,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json")
 	fs.StringVar(&c.format, "format", "table", "stdout format: "+strings.Join(formats, ", "))
 	fs.StringVar(&c.jsonl, "jsonl", "", "rows as measured (default: --json-out with .jsonl)")
-	fs.StringVar(&c.preset, "preset", "", "embedded engine preset: "+presetNames())
+	fs.StringVar(&c.preset, "preset", "", "embedded engine preset: "+strings.Join(sim.PresetNames(), ", "))
 	fs.Float64Var(&c.pauseRep, "pause-repeat", -1, "seconds before each burst (default 3 against a cluster, 0 embedded)")
 	fs.Float64Var(&c.pauseGrp, "pause-group", -1, "seconds after each group (default 2 against a cluster, 0 embedded)")
 	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request")
@@ -123,30 +102,22 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	return c, c.validate()
 }
 
-func presetNames() string {
-	var n []string
-	for _, p := range sim.Presets() {
-		n = append(n, p.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
 // validate checks every flag before anything is sent and fills the
 // defaults that depend on the target.
 func (c *config) validate() error {
 	c.embedded = c.host == ""
 	if c.embedded {
 		if len(c.pp) == 0 {
-			c.pp = intList{128, 256}
+			c.pp = benchkit.IntList{128, 256}
 		}
 		if len(c.tg) == 0 {
-			c.tg = intList{32}
+			c.tg = benchkit.IntList{32}
 		}
 		if !c.visited["repeat"] {
 			c.repeat = 2
 		}
 		if len(c.concurrency) == 0 {
-			c.concurrency = intList{1, 4}
+			c.concurrency = benchkit.IntList{1, 4}
 		}
 		if !c.visited["max-nodes"] {
 			c.maxNodes = 1
@@ -181,7 +152,7 @@ func (c *config) validate() error {
 		return benchkit.Usagef("--pp and --tg are required")
 	}
 	if len(c.concurrency) == 0 {
-		c.concurrency = intList{1}
+		c.concurrency = benchkit.IntList{1}
 	}
 	// Seconds become time.Durations: NaN, infinities and values past what
 	// a Duration holds would convert to nonsense.
@@ -229,7 +200,7 @@ func (c *config) validate() error {
 	}
 	if c.preset != "" {
 		if _, err := sim.PresetByName(c.preset); err != nil {
-			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, presetNames())
+			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
 		}
 	}
 	if c.pauseRep < 0 || c.pauseGrp < 0 {
@@ -329,7 +300,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(info, "exo-bench: no --host given: measuring the embedded SIMULATED engine at %s (preset %s); every figure below is simulated, not measured on hardware\n", base, preset.Name)
 	}
 
-	client, err := exo.New(base, &exo.Options{MaxBurst: maxInt(c.concurrency), RequestTimeout: seconds(c.timeout)})
+	client, err := exo.New(base, &exo.Options{MaxBurst: slices.Max(c.concurrency), RequestTimeout: seconds(c.timeout)})
 	if err != nil {
 		return benchkit.Usagef("--host: %v", err)
 	}
@@ -488,12 +459,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func maxInt(x []int) int {
-	m := 0
-	for _, v := range x {
-		m = max(m, v)
-	}
-	return m
 }

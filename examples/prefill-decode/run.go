@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,30 +22,6 @@ import (
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
 
-// intList is a flag of comma-separated ints.
-type intList []int
-
-func (l *intList) String() string {
-	s := make([]string, len(*l))
-	for i, v := range *l {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l *intList) Set(v string) error {
-	var out intList
-	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", f)
-		}
-		out = append(out, n)
-	}
-	*l = out
-	return nil
-}
-
 // side is one side's resolved settings.
 type side struct {
 	model, node string
@@ -55,7 +32,7 @@ type config struct {
 	configPath, host, model, prefillModel, prefillNode, decodeNode string
 	tokenizer, format, jsonOut, preset, instanceMeta, sharding     string
 	port, repeat, warmup, minNodes, maxNodes                       int
-	pp, tg, concurrency                                            intList
+	pp, tg, concurrency                                            benchkit.IntList
 	allCombinations, compareBaseline, dryRun, stream, stdout       bool
 	skipPipelineJaccl, skipTensorRing, forceDownload, dangerDelete bool
 	noProbe                                                        bool
@@ -114,7 +91,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.forceDownload, "force-download", false, "add a model to the cluster's cards if missing")
 	fs.BoolVar(&c.dangerDelete, "danger-delete-downloads", false, "free disk by deleting other downloads")
 	fs.StringVar(&c.tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json")
-	fs.StringVar(&c.preset, "preset", sim.Fast().Name, "embedded engine preset: "+presetNames())
+	fs.StringVar(&c.preset, "preset", sim.Fast().Name, "embedded engine preset: "+strings.Join(sim.PresetNames(), ", "))
 	fs.Float64Var(&c.pause, "pause", 2, "seconds slept before each request and after each group (embedded default 0)")
 	fs.BoolVar(&c.noProbe, "no-probe", false, "skip the probe request after each phase")
 	if err := fs.Parse(args); err != nil {
@@ -235,24 +212,16 @@ func (c *config) resolveSides(fc *fileConfig, visited map[string]bool) error {
 	return nil
 }
 
-func presetNames() string {
-	var n []string
-	for _, p := range sim.Presets() {
-		n = append(n, p.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
 // validate checks every value and fills the defaults that depend on the
 // target, for the flags neither the command line nor the file set.
 func (c *config) validate() error {
 	c.embedded = c.host == ""
 	if c.embedded {
 		if !c.given["pp"] {
-			c.pp = intList{4096}
+			c.pp = benchkit.IntList{4096}
 		}
 		if !c.given["tg"] {
-			c.tg = intList{128}
+			c.tg = benchkit.IntList{128}
 		}
 		if !c.given["repeat"] {
 			c.repeat = 2
@@ -267,7 +236,7 @@ func (c *config) validate() error {
 			c.pause = 0
 		}
 		if _, err := sim.PresetByName(c.preset); err != nil {
-			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, presetNames())
+			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
 		}
 	} else {
 		if c.decode.model == "" {
@@ -281,7 +250,7 @@ func (c *config) validate() error {
 		return benchkit.Usagef("--pp and --tg are required")
 	}
 	if len(c.concurrency) == 0 {
-		c.concurrency = intList{1}
+		c.concurrency = benchkit.IntList{1}
 	}
 	for _, s := range []struct {
 		name string
@@ -402,7 +371,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		fmt.Fprintf(stderr, "prefill-decode: no --host given: measuring the embedded SIMULATED engine at %s (preset %s, 2 simulated nodes); every figure is simulated, not measured on hardware\n", base, srv.Preset())
 	}
 
-	client, err := exo.New(base, &exo.Options{MaxBurst: max(maxInt(c.concurrency), 1), RequestTimeout: seconds(c.timeout)})
+	client, err := exo.New(base, &exo.Options{MaxBurst: max(slices.Max(c.concurrency), 1), RequestTimeout: seconds(c.timeout)})
 	if err != nil {
 		return benchkit.Usagef("--host: %v", err)
 	}
@@ -522,12 +491,4 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
-}
-
-func maxInt(x []int) int {
-	m := 0
-	for _, v := range x {
-		m = max(m, v)
-	}
-	return m
 }
