@@ -432,6 +432,11 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	}
 	var rows []LoadRow
 	for q := range run.Results() {
+		// A request that ctx stopped before it was sent (a burst not yet
+		// released) was never attempted: it is not a row.
+		if !q.Dispatched && ctx.Err() != nil && errors.Is(q.Err, ctx.Err()) {
+			continue
+		}
 		row := l.row(q, prompts[q.Index], ins[q.Index], outs[q.Index])
 		row.Run, row.Rate = runIdx, rate
 		if l.OnRow != nil {
