@@ -35,7 +35,11 @@ func newPlot(title, x, y string) *gplot.Plot {
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Add(plotter.NewGrid())
+	// Every plot here rises to the right (throughput with concurrency,
+	// latency with load or length), so the legend sits top left, over the
+	// part of the area the lines leave empty.
 	p.Legend.Top = true
+	p.Legend.Left = true
 	return p
 }
 

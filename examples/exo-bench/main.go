@@ -51,6 +51,8 @@
 //	--pause-repeat, --pause-group  seconds slept before each burst and after each
 //	                      group (exo: 3 and 2; * 0 and 0)
 //	--salt                a unique prefix per request, so no two share a cached prefix
+//	--plot PNG            generation throughput against concurrency: Σ tokens / wall
+//	                      beside exo's max × N, per (pp, tg)
 //
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why) or the run failed, 2 for bad usage (nothing is sent), 130

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"image"
+	_ "image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +157,22 @@ func TestBadUsage(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "out.json")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%v: results written for bad usage", tc.args)
 		}
+	}
+}
+
+func TestPlotIsAPNG(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "plots", "gen.png")
+	_, errOut, _, err := runFast(t, "--pp", "64", "--tg", "4", "--concurrency", "1,2,4", "--plot", png)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	f, err := os.Open(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, format, err := image.DecodeConfig(f)
+	if err != nil || format != "png" || cfg.Width < 300 || cfg.Height < 200 {
+		t.Errorf("plot: %v, format %q, %dx%d; want a PNG of at least 300x200", err, format, cfg.Width, cfg.Height)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -25,16 +26,16 @@ import (
 )
 
 type config struct {
-	host, model, tokenizer, format, jsonOut, jsonl, preset string
-	instanceMeta, sharding                                 string
-	port, repeat, warmup, minNodes, maxNodes               int
-	pp, tg, concurrency                                    benchkit.IntList
-	stdout, dryRun, allCombinations, stream, noMetrics     bool
-	prefixCache, forceDownload, reuse, dangerDelete, salt  bool
-	metricsInterval, timeout, settle, pauseRep, pauseGrp   float64
-	grace                                                  float64
-	embedded                                               bool
-	visited                                                map[string]bool
+	host, model, tokenizer, format, jsonOut, jsonl, preset, plot string
+	instanceMeta, sharding                                       string
+	port, repeat, warmup, minNodes, maxNodes                     int
+	pp, tg, concurrency                                          benchkit.IntList
+	stdout, dryRun, allCombinations, stream, noMetrics           bool
+	prefixCache, forceDownload, reuse, dangerDelete, salt        bool
+	metricsInterval, timeout, settle, pauseRep, pauseGrp         float64
+	grace                                                        float64
+	embedded                                                     bool
+	visited                                                      map[string]bool
 }
 
 // maxSeconds bounds every flag given in seconds: about 31 years, well
@@ -88,6 +89,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.pauseRep, "pause-repeat", -1, "seconds before each burst (default 3 against a cluster, 0 embedded)")
 	fs.Float64Var(&c.pauseGrp, "pause-group", -1, "seconds after each group (default 2 against a cluster, 0 embedded)")
 	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request")
+	fs.StringVar(&c.plot, "plot", "", "write a PNG of generation throughput against concurrency (Σ tokens / wall beside exo's max × N)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -402,6 +404,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary, stdout, info io.Writer) error {
+	if c.plot != "" {
+		title := doc.Meta.Model
+		if doc.Meta.Simulated {
+			title += " (simulated)"
+		}
+		p, err := plot.GenerationTPS(title, cells)
+		switch {
+		case errors.Is(err, plot.ErrNoData):
+			fmt.Fprintf(info, "plot: not written, %v\n", err)
+		case err != nil:
+			return err
+		default:
+			if err := createDir(c.plot); err != nil {
+				return err
+			}
+			if err := plot.SavePNG(c.plot, p); err != nil {
+				return err
+			}
+			fmt.Fprintf(info, "plot: %s\n", c.plot)
+		}
+	}
 	if c.jsonOut != "" && !c.stdout {
 		f, err := createFile(c.jsonOut)
 		if err != nil {
@@ -444,12 +467,18 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary
 }
 
 func createFile(path string) (*os.File, error) {
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
+	if err := createDir(path); err != nil {
+		return nil, err
 	}
 	return os.Create(path)
+}
+
+// createDir makes the directory a file at path goes in.
+func createDir(path string) error {
+	if dir := filepath.Dir(path); dir != "." {
+		return os.MkdirAll(dir, 0o755)
+	}
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {
