@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/inferbench/inferbench/energy"
@@ -66,6 +67,11 @@ type ExoResult struct {
 	SystemMetrics map[string]map[string]energy.MetricSummary
 	// Placements are the placements measured, in order.
 	Placements []exo.Placement
+	// Power holds each node's sampled power (sysPower) over every
+	// placement's run, and Windows when each burst ran, for plotting them
+	// together.
+	Power   []energy.PowerTrace
+	Windows []Window
 	// Interrupted is true when the sweep stopped before its plan was done.
 	Interrupted bool
 	// Warnings are the sweep's own (planning, relabelled placements,
@@ -120,8 +126,10 @@ func (s *ExoSweep) Run(ctx context.Context, plan Plan) (ExoResult, error) {
 		}
 		rep, rec, err := s.runPlacement(ctx, p, plan, &res)
 		res.Rows = append(res.Rows, rep.Rows...)
+		res.Windows = append(res.Windows, rep.Windows...)
 		res.Warnings = append(res.Warnings, rep.Warnings...)
 		if rec != nil {
+			res.Power = appendPower(res.Power, rec.Power())
 			for _, ser := range rec.Series {
 				if merged[ser.Node] == nil {
 					merged[ser.Node] = map[string][]energy.Sample{}
@@ -144,6 +152,20 @@ func (s *ExoSweep) Run(ctx context.Context, plan Plan) (ExoResult, error) {
 		return res, fmt.Errorf("benchkit: sweep interrupted: %w", err)
 	}
 	return res, nil
+}
+
+// appendPower adds each node's samples of more to the node's trace in
+// traces; placements run one after the other, so samples stay in order.
+func appendPower(traces, more []energy.PowerTrace) []energy.PowerTrace {
+	for _, m := range more {
+		i := slices.IndexFunc(traces, func(t energy.PowerTrace) bool { return t.Node == m.Node })
+		if i < 0 {
+			traces = append(traces, energy.PowerTrace{Node: m.Node})
+			i = len(traces) - 1
+		}
+		traces[i].Samples = append(traces[i].Samples, m.Samples...)
+	}
+	return traces
 }
 
 func summarizeMetrics(m map[string]map[string][]energy.Sample) map[string]map[string]energy.MetricSummary {

@@ -118,6 +118,22 @@ type Report struct {
 	// Warnings are the run's own: plan cautions, failed warmups, sink
 	// errors.
 	Warnings []string
+	// Windows are when the bursts ran, in order, for lining up other
+	// telemetry (a power plot) with the requests.
+	Windows []Window
+}
+
+// A Window is when one burst ran on the client's clock: from its release
+// to the end of its last request.
+type Window struct {
+	Cell   Cell
+	Repeat int
+	Start  time.Time
+	End    time.Time
+	// FirstToken is the earliest first content chunk among the burst's
+	// requests, splitting the window into prefill and generation; zero
+	// when the responses were not streamed.
+	FirstToken time.Time
 }
 
 // Cells summarises the report's rows per cell.
@@ -228,7 +244,10 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 			if err := r.sleep(ctx, plan.PauseBetweenRepeats); err != nil {
 				break
 			}
-			rows, err := r.burst(ctx, reqCtx, plan, cell, rpt, promptFor)
+			rows, win, err := r.burst(ctx, reqCtx, plan, cell, rpt, promptFor)
+			if !win.Start.IsZero() {
+				rep.Windows = append(rep.Windows, win)
+			}
 			for _, row := range rows {
 				rep.Rows = append(rep.Rows, row)
 				for _, s := range r.Sinks {
@@ -282,13 +301,13 @@ func Overhead(ctx context.Context, b *promptsize.Builder) (int, error) {
 // order the requests completed. ctx releases the burst; its requests run
 // under reqCtx. Its error is non-nil only when a prompt could not be built
 // or ctx ended.
-func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Row, error) {
+func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Row, Window, error) {
 	n := cell.Concurrency
 	ps := make([]promptsize.Prompt, n)
 	for i := range ps {
 		p, err := promptFor(cell.PP)
 		if err != nil {
-			return nil, fmt.Errorf("benchkit: build prompt of pp=%d: %w", cell.PP, err)
+			return nil, Window{}, fmt.Errorf("benchkit: build prompt of pp=%d: %w", cell.PP, err)
 		}
 		ps[i] = p
 	}
@@ -344,10 +363,19 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 		}
 		rows = append(rows, row)
 	}
-	if br.Err != nil {
-		return rows, fmt.Errorf("benchkit: run interrupted in %s repeat %d: %w", cell, rpt, br.Err)
+	var win Window
+	if br.Dispatched > 0 {
+		win = Window{Cell: cell, Repeat: rpt, Start: br.Start, End: br.Start.Add(br.Wall)}
+		for _, q := range br.Requests {
+			if ch := q.Value.Trace.Chunks; q.Err == nil && len(ch) > 0 && (win.FirstToken.IsZero() || ch[0].At.Before(win.FirstToken)) {
+				win.FirstToken = ch[0].At
+			}
+		}
 	}
-	return rows, nil
+	if br.Err != nil {
+		return rows, win, fmt.Errorf("benchkit: run interrupted in %s repeat %d: %w", cell, rpt, br.Err)
+	}
+	return rows, win, nil
 }
 
 // complete sends one request.

@@ -53,6 +53,8 @@
 //	--salt                a unique prefix per request, so no two share a cached prefix
 //	--plot PNG            generation throughput against concurrency: Σ tokens / wall
 //	                      beside exo's max × N, per (pp, tg)
+//	--plot-power PNG      each node's sampled power over the run, bursts shaded
+//	                      (prefill and generation when --stream)
 //
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why) or the run failed, 2 for bad usage (nothing is sent), 130

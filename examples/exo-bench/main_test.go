@@ -176,3 +176,25 @@ func TestPlotIsAPNG(t *testing.T) {
 		t.Errorf("plot: %v, format %q, %dx%d; want a PNG of at least 300x200", err, format, cfg.Width, cfg.Height)
 	}
 }
+
+func TestPowerPlot(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "power.png")
+	_, errOut, _, err := runFast(t, "--pp", "64", "--tg", "16", "--stream", "--plot-power", png)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut)
+	}
+	f, err := os.Open(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, format, err := image.DecodeConfig(f); err != nil || format != "png" {
+		t.Errorf("power plot: %v, format %q", err, format)
+	}
+	// Without node metrics there is nothing to plot: bad usage, said up front.
+	_, _, _, err = runFast(t, "--plot-power", png, "--no-system-metrics")
+	var u *benchkit.UsageError
+	if !errors.As(err, &u) {
+		t.Errorf("--plot-power with --no-system-metrics: %v, want a usage error", err)
+	}
+}

@@ -26,16 +26,16 @@ import (
 )
 
 type config struct {
-	host, model, tokenizer, format, jsonOut, jsonl, preset, plot string
-	instanceMeta, sharding                                       string
-	port, repeat, warmup, minNodes, maxNodes                     int
-	pp, tg, concurrency                                          benchkit.IntList
-	stdout, dryRun, allCombinations, stream, noMetrics           bool
-	prefixCache, forceDownload, reuse, dangerDelete, salt        bool
-	metricsInterval, timeout, settle, pauseRep, pauseGrp         float64
-	grace                                                        float64
-	embedded                                                     bool
-	visited                                                      map[string]bool
+	host, model, tokenizer, format, jsonOut, jsonl, preset, plot, plotPower string
+	instanceMeta, sharding                                                  string
+	port, repeat, warmup, minNodes, maxNodes                                int
+	pp, tg, concurrency                                                     benchkit.IntList
+	stdout, dryRun, allCombinations, stream, noMetrics                      bool
+	prefixCache, forceDownload, reuse, dangerDelete, salt                   bool
+	metricsInterval, timeout, settle, pauseRep, pauseGrp                    float64
+	grace                                                                   float64
+	embedded                                                                bool
+	visited                                                                 map[string]bool
 }
 
 // maxSeconds bounds every flag given in seconds: about 31 years, well
@@ -89,6 +89,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.pauseRep, "pause-repeat", -1, "seconds before each burst (default 3 against a cluster, 0 embedded)")
 	fs.Float64Var(&c.pauseGrp, "pause-group", -1, "seconds after each group (default 2 against a cluster, 0 embedded)")
 	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request")
+	fs.StringVar(&c.plotPower, "plot-power", "", "write a PNG of each node's sampled power over the run, bursts shaded (prefill and generation when streamed)")
 	fs.StringVar(&c.plot, "plot", "", "write a PNG of generation throughput against concurrency (Σ tokens / wall beside exo's max × N)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -204,6 +205,9 @@ func (c *config) validate() error {
 		if _, err := sim.PresetByName(c.preset); err != nil {
 			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
 		}
+	}
+	if c.plotPower != "" && c.noMetrics {
+		return benchkit.Usagef("--plot-power needs the node metrics that --no-system-metrics turns off")
 	}
 	if c.pauseRep < 0 || c.pauseGrp < 0 {
 		return benchkit.Usagef("--pause-repeat=%v --pause-group=%v: pauses must not be negative", c.pauseRep, c.pauseGrp)
@@ -386,6 +390,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := writeOutputs(c, doc, cells, stdout, info); err != nil {
 		return err
 	}
+	if err := writePowerPlot(c, doc.Meta, res, info); err != nil {
+		return err
+	}
 	failed := 0
 	for _, r := range res.Rows {
 		if r.Failed() {
@@ -471,6 +478,43 @@ func createFile(path string) (*os.File, error) {
 		return nil, err
 	}
 	return os.Create(path)
+}
+
+// writePowerPlot draws each node's sampled power over the run with every
+// burst shaded, split at its first token when streamed (--plot-power).
+func writePowerPlot(c *config, meta *benchkit.Meta, res benchkit.ExoResult, info io.Writer) error {
+	if c.plotPower == "" {
+		return nil
+	}
+	var phases []plot.Phase
+	for _, w := range res.Windows {
+		if w.FirstToken.IsZero() {
+			phases = append(phases, plot.Phase{Name: "burst", Start: w.Start, End: w.End})
+			continue
+		}
+		phases = append(phases, plot.Phase{Name: "prefill", Start: w.Start, End: w.FirstToken},
+			plot.Phase{Name: "generation", Start: w.FirstToken, End: w.End})
+	}
+	title := meta.Model + " power"
+	if meta.Simulated {
+		title += " (simulated)"
+	}
+	p, err := plot.Power(title, res.Power, phases)
+	if errors.Is(err, plot.ErrNoData) {
+		fmt.Fprintf(info, "power plot: not written, %v\n", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := createDir(c.plotPower); err != nil {
+		return err
+	}
+	if err := plot.SavePNG(c.plotPower, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(info, "power plot: %s\n", c.plotPower)
+	return nil
 }
 
 // createDir makes the directory a file at path goes in.
