@@ -76,6 +76,9 @@ type job struct {
 	notBefore    time.Duration
 	remoteStart  time.Duration
 	remote       int // 0 local, 1 at the prefill instance, 2 injected
+	// remoteIdleAt is the schedule instant the prefill instance went idle,
+	// when it was idle as the request was handed to it; -1 otherwise.
+	remoteIdleAt time.Duration
 	home         *instance
 	cacheIdx     int
 	admitted     time.Duration
@@ -130,6 +133,7 @@ type instance struct {
 	queue     []*job
 	nrunning  int
 	busy      bool
+	idleAt    time.Duration // schedule instant the instance last went idle
 	stopped   bool
 	stepStart time.Duration
 	stepEnd   time.Duration
@@ -175,6 +179,12 @@ func (in *instance) submit(j *job) bool {
 		}
 		j.arrived.Store(int64(j.arrival))
 		j.instID.Store(in.id)
+	}
+	if j.remote == 1 {
+		j.remoteIdleAt = -1
+		if !in.busy {
+			j.remoteIdleAt = in.idleAt
+		}
 	}
 	in.queue = append(in.queue, j)
 	in.mu.Unlock()
@@ -260,6 +270,7 @@ func (in *instance) run() {
 		in.nrunning = len(running)
 		if len(running) == 0 && len(in.queue) == 0 {
 			in.busy = false
+			in.idleAt = now
 			in.mu.Unlock()
 			select {
 			case <-in.wake:
@@ -387,6 +398,13 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 	switch j.remote {
 	case 1: // at the prefill instance: prefill, then transfer the KV home
 		start := max(now, j.remoteStart)
+		if j.remoteIdleAt >= 0 {
+			// The prefill instance was idle at the hand-over: its prefill
+			// starts at the hand-over instant of the schedule, not when
+			// its goroutine happened to wake, so the rate stays exact on
+			// a loaded machine.
+			start = max(j.remoteStart, j.remoteIdleAt)
+		}
 		u := j.prompt - j.cached
 		end, ok := in.prefillChunks(j, start, max(u-1, 0), j.cached)
 		j.prefillStart = j.remoteStart
