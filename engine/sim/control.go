@@ -638,7 +638,9 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	j := s.jobs[id]
 	s.mu.Unlock()
-	if j == nil || j.state.Load() == jobDone {
+	// A cancelled command is no longer active, even while its handler is
+	// still finishing the response it cut short.
+	if j == nil || j.state.Load() == jobDone || j.cancelled.Load() {
 		exoError(w, http.StatusNotFound, fmt.Sprintf("Command %s not found or not active", id))
 		return
 	}
