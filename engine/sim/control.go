@@ -274,9 +274,12 @@ func (s *Server) state() map[string]any {
 		disk[n.id] = map[string]any{"total": inBytes(hw.Disk), "available": inBytes(hw.Disk - weights)}
 		from := max(now-window, 0)
 		util := s.power.utilisation(i, from, now)
+		// Mean power over the window: idle plus the dynamic energy over
+		// the window's length (so an idle node reads exactly IdleWatts).
 		watts := hw.IdleWatts
 		if now > from {
-			watts = s.power.energy(i, from, now) / (now - from).Seconds()
+			secs := (now - from).Seconds()
+			watts += (s.power.energy(i, from, now) - hw.IdleWatts*secs) / secs
 		}
 		system[n.id] = map[string]any{"gpuUsage": util, "temp": 35 + 45*util, "sysPower": watts,
 			"pcpuUsage": 0.03 + 0.1*util, "ecpuUsage": 0.05}
