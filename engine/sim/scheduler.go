@@ -73,9 +73,9 @@ type job struct {
 	instID    atomic.Value // string
 
 	// Owned by whichever scheduler holds the job.
-	notBefore    time.Duration
-	remoteStart  time.Duration
-	remote       int // 0 local, 1 at the prefill instance, 2 injected
+	notBefore   time.Duration
+	remoteStart time.Duration
+	remote      int // 0 local, 1 at the prefill instance, 2 injected
 	// remoteIdleAt is the schedule instant the prefill instance went idle,
 	// when it was idle as the request was handed to it; -1 otherwise.
 	remoteIdleAt time.Duration
