@@ -167,7 +167,7 @@ func TestIntegrateRejectsBadData(t *testing.T) {
 // within the reported Bound everywhere.
 func TestIntegrateFixtures(t *testing.T) {
 	for _, f := range fixtures() {
-		tr := f.sampled()
+		tr := sampled(f)
 		for _, l := range windowLengths {
 			for _, a := range placements(l) {
 				truth := f.Integral(a, a+l)
@@ -202,7 +202,7 @@ func TestSplitAddsUp(t *testing.T) {
 		t.Errorf("split (-want +got):\n%s", d)
 	}
 	for _, f := range fixtures() {
-		tr := f.sampled()
+		tr := sampled(f)
 		for _, a := range placements(5) {
 			w := win(a, a+5)
 			whole, err := Integrate(tr, w)

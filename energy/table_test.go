@@ -20,7 +20,7 @@ func errorTable(t *testing.T) []string {
 		fmt.Sprintf("%-9s %7s %6s  %12s %11s %11s  %12s %11s", "fixture", "window", "n", "ours mean", "ours max", "ours bound", "exo mean", "exo max"),
 	}
 	for _, f := range fixtures() {
-		tr := f.sampled()
+		tr := sampled(f)
 		for _, l := range windowLengths {
 			var om, ox, ob, em, ex float64
 			ps := placements(l)
@@ -96,7 +96,7 @@ func TestErrorTable(t *testing.T) {
 // shorter than the sampling interval can count nothing at all.
 func TestExoLosesTheEdges(t *testing.T) {
 	for _, f := range fixtures() {
-		tr := f.sampled()
+		tr := sampled(f)
 		for _, l := range windowLengths {
 			var ours, exo, sum float64
 			zero := 0
