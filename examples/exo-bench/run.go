@@ -48,15 +48,11 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("exo-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.host, "host", os.Getenv("EXO_HOST"), "exo API host (env EXO_HOST); none: the embedded simulated engine")
-	port := exo.DefaultPort
-	if p := os.Getenv("EXO_PORT"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return nil, benchkit.Usagef("EXO_PORT=%q is not a port number", p)
-		}
-		port = n
+	envHost, port, err := exo.AddrFromEnv()
+	if err != nil {
+		return nil, &benchkit.UsageError{Err: err}
 	}
+	fs.StringVar(&c.host, "host", envHost, "exo API host (env EXO_HOST); none: the embedded simulated engine")
 	fs.IntVar(&c.port, "port", port, "exo API port (env EXO_PORT)")
 	fs.StringVar(&c.model, "model", "", "model short name or full id (default with the embedded engine: its model)")
 	fs.Var(&c.pp, "pp", "prompt lengths in tokens, comma list, repeatable")
