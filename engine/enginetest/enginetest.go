@@ -337,21 +337,13 @@ func checkSendHook(ctx context.Context, c Config) []error {
 	}
 	var errs []error
 	for _, m := range c.modes() {
-		var mu sync.Mutex
-		var calls []time.Time
-		hctx := engine.WithSendHook(ctx, func(t time.Time) {
-			mu.Lock()
-			calls = append(calls, t)
-			mu.Unlock()
-		})
+		hctx, calls := recordSends(ctx)
 		res, err := complete(hctx, c, c.Engine, c.request(m, c.MaxTokens))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s request: want success, got %w", m, err))
 			continue
 		}
-		mu.Lock()
-		got := append([]time.Time(nil), calls...)
-		mu.Unlock()
+		got := calls()
 		switch {
 		case len(got) != 1:
 			errs = append(errs, fmt.Errorf("%s request: send hook called %d times, want once", m, len(got)))
@@ -360,6 +352,23 @@ func checkSendHook(ctx context.Context, c Config) []error {
 		}
 	}
 	return errs
+}
+
+// recordSends returns ctx with a send hook that records every instant it is
+// called with, and a function that returns the instants so far.
+func recordSends(ctx context.Context) (context.Context, func() []time.Time) {
+	var mu sync.Mutex
+	var calls []time.Time
+	hctx := engine.WithSendHook(ctx, func(t time.Time) {
+		mu.Lock()
+		calls = append(calls, t)
+		mu.Unlock()
+	})
+	return hctx, func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), calls...)
+	}
 }
 
 // checkBench: requests with IgnoreEOS generate exactly MaxTokens tokens by
@@ -669,13 +678,7 @@ func checkPrepare(ctx context.Context, c Config) []error {
 	}
 	var errs []error
 	for _, m := range c.modes() {
-		var mu sync.Mutex
-		var calls []time.Time
-		hctx := engine.WithSendHook(ctx, func(t time.Time) {
-			mu.Lock()
-			calls = append(calls, t)
-			mu.Unlock()
-		})
+		hctx, calls := recordSends(ctx)
 		pctx, cancel := context.WithTimeout(hctx, c.Timeout)
 		prep, err := p.Prepare(pctx, c.request(m, c.MaxTokens))
 		if err != nil {
@@ -683,10 +686,7 @@ func checkPrepare(ctx context.Context, c Config) []error {
 			errs = append(errs, fmt.Errorf("%s request: Prepare: want success, got %w", m, err))
 			continue
 		}
-		mu.Lock()
-		early := len(calls)
-		mu.Unlock()
-		if early != 0 {
+		if early := len(calls()); early != 0 {
 			errs = append(errs, fmt.Errorf("%s request: Prepare called the send hook %d times, want none before Send", m, early))
 		}
 		res, err := prep.Send(pctx)
@@ -696,10 +696,7 @@ func checkPrepare(ctx context.Context, c Config) []error {
 			continue
 		}
 		errs = append(errs, traceErrors(m, c, res)...)
-		mu.Lock()
-		got := append([]time.Time(nil), calls...)
-		mu.Unlock()
-		if c.SendHook && (len(got) != 1 || !got[0].Equal(res.Trace.Start)) {
+		if got := calls(); c.SendHook && (len(got) != 1 || !got[0].Equal(res.Trace.Start)) {
 			errs = append(errs, fmt.Errorf("%s request: Send called the send hook with %v, want once with Trace.Start %v", m, got, res.Trace.Start))
 		}
 		if _, err := prep.Send(pctx); !errors.Is(err, engine.ErrAlreadySent) {
