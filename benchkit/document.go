@@ -58,7 +58,13 @@ type Meta struct {
 }
 
 // A CellRecord is a CellSummary in the results file: each interval as
-// {center, lo, hi, n}, NaN written as null.
+// {center, lo, hi, n}, NaN written as null. Every figure is computed per
+// repeat and then summarised over the repeats, as CellSummary's fields
+// say: prompt_tps and generation_tps are per-repeat means of the
+// per-request rates, exo_aggregate_tps is max(per-request generation TPS)
+// × N, throughput_tps is Σ generated tokens / burst wall time, ttft_s the
+// mean client TTFT, energy_j the client energy of the repeat and
+// j_per_token that over its generated tokens.
 type CellRecord struct {
 	PP              int          `json:"pp"`
 	TG              int          `json:"tg"`
