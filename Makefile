@@ -1,6 +1,9 @@
 # inferbench: `make test` is the one test command (README.md, .ci/run).
 GO ?= go
 
+# The toolchain every target uses; Go 1.26 fetches it from the module proxy.
+export GOTOOLCHAIN := go1.27.3
+
 .PHONY: test testdata vet unit fuzz bench
 
 # test fetches missing test data, then vets and runs every test with the race detector.

@@ -46,6 +46,11 @@ const (
 	// ("event: error", or a data chunk holding an error object) after
 	// answering 200.
 	KindStreamError Kind = "stream_error"
+	// KindImplausibleUsage: the server reported a token count that cannot
+	// be true (negative, falling during a stream, or beyond what was asked
+	// by more than the stated margin). The result's figures are not
+	// trusted; the error names both numbers. See CheckCount.
+	KindImplausibleUsage Kind = "implausible_usage"
 	// KindOther: any other error.
 	KindOther Kind = "error"
 )
