@@ -7,14 +7,22 @@ import (
 )
 
 // FuzzTrace builds traces from arbitrary event sequences: each pair of bytes
-// is (gap in µs, tokens). Whatever the input, Metrics must not panic, must
-// reject exactly the traces Validate rejects, and valid traces must keep the
-// invariants the formulas promise.
+// is (gap in µs, tokens). Flag bit 4 scales every token count by 2^56, as a
+// server that reports usage of 1e18 does. Whatever the input, ITL and
+// Metrics must not panic nor size memory from an absurd count, Metrics must
+// reject exactly the traces Validate rejects, and valid traces must keep
+// the invariants the formulas promise.
 func FuzzTrace(f *testing.F) {
 	f.Add([]byte{10, 1, 5, 4, 0, 2}, uint8(3), uint8(0))
 	f.Add([]byte{}, uint8(0), uint8(0))
 	f.Add([]byte{0, 0, 0, 0}, uint8(1), uint8(1))
 	f.Add([]byte{255, 3}, uint8(0), uint8(2))
+	// Counts of 2^56 and 2^58 tokens: ITL used to ask makeslice for that
+	// many gaps and panic ("cap out of range").
+	f.Add([]byte{10, 1, 5, 4}, uint8(3), uint8(4))
+	// A negative count after a positive first chunk: ITL used to ask for
+	// a negative capacity and panic.
+	f.Add([]byte{10, 3, 5, 255}, uint8(3), uint8(0))
 	f.Fuzz(func(t *testing.T, ev []byte, endGap uint8, flags uint8) {
 		start := time.Unix(1000, 0)
 		tr := Trace{Start: start}
@@ -22,13 +30,20 @@ func FuzzTrace(f *testing.F) {
 		for i := 0; i+1 < len(ev); i += 2 {
 			gap := time.Duration(int8(ev[i])) * time.Microsecond // negative gaps make unsorted traces
 			now = now.Add(gap)
-			tr.Chunks = append(tr.Chunks, Chunk{At: now, Tokens: int(int8(ev[i+1])) % 8})
+			k := int(int8(ev[i+1])) % 8
+			if flags&4 != 0 {
+				k <<= 56
+			}
+			tr.Chunks = append(tr.Chunks, Chunk{At: now, Tokens: k})
 		}
 		if flags&1 == 0 {
 			tr.End = now.Add(time.Duration(endGap) * time.Microsecond)
 		}
 		if flags&2 != 0 {
 			tr.Headers = start.Add(time.Duration(endGap) * time.Microsecond)
+		}
+		if itl := tr.ITL(); len(itl) > MaxTraceTokens {
+			t.Fatalf("ITL has %d gaps, more than MaxTraceTokens", len(itl))
 		}
 		verr := tr.Validate()
 		m, err := tr.Metrics()

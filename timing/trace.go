@@ -2,6 +2,7 @@ package timing
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -13,8 +14,19 @@ type Chunk struct {
 	// Tokens is the number of tokens the chunk carried, from the server's
 	// usage deltas or from counting its text. Zero means unknown: the
 	// chunk is then taken as one token and Metrics says so in a Warning.
+	// A count comes from the server and may lie: Validate rejects a
+	// negative one and any trace of more than MaxTraceTokens tokens.
 	Tokens int
 }
+
+// MaxTraceTokens is the most generated tokens a Trace may carry: 2^20
+// (1,048,576), past the longest generation any served model allows in one
+// request. ITL allocates one gap per token, so this bounds its memory at
+// 8 MiB a trace whatever a server claims; Validate (and so Metrics)
+// rejects a trace above it with ErrInvalidTrace, and ITL returns nil for
+// one. Callers that take counts from a server should reject implausible
+// ones long before this (package engine's MaxPlausibleCount does).
+const MaxTraceTokens = 1 << 20
 
 // A Trace is one request as the client saw it. All instants should carry
 // monotonic clock readings (values from time.Now); differences are taken
@@ -23,7 +35,8 @@ type Chunk struct {
 // The invariants, checked by Validate: Start is set; Headers, when set, is
 // not before Start; chunks are in non-decreasing order of At, none before
 // Start (nor before Headers, when set); End, when set, is not before the
-// last chunk; no chunk has a negative token count.
+// last chunk; no chunk has a negative token count; the chunks carry at
+// most MaxTraceTokens tokens in all.
 type Trace struct {
 	// Start is when the request began to be written to the connection.
 	Start time.Time
@@ -58,20 +71,32 @@ func (t Trace) Validate() error {
 		if c.Tokens < 0 {
 			return fmt.Errorf("%w: chunk %d has %d tokens, want ≥ 0", ErrInvalidTrace, i, c.Tokens)
 		}
+		if c.Tokens > MaxTraceTokens {
+			return fmt.Errorf("%w: chunk %d has %d tokens, more than MaxTraceTokens (%d)", ErrInvalidTrace, i, c.Tokens, MaxTraceTokens)
+		}
 		prev, prevName = c.At, fmt.Sprintf("chunk %d", i)
 	}
 	if !t.End.IsZero() && t.End.Before(prev) {
 		return fmt.Errorf("%w: End is %v before %s", ErrInvalidTrace, prev.Sub(t.End), prevName)
 	}
+	if n := t.Tokens(); n > MaxTraceTokens {
+		return fmt.Errorf("%w: the chunks carry %d tokens, more than MaxTraceTokens (%d)", ErrInvalidTrace, n, MaxTraceTokens)
+	}
 	return nil
 }
 
 // Tokens returns the number of generated tokens the trace carries: the sum
-// of the chunks' token counts, an unknown count (0) taken as 1.
+// of the chunks' token counts, an unknown count (0) taken as 1. The sum
+// saturates at math.MaxInt rather than wrapping, so absurd counts stay
+// absurd, and negative counts (which Validate rejects) are taken as 0.
 func (t Trace) Tokens() int {
 	n := 0
 	for _, c := range t.Chunks {
-		n += chunkTokens(c)
+		k := max(chunkTokens(c), 0)
+		if n > math.MaxInt-k {
+			return math.MaxInt
+		}
+		n += k
 	}
 	return n
 }
@@ -160,7 +185,14 @@ func (t Trace) ICL() []time.Duration {
 // This keeps ITL honest when a server batches tokens into chunks: counting
 // a chunk of 4 tokens as one token would report one gap four times too long
 // and hide three short ones.
+//
+// ITL allocates one gap per token, so a trace that Validate rejects for its
+// token counts (a negative count, more than MaxTraceTokens in all) has no
+// ITL: it returns nil rather than size memory from a server's claim.
 func (t Trace) ITL() []time.Duration {
+	if !t.countsBounded() {
+		return nil
+	}
 	if len(t.Chunks) < 2 {
 		return nil
 	}
@@ -180,4 +212,15 @@ func (t Trace) ITL() []time.Duration {
 		}
 	}
 	return out
+}
+
+// countsBounded reports whether the chunks' token counts are fit to size
+// memory from: none negative, at most MaxTraceTokens in all.
+func (t Trace) countsBounded() bool {
+	for _, c := range t.Chunks {
+		if c.Tokens < 0 {
+			return false
+		}
+	}
+	return t.Tokens() <= MaxTraceTokens
 }

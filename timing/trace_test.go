@@ -3,6 +3,7 @@ package timing
 import (
 	"errors"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -219,3 +220,64 @@ func TestRates(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+// TestTraceAbsurdCounts: token counts come from servers, which may lie. A
+// chunk that claims 1e18 or 2e7 tokens, counts that overflow int when
+// summed, or a negative count make the trace invalid; ITL returns nil for
+// it instead of sizing a slice from the claim (it used to panic on 1e18
+// and allocate 160 MB on 2e7).
+func TestTraceAbsurdCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		toks []int
+	}{
+		{"1e18 in one chunk", []int{1, 1e18}},
+		{"2e7 in one chunk", []int{1, 2e7}},
+		{"first chunk absurd", []int{2e7, 1}},
+		{"just over the bound in all", []int{1, MaxTraceTokens}},
+		{"sum overflows int", []int{1, math.MaxInt/2 + 1, math.MaxInt/2 + 1}},
+		{"negative after positive", []int{3, -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			offs := make([]float64, len(tc.toks))
+			for i := range offs {
+				offs[i] = float64(10 * (i + 1))
+			}
+			tr := trace(100, offs, tc.toks)
+			if err := tr.Validate(); !errors.Is(err, ErrInvalidTrace) {
+				t.Errorf("Validate() = %v, want ErrInvalidTrace", err)
+			}
+			if _, err := tr.Metrics(); !errors.Is(err, ErrInvalidTrace) {
+				t.Errorf("Metrics() error = %v, want ErrInvalidTrace", err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			itl := tr.ITL()
+			runtime.ReadMemStats(&after)
+			if itl != nil {
+				t.Errorf("ITL() has %d gaps, want nil", len(itl))
+			}
+			// Nothing to allocate: a generous 1 MiB allows for the
+			// runtime's own bookkeeping.
+			if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+				t.Errorf("ITL() allocated %d bytes", d)
+			}
+			if n := tr.Tokens(); n < 0 {
+				t.Errorf("Tokens() = %d, want no wrap-around", n)
+			}
+		})
+	}
+}
+
+// TestTraceAtTokenBound: a trace of exactly MaxTraceTokens tokens is valid
+// and has its full ITL.
+func TestTraceAtTokenBound(t *testing.T) {
+	tr := trace(100, []float64{10, 90}, []int{1, MaxTraceTokens - 1})
+	m, err := tr.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Tokens != MaxTraceTokens || len(m.ITL) != MaxTraceTokens-1 {
+		t.Errorf("tokens %d, %d ITL gaps; want %d and %d", m.Tokens, len(m.ITL), MaxTraceTokens, MaxTraceTokens-1)
+	}
+}
