@@ -1,0 +1,120 @@
+package hostile
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf16"
+)
+
+// Escapes of an echoed secret, as servers write it into JSON.
+var (
+	// EscapeSlashes writes "/" as "\/" (PHP's json_encode, some proxies),
+	// and quotes and backslashes as JSON must.
+	EscapeSlashes = func(s string) string {
+		return strings.ReplaceAll(jsonString(s, false), "/", `\/`)
+	}
+	// EscapeNonASCII writes every non-ASCII character as \uXXXX (a UTF-16
+	// surrogate pair above U+FFFF), as Python's json.dumps does.
+	EscapeNonASCII = func(s string) string { return jsonString(s, false) }
+	// EscapeAll writes every character as \uXXXX.
+	EscapeAll = func(s string) string { return jsonString(s, true) }
+)
+
+// jsonString escapes s for the inside of a JSON string: quotes,
+// backslashes and controls always, every non-ASCII character as \uXXXX,
+// and every character when all.
+func jsonString(s string, all bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case all || r >= 0x80 || r < 0x20:
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&b, `\u%04x`, u)
+			}
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// EchoAuth returns a handler that answers status with a JSON error body
+// whose message echoes the request's Authorization header, escaped with
+// escape: a server that repeats a bad credential back, which the client
+// must not keep or print.
+func EchoAuth(status int, escape func(string) string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"message":"invalid credentials: %s","type":"auth_error","code":%d}}`,
+			escape(r.Header.Get("Authorization")), status)
+	}
+}
+
+// EchoAuthStream returns a handler that answers 200 text/event-stream, sends
+// one content chunk, then an error event whose message echoes the
+// Authorization header escaped with escape, then [DONE].
+func EchoAuthStream(escape func(string) string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		SSE(false,
+			`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"}}]}`,
+			`{"error":{"message":"session expired for `+escape(r.Header.Get("Authorization"))+`","type":"auth_error","code":401}}`,
+		)(w, r)
+	}
+}
+
+// Redirect returns a handler that answers every request with status and
+// Location: location, and a short body.
+func Redirect(status int, location string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", location)
+		w.WriteHeader(status)
+		io.WriteString(w, "moved\n")
+	}
+}
+
+// RetryAfter returns a handler that answers every request with status and
+// Retry-After: value, with a JSON error body.
+func RetryAfter(status int, value string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", value)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, `{"error":{"message":"overloaded, come back later"}}`)
+	}
+}
+
+// NoHeaders returns a handler that accepts the request and never answers:
+// no status line, no header, until the client gives up (its context ends
+// or it closes the connection) or the server closes.
+func NoHeaders() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}
+}
+
+// Endless returns a handler that answers 200 text/event-stream and sends
+// one content chunk after another, without end, until the client goes
+// away: a stream only a timeout can stop. Each chunk is flushed; the
+// writes block when the client stops reading.
+func Endless() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		f, _ := w.(http.Flusher)
+		const chunk = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"la\"}}]}\n\n"
+		for r.Context().Err() == nil {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+			if f != nil {
+				f.Flush()
+			}
+		}
+	}
+}
