@@ -52,8 +52,14 @@ type Metrics struct {
 	// TTFTDefined, E2EDefined and TPOTDefined say whether the figure has a
 	// value.
 	TTFTDefined, E2EDefined, TPOTDefined bool
+	// TTFTFirstChunk is the time to the server's first chunk when the
+	// trace has a first-chunk anchor (Trace.TTFTFirstChunk); TTFT is then
+	// still the time to the first text.
+	TTFTFirstChunk        time.Duration
+	TTFTFirstChunkDefined bool
 	// GenerationTPS is (Tokens − 1) / (t_last − t_first) on the client's
-	// clock: the formula of GenerationTPS applied to chunk arrivals.
+	// clock: the formula of GenerationTPS applied to chunk arrivals,
+	// t_first being the first-chunk anchor when the trace has one.
 	GenerationTPS        float64
 	GenerationTPSDefined bool
 	// OutputTPS is Tokens / E2E: the request's tokens per second of its
@@ -96,13 +102,20 @@ func (t Trace) Metrics() (Metrics, error) {
 	} else {
 		warn(err)
 	}
+	if m.TTFTFirstChunk, err = t.TTFTFirstChunk(); err == nil {
+		m.TTFTFirstChunkDefined = true
+	}
 	if m.TPOT, err = t.TPOT(); err == nil {
 		m.TPOTDefined = true
 	} else {
 		warn(err)
 	}
 	if len(t.Chunks) > 0 {
-		span := t.Chunks[len(t.Chunks)-1].At.Sub(t.Chunks[0].At)
+		first := t.Chunks[0].At
+		if a, ok := t.anchor(); ok {
+			first = a
+		}
+		span := t.Chunks[len(t.Chunks)-1].At.Sub(first)
 		if m.GenerationTPS, err = GenerationTPS(m.Tokens, span); err == nil {
 			m.GenerationTPSDefined = true
 		} else {

@@ -49,6 +49,13 @@ type Trace struct {
 	// End is when the response was completely read, or when reading
 	// stopped on an error. Zero while the request is in flight.
 	End time.Time
+	// FirstChunk is when the server's first chunk arrived, for a server
+	// that writes it (a role announcement without text) with its first
+	// generated token and may hold that token's text back (vLLM, SGLang,
+	// llama.cpp). Zero when there is no such anchor. When set it is not
+	// before Start nor after the first content chunk; TPOT and ITL then
+	// count from it (see TTFTFirstChunk).
+	FirstChunk time.Time
 }
 
 // Validate reports whether t keeps the Trace invariants. The error wraps
@@ -78,6 +85,9 @@ func (t Trace) Validate() error {
 	}
 	if !t.End.IsZero() && t.End.Before(prev) {
 		return fmt.Errorf("%w: End is %v before %s", ErrInvalidTrace, prev.Sub(t.End), prevName)
+	}
+	if err := t.validateFirstChunk(); err != nil {
+		return err
 	}
 	if n := t.Tokens(); n > MaxTraceTokens {
 		return fmt.Errorf("%w: the chunks carry %d tokens, more than MaxTraceTokens (%d)", ErrInvalidTrace, n, MaxTraceTokens)
@@ -139,8 +149,12 @@ func (t Trace) E2E() (time.Duration, error) {
 // where n is Tokens(). With n < 2 there is no second token and TPOT is
 // undefined (ErrUndefined). The numerator includes any time after the last
 // token until End (the trailing usage chunk and [DONE]), as vLLM's and
-// SGLang's benchmarks do.
+// SGLang's benchmarks do. A trace with a first-chunk anchor counts from
+// it instead: (End − FirstChunk) / (n − 1) (see TTFTFirstChunk).
 func (t Trace) TPOT() (time.Duration, error) {
+	if a, ok := t.anchor(); ok {
+		return t.anchoredTPOT(a)
+	}
 	n := t.Tokens()
 	if n < 2 {
 		return 0, fmt.Errorf("%w: TPOT needs at least 2 tokens, have %d", ErrUndefined, n)
@@ -186,12 +200,19 @@ func (t Trace) ICL() []time.Duration {
 // a chunk of 4 tokens as one token would report one gap four times too long
 // and hide three short ones.
 //
+// A trace with a first-chunk anchor has n − 1 gaps: the first chunk's
+// further tokens are spread over the gap from FirstChunk (see
+// TTFTFirstChunk).
+//
 // ITL allocates one gap per token, so a trace that Validate rejects for its
 // token counts (a negative count, more than MaxTraceTokens in all) has no
 // ITL: it returns nil rather than size memory from a server's claim.
 func (t Trace) ITL() []time.Duration {
 	if !t.countsBounded() {
 		return nil
+	}
+	if a, ok := t.anchor(); ok {
+		return t.anchoredITL(a)
 	}
 	if len(t.Chunks) < 2 {
 		return nil
