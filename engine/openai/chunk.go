@@ -10,6 +10,7 @@ import (
 type chunkView struct {
 	id, model, text, finish []byte
 	usage                   *engine.Usage
+	choice                  bool // the chunk had a choice of index 0
 }
 
 // chunkDecoder decodes stream chunks, reusing its buffers: the common
@@ -30,11 +31,12 @@ func (d *chunkDecoder) decode(data []byte, v *chunkView) error {
 		if err != nil {
 			return err
 		}
-		*v = chunkView{id: []byte(p.ID), model: []byte(p.Model), text: []byte(p.Text), finish: []byte(p.FinishReason), usage: p.Usage}
+		*v = chunkView{id: []byte(p.ID), model: []byte(p.Model), text: []byte(p.Text), finish: []byte(p.FinishReason), usage: p.Usage, choice: p.Choice}
 		return nil
 	}
 	v.id, v.model = f.ID.Val, f.Model.Val
 	if f.Choices == 1 && f.Index == 0 {
+		v.choice = true
 		// deltaWire.text: the reasoning, then the content.
 		d.text = d.text[:0]
 		switch {

@@ -311,9 +311,21 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 	}
 	if isError(w.Error) {
 		return &engine.Error{Kind: engine.KindStreamError, Op: "decode body",
-			Err: engine.Event{Type: engine.EventError, Data: c.redactBytes(b)}.ServerError()}
+			Err: streamError(c.redactBytes(b))}
 	}
-	res.ResponseID, res.Model, res.Usage = w.ID, w.Model, w.Usage.usage()
+	res.ResponseID, res.Model = w.ID, w.Model
+	if u := w.Usage.usage(); u != nil {
+		st := streamState{maxTokens: req.MaxTokens, lastCum: -1}
+		if err := st.checkUsage(u); err != nil {
+			return err
+		}
+		res.Usage = u
+	}
+	if stats, err := parseTimings(b, req.MaxTokens); err != nil {
+		return err
+	} else if stats != nil {
+		res.ServerStats = stats
+	}
 	for _, ch := range w.Choices {
 		if ch.Index != 0 {
 			continue

@@ -30,4 +30,13 @@ var (
 	// ErrResent: the transport found a pooled connection closed and sent
 	// the request again on a new one; Trace.Start is the first attempt's.
 	ErrResent = errors.New("openai: request resent on a new connection")
+	// ErrHiddenFirstTokens: the first content chunk carried several
+	// tokens and the server sent no earlier chunk to mark when the first
+	// was generated (Ollama, mlx_lm.server and TGI hold back text that is
+	// not yet printable): TTFT may be late and ITL has fewer gaps than
+	// tokens.
+	ErrHiddenFirstTokens = errors.New("openai: first tokens hidden")
+	// ErrTextCut: the server streamed more text than engine.MaxKeptText;
+	// Result.Text holds its start, the counts the whole stream.
+	ErrTextCut = errors.New("openai: generated text cut")
 )

@@ -101,7 +101,7 @@ func FuzzReadStream(f *testing.F) {
 		var res engine.Result
 		err = c.readStream(context.Background(), &eventReader{rest: body}, engine.Request{MaxTokens: 4, IgnoreEOS: true}, &res)
 		switch k := engine.KindOf(err); k {
-		case engine.KindNone, engine.KindTruncated, engine.KindMalformed, engine.KindStreamError:
+		case engine.KindNone, engine.KindTruncated, engine.KindMalformed, engine.KindStreamError, engine.KindImplausibleUsage:
 		default:
 			t.Fatalf("error of kind %q: %v", k, err)
 		}

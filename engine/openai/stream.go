@@ -1,11 +1,14 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/promptsize"
@@ -84,6 +87,7 @@ type parsedChunk struct {
 	Text         string        // generated text of choice 0
 	FinishReason string        // of choice 0, empty if null
 	Usage        *engine.Usage // nil when the chunk had none
+	Choice       bool          // the chunk had a choice of index 0
 }
 
 // parseChunk decodes the data of one stream event. A chunk holding an
@@ -94,13 +98,14 @@ func parseChunk(data []byte) (parsedChunk, error) {
 		return parsedChunk{}, err
 	}
 	if isError(w.Error) {
-		return parsedChunk{}, engine.Event{Type: engine.EventError, Data: data}.ServerError()
+		return parsedChunk{}, streamError(data)
 	}
 	p := parsedChunk{ID: w.ID, Model: w.Model, Usage: w.Usage.usage()}
 	for _, ch := range w.Choices {
 		if ch.Index != 0 {
 			continue
 		}
+		p.Choice = true
 		p.Text += ch.Delta.text()
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			p.FinishReason = *ch.FinishReason
@@ -109,27 +114,156 @@ func parseChunk(data []byte) (parsedChunk, error) {
 	return p, nil
 }
 
+// streamError decodes an error event's data, reading TGI's
+// {"error": {"message", "http_status_code"}} code where the shared decoder
+// finds none.
+func streamError(data []byte) *engine.StreamError {
+	se := engine.Event{Type: engine.EventError, Data: data}.ServerError()
+	if se.Code == 0 {
+		var tgi struct {
+			Error struct {
+				Code int `json:"http_status_code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(data, &tgi) == nil && tgi.Error.Code > 0 && tgi.Error.Code < 1000 {
+			se.Code = tgi.Error.Code
+		}
+	}
+	return se
+}
+
+// timingsWire is llama.cpp's "timings" object, sent on the final chunk
+// (and on every chunk with timings_per_token).
+type timingsWire struct {
+	Timings *struct {
+		CacheN          *int     `json:"cache_n"`
+		PromptN         *int     `json:"prompt_n"`
+		PromptMS        *float64 `json:"prompt_ms"`
+		PromptPerSecond *float64 `json:"prompt_per_second"`
+		PredictedN      *int     `json:"predicted_n"`
+		PredictedMS     *float64 `json:"predicted_ms"`
+	} `json:"timings"`
+}
+
+// parseTimings decodes llama.cpp's timings into server stats with exo's
+// formulas (see engine.ServerStats):
+//
+//	PromptTokens     = cache_n + prompt_n
+//	PromptTPS        = prompt_n / prompt_ms × 1000 (the uncached tokens)
+//	GenerationTokens = predicted_n
+//	GenerationTPS    = (predicted_n − 1) / predicted_ms × 1000
+//
+// predicted_ms runs from the first sampled token to the last, so it spans
+// predicted_n − 1 intervals; llama.cpp's own predicted_per_second divides
+// predicted_n by it. A count beyond the plausible bound, a negative or
+// non-finite figure is an error of kind implausible_usage. It returns nil
+// stats and no error for a chunk without timings.
+func parseTimings(data []byte, maxTokens int) (*engine.ServerStats, error) {
+	if !bytes.Contains(data, []byte(`"timings"`)) {
+		return nil, nil
+	}
+	var w timingsWire
+	if json.Unmarshal(data, &w) != nil || w.Timings == nil {
+		return nil, nil
+	}
+	t := w.Timings
+	val := func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	fval := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	cache, prompt, pred := val(t.CacheN), val(t.PromptN), val(t.PredictedN)
+	if err := engine.CheckCount("timings.predicted_n", pred, engine.MaxPlausibleCount(maxTokens)); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		what string
+		n    int
+	}{{"timings.prompt_n", prompt}, {"timings.cache_n", cache}} {
+		if err := engine.CheckCount(c.what, c.n, engine.NoMaxTokensBound); err != nil {
+			return nil, err
+		}
+	}
+	pms, gms := fval(t.PromptMS), fval(t.PredictedMS)
+	for _, f := range []struct {
+		what string
+		v    float64
+	}{{"timings.prompt_ms", pms}, {"timings.predicted_ms", gms}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return nil, &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
+				Err: fmt.Errorf("%s = %v, want a finite duration ≥ 0", f.what, f.v)}
+		}
+	}
+	st := &engine.ServerStats{PromptTokens: cache + prompt, GenerationTokens: pred, PrefixCacheHit: engine.PrefixCacheNone}
+	if cache > 0 {
+		st.PrefixCacheHit = engine.PrefixCachePartial
+	}
+	if pms > 0 {
+		st.PromptTPS = float64(prompt) / pms * 1000
+	}
+	if pred >= 2 && gms > 0 {
+		st.GenerationTPS = float64(pred-1) / gms * 1000
+	}
+	return st, nil
+}
+
 // streamState accumulates a stream's content chunks until the token
 // counts can be attributed, after the stream has ended.
 type streamState struct {
-	text  strings.Builder
-	ends  []int // text length after each content chunk
-	usage []int // usage.completion_tokens on each content chunk, −1 if none
-	final *engine.Usage
+	maxTokens int // the request's MaxTokens, which bounds the counts
+
+	text    strings.Builder // at most engine.MaxKeptText bytes
+	total   int             // bytes of text received, kept or not
+	ends    []int           // total after each content chunk
+	usage   []int           // usage.completion_tokens on each content chunk, −1 if none
+	final   *engine.Usage   // the last usage block seen
+	lastCum int             // the last completion_tokens seen, −1 before any
+
+	first  time.Time // the first chunk with a choice, if before any text
+	inText bool      // a content chunk has been read
+	stats  *engine.ServerStats
 }
 
 // readStream reads an event stream into res: the content chunks of its
 // trace, text, id, model, finish reason, usage and warnings. It sets
 // res.Trace.End when it stops; after an error, res keeps what was read
-// until then, chunk token counts included.
+// until then, chunk token counts included. A server count that cannot be
+// true ends the stream with an error of kind engine.KindImplausibleUsage,
+// and then res has no chunks and no usage: nothing in it can be trusted.
 func (c *Client) readStream(ctx context.Context, r io.Reader, req engine.Request, res *engine.Result) error {
 	sr := engine.NewSSEReader(r, &engine.SSEOptions{Now: c.now, DoneOptional: c.opts.DoneOptional})
-	var st streamState
+	st := streamState{maxTokens: req.MaxTokens, lastCum: -1}
 	err := c.scan(sr, &st, res)
 	res.Trace.End = c.now()
 	res.Text = st.text.String()
+	if engine.KindOf(err) == engine.KindImplausibleUsage {
+		res.Trace.Chunks = nil
+		res.Usage = nil
+		return err
+	}
 	res.Usage = st.final
-	res.Warnings = append(res.Warnings, c.attribute(ctx, &st, res.Trace.Chunks)...)
+	if st.stats != nil {
+		res.ServerStats = st.stats
+	}
+	if st.total > st.text.Len() {
+		res.Warnings = append(res.Warnings, fmt.Errorf("%w: the server streamed %d bytes of text; the result keeps the first %d (engine.MaxKeptText), the token counts come from the whole stream",
+			ErrTextCut, st.total, st.text.Len()))
+	}
+	if !st.first.IsZero() && len(res.Trace.Chunks) > 0 {
+		res.Trace.FirstChunk = st.first
+	}
+	res.Warnings = append(res.Warnings, c.attribute(ctx, &st, res.Trace.Chunks, res.FinishReason)...)
+	if n := len(res.Trace.Chunks); n > 0 && res.Trace.FirstChunk.IsZero() && res.Trace.Chunks[0].Tokens > 1 {
+		res.Warnings = append(res.Warnings, fmt.Errorf("%w: the first content chunk carried %d tokens and no earlier chunk marks when the first was generated; TTFT may be late by up to %d decode steps and ITL has %d fewer gaps than tokens",
+			ErrHiddenFirstTokens, res.Trace.Chunks[0].Tokens, res.Trace.Chunks[0].Tokens-1, res.Trace.Chunks[0].Tokens))
+	}
 	if err != nil {
 		return err
 	}
@@ -137,9 +271,36 @@ func (c *Client) readStream(ctx context.Context, r io.Reader, req engine.Request
 	return nil
 }
 
+// checkUsage bounds the counts of a usage block the server sent: none
+// negative, completion_tokens within engine.MaxPlausibleCount of the
+// request and never falling.
+func (st *streamState) checkUsage(u *engine.Usage) error {
+	if err := engine.CheckCount("usage.completion_tokens", u.CompletionTokens, engine.MaxPlausibleCount(st.maxTokens)); err != nil {
+		return err
+	}
+	if err := engine.CheckRising("usage.completion_tokens", st.lastCum, u.CompletionTokens); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		what string
+		n    int
+	}{{"usage.prompt_tokens", u.PromptTokens}, {"usage.total_tokens", u.TotalTokens}, {"usage.prompt_tokens_details.cached_tokens", u.CachedTokens}} {
+		if err := engine.CheckCount(c.what, c.n, 2*engine.NoMaxTokensBound); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // scan reads events until [DONE], the end of the input or an error.
+//
+// Two content chunks become one chunk of the trace when the second adds
+// no token: when both carry the same cumulative usage.completion_tokens
+// (SGLang splits one decode step into a reasoning chunk and a content
+// chunk). The second adds its text, no token and no gap.
 func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result) error {
 	n := 0
+	limit := engine.MaxPlausibleCount(st.maxTokens)
 	var (
 		dec chunkDecoder
 		p   chunkView
@@ -152,7 +313,7 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 		case engine.EventDone:
 			return nil
 		case engine.EventError:
-			se := ev.ServerError()
+			se := streamError(ev.Data)
 			se.Message = string(c.redactBytes([]byte(se.Message)))
 			return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
 		}
@@ -175,20 +336,47 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 			res.FinishReason = string(p.finish)
 		}
 		if p.usage != nil {
+			if err := st.checkUsage(p.usage); err != nil {
+				return err
+			}
+			st.lastCum = p.usage.CompletionTokens
 			if st.final == nil {
 				st.final = new(engine.Usage)
 			}
 			*st.final = *p.usage
 		}
+		if stats, err := parseTimings(ev.Data, st.maxTokens); err != nil {
+			return err
+		} else if stats != nil {
+			st.stats = stats
+		}
+		if p.choice && !st.inText && st.first.IsZero() && len(p.text) == 0 {
+			st.first = ev.At
+		}
 		if len(p.text) == 0 {
 			continue
 		}
-		st.text.Write(p.text)
-		st.ends = append(st.ends, st.text.Len())
+		st.inText = true
+		if room := engine.MaxKeptText - st.text.Len(); room > 0 {
+			st.text.Write(p.text[:min(len(p.text), room)])
+		}
+		st.total += len(p.text)
 		u := -1
 		if p.usage != nil {
 			u = p.usage.CompletionTokens
 		}
+		chunks := res.Trace.Chunks
+		if last := len(chunks) - 1; last >= 0 {
+			if u >= 0 && st.usage[last] == u {
+				st.ends[last] = st.total
+				continue
+			}
+		}
+		if len(chunks) >= limit {
+			return &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
+				Err: fmt.Errorf("the stream carried more than %d content chunks, each at least one token, for max_tokens=%d (plausible bound %d)", len(chunks), st.maxTokens, limit)}
+		}
+		st.ends = append(st.ends, st.total)
 		st.usage = append(st.usage, u)
 		res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At})
 	}
@@ -205,13 +393,19 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 //	tokens_i = max(1, K_i − A_i)
 //
 // A chunk with text carried at least one token, hence the floor. With
-// usage on every chunk the counts are exact and add up to the server's
-// count at the last content chunk. A chunk with no K (no usage, no
-// counter) gets 0, which timing reads as one token of unknown count; it is
-// taken as one in A. A stream without per-chunk usage whose final usage
-// reports exactly as many tokens as it had content chunks gets one token
-// per chunk, which is then exact, without counting.
-func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing.Chunk) []error {
+// usage on every chunk the counts are exact. When the server's final
+// usage reports N = completion_tokens, the counts are then made to add up
+// to N, so that a trace's token total is always the server's: tokens that
+// no chunk's count covered (a reasoning marker a parser swallowed, text a
+// server held back, the end-of-sequence token) go to the first content
+// chunk, or, for an end of sequence (finish_reason "stop"), one to the
+// last. Chunks without a count (no per-chunk usage, no counter) share
+// what N leaves in proportion to their text length, at least one each:
+// the total and TPOT are then exact, per-token ITL approximate, and a
+// Warning wrapping ErrEstimatedTokens says so. Without N either, each such
+// chunk's count is 0 (unknown, taken as one) and a Warning wrapping
+// ErrUnknownTokens says so.
+func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing.Chunk, finish string) []error {
 	n := len(chunks)
 	if n == 0 {
 		return nil
@@ -222,14 +416,8 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 			withUsage++
 		}
 	}
-	if withUsage == 0 && st.final != nil && st.final.CompletionTokens == n {
-		for i := range chunks {
-			chunks[i].Tokens = 1
-		}
-		return nil
-	}
 	var warns []error
-	var counted []int // N(p_i), nil without a counter
+	var counted []int // N(p_i), −1 where unknown; nil without a counter
 	if withUsage < n {
 		var err error
 		counted, err = c.countPrefixes(ctx, st)
@@ -238,19 +426,20 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 			counted = nil
 		}
 	}
-	assigned, clamped, unknown := 0, 0, 0
+	assigned, clamped, est := 0, 0, 0
+	var unknown []int // indices of chunks with no count
 	for i := range chunks {
 		k := -1
 		switch {
 		case st.usage[i] >= 0:
 			k = st.usage[i]
-		case counted != nil:
+		case counted != nil && counted[i] >= 0:
 			k = counted[i]
+			est++
 		}
 		if k < 0 {
 			chunks[i].Tokens = 0
-			assigned++
-			unknown++
+			unknown = append(unknown, i)
 			continue
 		}
 		t := k - assigned
@@ -266,24 +455,119 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 	if clamped > 0 {
 		warns = append(warns, fmt.Errorf("%w: %d chunks carried text while usage.completion_tokens did not grow; each was counted as one token", ErrEstimatedTokens, clamped))
 	}
-	if est := n - withUsage - unknown; est > 0 {
+	if est > 0 {
 		warns = append(warns, fmt.Errorf("%w: %d of %d content chunks carried no usage; their counts come from counting their text", ErrEstimatedTokens, est, n))
 	}
-	if unknown > 0 {
-		final := "no final usage"
-		if st.final != nil {
-			final = fmt.Sprintf("final usage.completion_tokens=%d", st.final.CompletionTokens)
+	if st.final == nil {
+		if len(unknown) > 0 {
+			warns = append(warns, fmt.Errorf("%w: %d of %d content chunks carried no usage, no CountText or Counter is set and the server sent no final usage; each counts as one token, so the token total and TPOT are not known", ErrUnknownTokens, len(unknown), n))
 		}
-		warns = append(warns, fmt.Errorf("%w: %d of %d content chunks carried no usage and no CountText or Counter is set (%s); each counts as one token", ErrUnknownTokens, unknown, n, final))
+		return warns
 	}
-	if withUsage < n && st.final != nil && assigned != st.final.CompletionTokens {
-		warns = append(warns, fmt.Errorf("%w: the chunks add up to %d tokens, usage.completion_tokens says %d", ErrTokenMismatch, assigned, st.final.CompletionTokens))
+	N := st.final.CompletionTokens
+	if len(unknown) > 0 {
+		// Share what N leaves over the uncounted chunks by text length.
+		left := N - assigned
+		if left < len(unknown) {
+			for _, i := range unknown {
+				chunks[i].Tokens = 1
+			}
+			assigned += len(unknown)
+			warns = append(warns, fmt.Errorf("%w: the chunks add up to at least %d tokens, usage.completion_tokens says %d", ErrTokenMismatch, assigned, N))
+			return warns
+		}
+		if left == len(unknown) {
+			// One token per chunk, exactly: no estimate.
+			for _, i := range unknown {
+				chunks[i].Tokens = 1
+			}
+			return warns
+		}
+		apportion(chunks, unknown, st.ends, left)
+		warns = append(warns, fmt.Errorf("%w: %d of %d content chunks carried no usage and no CountText or Counter is set; the final usage.completion_tokens=%d was shared among them by text length: the token total and TPOT are exact, per-token ITL is approximate", ErrEstimatedTokens, len(unknown), n, N))
+		return warns
+	}
+	switch d := N - assigned; {
+	case d > 0:
+		// Tokens without text: a swallowed reasoning marker or held-back
+		// text before the first chunk, an end of sequence after the last.
+		if finish == "stop" && n > 1 {
+			chunks[n-1].Tokens++
+			d--
+		}
+		chunks[0].Tokens += d
+	case d < 0:
+		if withUsage == n {
+			// A final usage below the chunks' own: CheckRising has ruled
+			// that out, so this is a clamped chunk.
+			warns = append(warns, fmt.Errorf("%w: the chunks add up to %d tokens, usage.completion_tokens says %d", ErrTokenMismatch, assigned, N))
+			break
+		}
+		// The counter found more tokens than the server generated: take
+		// the excess from the last chunks, keeping one each.
+		for i := n - 1; i >= 0 && d < 0; i-- {
+			take := min(chunks[i].Tokens-1, -d)
+			chunks[i].Tokens -= take
+			d += take
+		}
+		if d < 0 {
+			warns = append(warns, fmt.Errorf("%w: the chunks add up to %d tokens, usage.completion_tokens says %d", ErrTokenMismatch, N-d, N))
+		} else {
+			warns = append(warns, fmt.Errorf("%w: the counted tokens were %d, usage.completion_tokens says %d; the chunk counts were cut to the server's", ErrTokenMismatch, assigned, N))
+		}
 	}
 	return warns
 }
 
+// apportion gives the chunks at idx left tokens in all, at least one each,
+// the rest in proportion to each chunk's text length (largest remainder).
+func apportion(chunks []timing.Chunk, idx []int, ends []int, left int) {
+	size := func(i int) int {
+		if i == 0 {
+			return ends[0]
+		}
+		return ends[i] - ends[i-1]
+	}
+	bytesAll := 0
+	for _, i := range idx {
+		bytesAll += size(i)
+	}
+	extra := left - len(idx)
+	type rem struct {
+		i int
+		r float64
+	}
+	rems := make([]rem, 0, len(idx))
+	given := 0
+	for _, i := range idx {
+		share := 0.0
+		if bytesAll > 0 {
+			share = float64(extra) * float64(size(i)) / float64(bytesAll)
+		} else {
+			share = float64(extra) / float64(len(idx))
+		}
+		whole := int(share)
+		chunks[i].Tokens = 1 + whole
+		given += whole
+		rems = append(rems, rem{i, share - float64(whole)})
+	}
+	// Largest remainders first; ties to the earlier chunk.
+	for given < extra {
+		best := 0
+		for j := range rems {
+			if rems[j].r > rems[best].r {
+				best = j
+			}
+		}
+		chunks[rems[best].i].Tokens++
+		rems[best].r = -1
+		given++
+	}
+}
+
 // countPrefixes returns N(p_i) for every content chunk i, the token count
-// of the text of chunks 0…i, or nil when no counter is configured.
+// of the text of chunks 0…i, −1 for a chunk whose text was not all kept
+// (past engine.MaxKeptText), or nil when no counter is configured.
 // Counting whole prefixes rather than each chunk alone keeps the merges a
 // tokenizer makes across chunk boundaries; it costs O(n²) in the text
 // length, paid after the stream has ended.
@@ -306,6 +590,10 @@ func (c *Client) countPrefixes(ctx context.Context, st *streamState) ([]int, err
 	text := st.text.String()
 	out := make([]int, len(st.ends))
 	for i, end := range st.ends {
+		if end > len(text) {
+			out[i] = -1
+			continue
+		}
 		n, err := count(ctx, text[:end])
 		if err != nil {
 			return nil, fmt.Errorf("openai: counting %d bytes of generated text: %w", end, err)
