@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -85,8 +86,9 @@ type Options struct {
 	InsecureSkipVerify bool
 
 	// Timeout bounds each HTTP exchange, from dialing to the end of the
-	// body (http.Client.Timeout). Zero means no bound beyond the
-	// context's, which suits long benchmark streams.
+	// body (http.Client.Timeout), and a control-plane call (Models) as a
+	// whole, its retries and their waits included. Zero means no bound
+	// beyond the context's, which suits long benchmark streams.
 	Timeout time.Duration
 	// MaxBurst is the number of idle keep-alive connections kept, and so
 	// the largest n Prewarm accepts. Zero means DefaultMaxBurst.
@@ -122,7 +124,10 @@ type Options struct {
 	// none. Complete and Prewarm are never retried.
 	Retries int
 	// RetryWait is the first backoff between control-plane attempts,
-	// doubling up to 16× itself. Zero means 100ms.
+	// doubling up to 16× itself. Zero means 100ms. A 429 or 503 with a
+	// Retry-After header waits what it asks, at most
+	// httpsafe.MaxRetryAfter (30 s); the call gives up at once when that
+	// wait would outlast its context's deadline (or Timeout).
 	RetryWait time.Duration
 
 	// Logger receives debug records of requests (method, URL, status,
@@ -135,11 +140,22 @@ type Options struct {
 
 // A Client talks to one OpenAI-compatible server. It is safe for
 // concurrent use: a burst calls Complete from many goroutines at once.
+//
+// Benchmark requests (Complete, Prewarm) never follow a redirect: a 3xx
+// is an error of kind engine.KindStatus that names the status and the
+// Location, and nothing is sent there. Control-plane calls (Models) follow
+// a redirect to the same origin (scheme, host and port) only, so the
+// token never reaches another. The token, and the credentials among
+// Options.Header, are redacted from every text the server sends back
+// before it is kept in an error, in whatever escapes the server wrote
+// them (see httpsafe.Redact).
 type Client struct {
 	base    string // scheme://host[:port][/prefix], without a trailing /v1
 	key     string
+	secrets []string // key and the credentials of header, for redaction
 	header  http.Header
-	http    *http.Client
+	http    *http.Client // benchmark path: no redirects
+	ctl     *http.Client // control plane: same-origin redirects
 	maxBody int64
 	burst   int
 	opts    Options // copy; Header, TLSConfig and Logger not used from here
@@ -245,11 +261,18 @@ func New(baseURL string, opts *Options) (*Client, error) {
 		now = time.Now
 	}
 	o.Header, o.TLSConfig, o.Logger = nil, nil, nil
+	var secrets []string
+	if key != "" {
+		secrets = append(secrets, key)
+	}
+	secrets = append(secrets, httpsafe.HeaderSecrets(h)...)
 	return &Client{
 		base:    u.String(),
 		key:     key,
+		secrets: secrets,
 		header:  h,
-		http:    &http.Client{Transport: tr, Timeout: o.Timeout},
+		http:    &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: httpsafe.NoRedirects(secrets...)},
+		ctl:     &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: httpsafe.SameOrigin(secrets...)},
 		maxBody: maxBody,
 		burst:   burst,
 		opts:    o,
@@ -333,50 +356,47 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	return req, nil
 }
 
-// redactedText is what replaces the token in error text.
-const redactedText = "[REDACTED]"
+// redactedText is what replaces a credential in error text.
+const redactedText = httpsafe.Redacted
 
-// redactBytes returns b with every occurrence of the token replaced.
+// redactBytes returns b with every credential the client sends replaced
+// by httpsafe.Redacted, as sent or escaped.
 func (c *Client) redactBytes(b []byte) []byte {
-	if c.key == "" || !strings.Contains(string(b), c.key) {
-		return b
-	}
-	return []byte(strings.ReplaceAll(string(b), c.key, redactedText))
+	return httpsafe.RedactBytes(b, c.secrets...)
 }
 
-// redact returns err with the token removed from its text, keeping its
-// type where callers branch on it (*engine.Error, *engine.StatusError) and
-// its chain for errors.Is and errors.As.
+// statusError is the *engine.StatusError of an answer with status code and
+// body b, redacted before its message is decoded and again after, so that
+// a credential escaped in the JSON (\/, \uXXXX) is not decoded back into
+// plain text.
+func (c *Client) statusError(code int, b []byte) *engine.StatusError {
+	se := engine.NewStatusError(code, c.redactBytes(b))
+	se.Message = httpsafe.Redact(se.Message, c.secrets...)
+	se.Body = httpsafe.Redact(se.Body, c.secrets...)
+	return se
+}
+
+// redact returns err with the credentials removed from its text, keeping
+// its type where callers branch on it (*engine.Error, *engine.StatusError)
+// and its chain for errors.Is and errors.As.
 func (c *Client) redact(err error) error {
-	if err == nil || c.key == "" || !strings.Contains(err.Error(), c.key) {
+	if err == nil || !httpsafe.Contains(err.Error(), c.secrets...) {
 		return err
 	}
 	var se *engine.StatusError
 	if errors.As(err, &se) && err == error(se) {
 		cp := *se
-		cp.Message = strings.ReplaceAll(cp.Message, c.key, redactedText)
-		cp.Body = strings.ReplaceAll(cp.Body, c.key, redactedText)
+		cp.Message = httpsafe.Redact(cp.Message, c.secrets...)
+		cp.Body = httpsafe.Redact(cp.Body, c.secrets...)
 		return &cp
 	}
 	var ee *engine.Error
 	if errors.As(err, &ee) && err == error(ee) {
 		return &engine.Error{
 			Kind: ee.Kind,
-			Op:   strings.ReplaceAll(ee.Op, c.key, redactedText),
-			Err:  &redactedError{err: ee.Err, key: c.key},
+			Op:   httpsafe.Redact(ee.Op, c.secrets...),
+			Err:  httpsafe.RedactError(ee.Err, c.secrets...),
 		}
 	}
-	return &redactedError{err: err, key: c.key}
+	return httpsafe.RedactError(err, c.secrets...)
 }
-
-// redactedError hides a token in the text of the error it wraps.
-type redactedError struct {
-	err error
-	key string
-}
-
-func (e *redactedError) Error() string {
-	return strings.ReplaceAll(e.err.Error(), e.key, redactedText)
-}
-
-func (e *redactedError) Unwrap() error { return e.err }

@@ -142,10 +142,12 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	res.Trace.Headers = c.now()
 	defer resp.Body.Close()
 
-	if resp.StatusCode >= 400 {
+	if resp.StatusCode >= 300 {
+		// A redirect is refused before it is followed (CheckRedirect); a
+		// 3xx reaches here only without a Location, and is no success.
 		b, rerr := io.ReadAll(io.LimitReader(resp.Body, min(c.maxBody, errorBodyBytes)))
 		res.Trace.End = c.now()
-		se := engine.NewStatusError(resp.StatusCode, c.redactBytes(b))
+		se := c.statusError(resp.StatusCode, b)
 		c.log.LogAttrs(ctx, slog.LevelDebug, "openai: error status", slog.String("op", op), slog.Int("status", resp.StatusCode))
 		if rerr != nil {
 			c.log.LogAttrs(ctx, slog.LevelDebug, "openai: reading error body", slog.String("error", c.redact(rerr).Error()))

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/httpsafe"
 )
 
 // modelsPath is the model list endpoint under the server root.
@@ -41,9 +42,13 @@ type modelWire struct {
 // max_model_len, else llama.cpp's meta.n_ctx_train, else 0.
 //
 // As a control-plane call it is retried after connection errors and 5xx
-// responses (Options.Retries times, backoff from Options.RetryWait); a 4xx
-// is returned at once as an *engine.StatusError. The error after the last
-// attempt says how many were made and wraps the last cause.
+// responses (Options.Retries times, backoff from Options.RetryWait, a
+// Retry-After capped at httpsafe.MaxRetryAfter); a 4xx is returned at once
+// as an *engine.StatusError. Options.Timeout, when set, bounds the whole
+// call, waits included; a Retry-After that would outlast the call's
+// deadline ends it at once. It follows redirects within the server's
+// origin only. The error after the last attempt says how many were made
+// and wraps the last cause.
 func (c *Client) Models(ctx context.Context) ([]engine.Model, error) {
 	b, err := c.control(ctx, modelsPath)
 	if err != nil {
@@ -52,7 +57,7 @@ func (c *Client) Models(ctx context.Context) ([]engine.Model, error) {
 	var w modelListWire
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, &engine.Error{Kind: engine.KindMalformed, Op: "GET " + c.base + modelsPath,
-			Err: fmt.Errorf("openai: want {\"data\": [models]}, found %q: %w", excerpt(c.redactBytes(b)), err)}
+			Err: c.redact(fmt.Errorf("openai: want {\"data\": [models]}, found %q: %w", excerpt(c.redactBytes(b)), err))}
 	}
 	out := make([]engine.Model, 0, len(w.Data))
 	for _, m := range w.Data {
@@ -68,6 +73,11 @@ func (c *Client) Models(ctx context.Context) ([]engine.Model, error) {
 // control GETs path with retries and returns the body of a 2xx response.
 func (c *Client) control(ctx context.Context, path string) ([]byte, error) {
 	op := "GET " + c.base + path
+	if c.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+	}
 	retries := c.opts.Retries
 	switch {
 	case retries == 0:
@@ -80,17 +90,28 @@ func (c *Client) control(ctx context.Context, path string) ([]byte, error) {
 		wait = 100 * time.Millisecond
 	}
 	rc := &retryablehttp.Client{
-		HTTPClient:   c.http,
+		HTTPClient:   c.ctl,
 		RetryWaitMin: wait,
 		RetryWaitMax: 16 * wait,
 		RetryMax:     retries,
 		CheckRetry:   checkRetry,
-		Backoff:      retryablehttp.DefaultBackoff,
+		Backoff:      httpsafe.Backoff(httpsafe.MaxRetryAfter),
 		ErrorHandler: func(resp *http.Response, err error, attempts int) (*http.Response, error) {
+			var re *httpsafe.RedirectError
+			if errors.As(err, &re) {
+				if resp != nil {
+					resp.Body.Close()
+				}
+				return nil, fmt.Errorf("openai: %s: %w", op, err)
+			}
 			if resp != nil {
 				defer resp.Body.Close()
 				b, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyBytes))
-				return nil, fmt.Errorf("openai: %s: gave up after %d attempt(s): %w", op, attempts, engine.NewStatusError(resp.StatusCode, c.redactBytes(b)))
+				why := ""
+				if errors.Is(err, errRetryAfterPastDeadline) {
+					why = fmt.Sprintf(" (Retry-After %.40q, capped at %v, would outlast the call's deadline)", resp.Header.Get("Retry-After"), httpsafe.MaxRetryAfter)
+				}
+				return nil, fmt.Errorf("openai: %s: gave up after %d attempt(s)%s: %w", op, attempts, why, c.statusError(resp.StatusCode, b))
 			}
 			return nil, fmt.Errorf("openai: gave up after %d attempt(s): %w", attempts, err)
 		},
@@ -119,8 +140,10 @@ func (c *Client) control(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, c.redact(engine.Wrap(ctx, engine.KindTruncated, op, err))
 	}
-	if resp.StatusCode >= 400 {
-		return nil, engine.NewStatusError(resp.StatusCode, c.redactBytes(b))
+	if resp.StatusCode >= 300 {
+		// A redirect that was not followed (one without a Location), or
+		// any status that is not success.
+		return nil, c.statusError(resp.StatusCode, b)
 	}
 	if int64(len(b)) > c.maxBody {
 		return nil, &engine.Error{Kind: engine.KindMalformed, Op: op,
@@ -129,14 +152,26 @@ func (c *Client) control(ctx context.Context, path string) ([]byte, error) {
 	return b, nil
 }
 
-// checkRetry retries connection errors and 5xx other than 501, never 4xx,
-// and stops when ctx is done.
+// errRetryAfterPastDeadline ends a control-plane call whose answer asks
+// for a wait longer than the time the call has left.
+var errRetryAfterPastDeadline = errors.New("openai: Retry-After outlasts the call's deadline")
+
+// checkRetry retries connection errors and 5xx other than 501, never 4xx
+// or a refused redirect, and stops when ctx is done or when the answer's
+// Retry-After (capped) would outlast ctx's deadline.
 func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
 	if err != nil {
+		var re *httpsafe.RedirectError
+		if errors.As(err, &re) {
+			return false, err
+		}
 		return true, err
+	}
+	if httpsafe.RetryAfterExceedsDeadline(ctx, resp, httpsafe.MaxRetryAfter) {
+		return false, errRetryAfterPastDeadline
 	}
 	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
 		return true, nil
