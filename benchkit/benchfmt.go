@@ -37,8 +37,10 @@ var benchfmtUnits = []struct{ unit, key, value string }{
 // `benchstat old.txt new.txt` compares two runs. It writes one result line
 // per repeat of each cell (one burst: the repeats are the independent
 // samples, the requests of a burst are not), named
-// Benchmark<Name>/pp=<pp>/tg=<tg>/conc=<c>, whose iteration count is the
-// number of successful requests and whose values are:
+// Benchmark<Name>/placement=<placement>/pp=<pp>/tg=<tg>/conc=<c> (the
+// placement part, PlacementKey.String, only for rows that carry one: rows
+// of different placements are never one line), whose iteration count is
+// the number of successful requests and whose values are:
 //
 //	tok/s          Σ generated tokens / burst wall time
 //	exo-agg-tok/s  exo's max(per-request generation TPS) × N
@@ -69,13 +71,13 @@ func WriteBenchfmt(w io.Writer, rows []Row, opts BenchfmtOptions) error {
 		}
 	}
 	order, byCell := groupCells(rows)
-	for _, c := range order {
-		for _, b := range groupRepeats(byCell[c]) {
+	for _, k := range order {
+		for _, b := range groupRepeats(byCell[k]) {
 			f := figuresOf(b)
 			if f.ok == 0 {
 				continue
 			}
-			res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(fmt.Sprintf("%s/%s", name, c)), Iters: f.ok}
+			res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(name + "/" + k.name()), Iters: f.ok}
 			add := func(v float64, unit string) {
 				if v > 0 && !math.IsInf(v, 0) {
 					res.Values = append(res.Values, benchfmt.Value{Value: v, Unit: unit})

@@ -64,8 +64,15 @@ type Meta struct {
 // per-request rates, exo_aggregate_tps is max(per-request generation TPS)
 // × N, throughput_tps is Σ generated tokens / burst wall time, ttft_s the
 // mean client TTFT, energy_j the client energy of the repeat and
-// j_per_token that over its generated tokens.
+// j_per_token that over its generated tokens. The placement fields name
+// the placement the cell ran on, with the rows' names for them; a sweep of
+// several placements has one record per placement and cell.
 type CellRecord struct {
+	PlacementSharding     string `json:"placement_sharding,omitempty"`
+	PlacementInstanceMeta string `json:"placement_instance_meta,omitempty"`
+	PlacementNodes        int    `json:"placement_nodes,omitempty"`
+	// Placement is the three above as one label, "pipeline-ring-2n".
+	Placement       string       `json:"placement,omitempty"`
 	PP              int          `json:"pp"`
 	TG              int          `json:"tg"`
 	Concurrency     int          `json:"concurrency"`
@@ -96,6 +103,8 @@ type IntervalJSON struct {
 // Record converts s for a results file.
 func (s CellSummary) Record() CellRecord {
 	return CellRecord{
+		PlacementSharding: s.Placement.Sharding, PlacementInstanceMeta: s.Placement.InstanceMeta,
+		PlacementNodes: s.Placement.Nodes, Placement: s.Placement.String(),
 		PP: s.Cell.PP, TG: s.Cell.TG, Concurrency: s.Cell.Concurrency,
 		Repeats: s.Repeats, Requests: s.Requests, Failed: s.Failed,
 		PromptTPS: intervalJSON(s.PromptTPS), GenerationTPS: intervalJSON(s.GenerationTPS),

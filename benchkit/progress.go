@@ -8,8 +8,9 @@ import (
 )
 
 // A ProgressBar is an Observer that draws a one-line progress bar, redrawn
-// in place with a carriage return: meant for a terminal's stderr. Call
-// Finish at the end to end the line.
+// in place with a carriage return: meant for a terminal's stderr. The line
+// names the placement (when the rows carry one), the cell and the repeat
+// being measured. Call Finish at the end to end the line.
 type ProgressBar struct {
 	// W receives the bar.
 	W io.Writer
@@ -38,7 +39,8 @@ func (b *ProgressBar) Observe(p Progress) {
 	if p.Total > 0 {
 		fill = min(w, w*p.Done/p.Total)
 	}
-	fmt.Fprintf(b.W, "\r[%s%s] %d/%d  %s rep %d  failed %d ", strings.Repeat("#", fill), strings.Repeat(" ", w-fill), p.Done, p.Total, p.Cell, p.Repeat, b.failed)
+	where := cellKey{PlacementOf(p.Row), p.Cell}.name()
+	fmt.Fprintf(b.W, "\r[%s%s] %d/%d  %s rep %d  failed %d ", strings.Repeat("#", fill), strings.Repeat(" ", w-fill), p.Done, p.Total, where, p.Repeat, b.failed)
 	b.drawn = true
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +19,9 @@ type TableOptions struct {
 	Title string
 }
 
-// WriteTable writes one line per cell for a terminal: prompt TPS,
+// WriteTable writes one line per cell of each placement for a terminal,
+// with a placement column (PlacementKey.String) when rows carry one:
+// prompt TPS,
 // generation TPS, exo's aggregate beside Σ tokens / wall, TTFT, peak
 // memory, energy and J/token, each as mean ± the half width of its
 // repeat-level confidence interval. The layout is for people and may
@@ -57,9 +60,14 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 		b.WriteString(end)
 		b.WriteString("\n")
 	}
-	row(gridHeader)
+	header := gridHeader
+	withPlacement := slices.ContainsFunc(cells, func(c CellSummary) bool { return !c.Placement.IsZero() })
+	if withPlacement {
+		header = append([]string{"placement"}, header...)
+	}
+	row(header)
 	if start != "" {
-		seps := make([]string, len(gridHeader))
+		seps := make([]string, len(header))
 		for i := range seps {
 			seps[i] = "---:"
 		}
@@ -67,7 +75,11 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 	}
 	var notes []string
 	for _, c := range cells {
-		row([]string{
+		var cols []string
+		if withPlacement {
+			cols = append(cols, c.Placement.String())
+		}
+		row(append(cols,
 			strconv.Itoa(c.Cell.PP), strconv.Itoa(c.Cell.TG), strconv.Itoa(c.Cell.Concurrency), strconv.Itoa(c.Repeats),
 			pm(c.PromptTPS.Center, c.PromptTPS.Hi, 1, 1),
 			pm(c.GenerationTPS.Center, c.GenerationTPS.Hi, 1, 1),
@@ -78,9 +90,9 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 			pm(c.EnergyJ.Center, c.EnergyJ.Hi, 1, 1),
 			pm(c.JPerToken.Center, c.JPerToken.Hi, 1, 3),
 			strconv.Itoa(c.Failed),
-		})
+		))
 		for _, w := range c.Warnings {
-			notes = append(notes, fmt.Sprintf("%s: %s", c.Cell, w))
+			notes = append(notes, fmt.Sprintf("%s: %s", c.Name(), w))
 		}
 	}
 	if len(notes) > 0 {

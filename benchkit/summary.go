@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/timing"
@@ -14,13 +16,62 @@ import (
 // CellSummary.
 const ConfidenceLevel = 0.95
 
-// A CellSummary aggregates the rows of one cell over its repeats. Each
-// figure is first computed per repeat (one burst), then summarised across
-// repeats as a Student-t interval (timing.ConfidenceInterval at
-// ConfidenceLevel): the repeats, not the requests of a burst, are the
-// independent samples.
+// A PlacementKey names the placement rows were measured on: exo's
+// sharding, instance kind and node count, the three things a sweep varies
+// between placements. Rows of different placements are different
+// measurements and are never summarised together. The zero key means rows
+// with no placement (an engine that has none, such as an OpenAI-compatible
+// server).
+type PlacementKey struct {
+	// Sharding and InstanceMeta are exo's labels ("Pipeline", "MlxRing"),
+	// as the rows carry them.
+	Sharding, InstanceMeta string
+	// Nodes is the placement's node count.
+	Nodes int
+}
+
+// PlacementOf returns the placement the row was measured on.
+func PlacementOf(r Row) PlacementKey {
+	return PlacementKey{Sharding: r.PlacementSharding, InstanceMeta: r.PlacementInstanceMeta, Nodes: r.PlacementNodes}
+}
+
+// IsZero reports whether k names no placement.
+func (k PlacementKey) IsZero() bool { return k == PlacementKey{} }
+
+// String formats k as "<sharding>-<instance kind>-<nodes>n" in lower case
+// with exo's "Mlx" prefix dropped: "pipeline-ring-2n", "tensor-jaccl-4n".
+// It is the value of the placement= key of benchfmt names and the label of
+// table lines and plot series. The zero key formats as "".
+func (k PlacementKey) String() string {
+	if k.IsZero() {
+		return ""
+	}
+	part := func(s string) string {
+		s = strings.ToLower(strings.TrimPrefix(s, "Mlx"))
+		s = strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' {
+				return r
+			}
+			return '_'
+		}, s)
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	return part(k.Sharding) + "-" + part(k.InstanceMeta) + "-" + strconv.Itoa(k.Nodes) + "n"
+}
+
+// A CellSummary aggregates the rows of one cell of one placement over its
+// repeats. Each figure is first computed per repeat (one burst), then
+// summarised across repeats as a Student-t interval
+// (timing.ConfidenceInterval at ConfidenceLevel): the repeats, not the
+// requests of a burst, are the independent samples.
 type CellSummary struct {
-	Cell Cell
+	// Placement is the placement the rows ran on (zero without one);
+	// Cell the plan's cell.
+	Placement PlacementKey
+	Cell      Cell
 	// Repeats is the number of repeats seen; Requests and Failed count
 	// rows.
 	Repeats, Requests, Failed int
@@ -130,33 +181,57 @@ func groupRepeats(rows []Row) [][]Row {
 	return out
 }
 
-// groupCells splits rows by cell, in the order cells first appear.
-func groupCells(rows []Row) ([]Cell, map[Cell][]Row) {
-	var order []Cell
-	byCell := map[Cell][]Row{}
+// cellKey locates a cell of one placement.
+type cellKey struct {
+	placement PlacementKey
+	cell      Cell
+}
+
+// name is the key as a benchfmt name suffix and a note prefix:
+// "placement=pipeline-ring-2n/pp=512/tg=128/conc=1", or the cell alone
+// without a placement.
+func (k cellKey) name() string {
+	if k.placement.IsZero() {
+		return k.cell.String()
+	}
+	return "placement=" + k.placement.String() + "/" + k.cell.String()
+}
+
+// groupCells splits rows by placement and cell, in the order they first
+// appear.
+func groupCells(rows []Row) ([]cellKey, map[cellKey][]Row) {
+	var order []cellKey
+	byCell := map[cellKey][]Row{}
 	for _, r := range rows {
-		c := Cell{PP: r.PPTarget, TG: r.TG, Concurrency: r.Concurrency}
-		if _, ok := byCell[c]; !ok {
-			order = append(order, c)
+		k := cellKey{PlacementOf(r), Cell{PP: r.PPTarget, TG: r.TG, Concurrency: r.Concurrency}}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
 		}
-		byCell[c] = append(byCell[c], r)
+		byCell[k] = append(byCell[k], r)
 	}
 	return order, byCell
 }
 
-// SummarizeCells groups rows by cell, in the order cells first appear, and
-// aggregates each.
+// SummarizeCells groups rows by placement and cell, in the order they
+// first appear, and aggregates each group: a sweep over several
+// placements gets one summary per placement and cell, never one that
+// mixes placements.
 func SummarizeCells(rows []Row) []CellSummary {
 	order, byCell := groupCells(rows)
 	out := make([]CellSummary, 0, len(order))
-	for _, c := range order {
-		out = append(out, summarizeCell(c, byCell[c]))
+	for _, k := range order {
+		out = append(out, summarizeCell(k, byCell[k]))
 	}
 	return out
 }
 
-func summarizeCell(c Cell, rows []Row) CellSummary {
-	s := CellSummary{Cell: c, Requests: len(rows)}
+// Name is the summary's placement and cell as a benchfmt name suffix,
+// "placement=pipeline-ring-2n/pp=512/tg=128/conc=1", or the cell alone
+// ("pp=512/tg=128/conc=1") without a placement.
+func (s CellSummary) Name() string { return cellKey{s.Placement, s.Cell}.name() }
+
+func summarizeCell(k cellKey, rows []Row) CellSummary {
+	s := CellSummary{Placement: k.placement, Cell: k.cell, Requests: len(rows)}
 	seen := map[string]bool{}
 	warn := func(w string) {
 		if !seen[w] {

@@ -43,44 +43,77 @@ func newPlot(title, x, y string) *gplot.Plot {
 	return p
 }
 
-// GenerationTPS plots generation throughput against concurrency: for each
-// (pp, tg) pair of cells, Σ generated tokens / burst wall time (the honest
-// aggregate) as a solid line and exo's max(per-request TPS) × N as a
-// dashed one, each point the mean over repeats.
-func GenerationTPS(title string, cells []benchkit.CellSummary) (*gplot.Plot, error) {
-	type key struct{ pp, tg int }
+// A ThroughputSeries is one pair of lines of GenerationTPS: the cells of
+// one placement and one (pp, tg) pair, ordered by concurrency.
+type ThroughputSeries struct {
+	// Placement is the placement the cells ran on (zero without one);
+	// PP and TG the pair.
+	Placement benchkit.PlacementKey
+	PP, TG    int
+	// Name labels the series in the legend: "pipeline-ring-2n pp=512
+	// tg=128", or "pp=512 tg=128" without a placement.
+	Name string
+	// Honest holds Σ generated tokens / burst wall time and Exo exo's
+	// max(per-request TPS) × N, one point (concurrency, tok/s) per cell
+	// whose figure is defined, each the mean over the cell's repeats.
+	Honest, Exo plotter.XYs
+}
+
+// GenerationTPSSeries groups cells into the series GenerationTPS draws:
+// one per placement and (pp, tg) pair, in the order they first appear, so
+// that no line mixes placements.
+func GenerationTPSSeries(cells []benchkit.CellSummary) []ThroughputSeries {
+	type key struct {
+		p      benchkit.PlacementKey
+		pp, tg int
+	}
 	var order []key
 	groups := map[key][]benchkit.CellSummary{}
 	for _, c := range cells {
-		k := key{c.Cell.PP, c.Cell.TG}
+		k := key{c.Placement, c.Cell.PP, c.Cell.TG}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], c)
 	}
-	p := newPlot(title, "concurrency (requests in a burst)", "generation throughput (tokens/s)")
-	drawn := 0
-	for i, k := range order {
+	out := make([]ThroughputSeries, 0, len(order))
+	for _, k := range order {
 		g := groups[k]
-		slices.SortFunc(g, func(a, b benchkit.CellSummary) int { return a.Cell.Concurrency - b.Cell.Concurrency })
-		var honest, exo plotter.XYs
+		slices.SortStableFunc(g, func(a, b benchkit.CellSummary) int { return a.Cell.Concurrency - b.Cell.Concurrency })
+		s := ThroughputSeries{Placement: k.p, PP: k.pp, TG: k.tg, Name: fmt.Sprintf("pp=%d tg=%d", k.pp, k.tg)}
+		if !k.p.IsZero() {
+			s.Name = k.p.String() + " " + s.Name
+		}
 		for _, c := range g {
 			if v := c.ThroughputTPS.Center; isFinite(v) {
-				honest = append(honest, plotter.XY{X: float64(c.Cell.Concurrency), Y: v})
+				s.Honest = append(s.Honest, plotter.XY{X: float64(c.Cell.Concurrency), Y: v})
 			}
 			if v := c.ExoAggregateTPS.Center; isFinite(v) {
-				exo = append(exo, plotter.XY{X: float64(c.Cell.Concurrency), Y: v})
+				s.Exo = append(s.Exo, plotter.XY{X: float64(c.Cell.Concurrency), Y: v})
 			}
 		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// GenerationTPS plots generation throughput against concurrency: for each
+// placement and (pp, tg) pair of cells (GenerationTPSSeries), Σ generated
+// tokens / burst wall time (the honest aggregate) as a solid line and
+// exo's max(per-request TPS) × N as a dashed one, each point the mean over
+// repeats.
+func GenerationTPS(title string, cells []benchkit.CellSummary) (*gplot.Plot, error) {
+	p := newPlot(title, "concurrency (requests in a burst)", "generation throughput (tokens/s)")
+	drawn := 0
+	for i, s := range GenerationTPSSeries(cells) {
 		col := plotutil.Color(i)
-		name := fmt.Sprintf("pp=%d tg=%d", k.pp, k.tg)
-		if err := addLine(p, honest, col, false, name+" Σ tokens / wall"); err != nil {
+		if err := addLine(p, s.Honest, col, false, s.Name+" Σ tokens / wall"); err != nil {
 			return nil, err
 		}
-		if err := addLine(p, exo, col, true, name+" exo max×N"); err != nil {
+		if err := addLine(p, s.Exo, col, true, s.Name+" exo max×N"); err != nil {
 			return nil, err
 		}
-		drawn += len(honest) + len(exo)
+		drawn += len(s.Honest) + len(s.Exo)
 	}
 	if drawn == 0 {
 		return nil, fmt.Errorf("%w: no cell has a defined throughput", ErrNoData)
