@@ -89,11 +89,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "offline: measuring %s\n", url)
 	}
 	meta.BaseURL = url
-	client, err := openai.New(url, &openai.Options{APIKeyEnv: *apiKeyEnv, MaxBurst: max(*numSeqs, openai.DefaultMaxBurst)})
+	// The client counts the generated text with the same counter as the
+	// prompts when the server sends no per-chunk usage.
+	clientOpts := openai.Options{APIKeyEnv: *apiKeyEnv, MaxBurst: max(*numSeqs, openai.DefaultMaxBurst), Counter: counter}
+	client, err := openai.New(url, &clientOpts)
 	if err != nil {
 		return err
 	}
-	defer client.CloseIdleConnections()
+	defer func() { client.CloseIdleConnections() }()
 	if *model == "" {
 		ms, err := client.Models(ctx)
 		if err != nil || len(ms) == 0 {
@@ -108,6 +111,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR", err)
 		}
 		counter, meta.Tokenizer = c, "the server's /tokenize"
+		client.CloseIdleConnections()
+		clientOpts.Counter = counter
+		if client, err = openai.New(url, &clientOpts); err != nil {
+			return err
+		}
 	}
 
 	load := &benchkit.Load{Engine: client, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated, Grace: 10 * time.Second}

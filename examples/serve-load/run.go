@@ -237,11 +237,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		fmt.Fprintf(stderr, "serve-load: measuring %s\n", baseURL)
 	}
 	meta.BaseURL = baseURL
-	client, err := openai.New(baseURL, &openai.Options{APIKeyEnv: o.apiKeyEnv, Timeout: o.timeout})
+	// The client counts the generated text with the same counter as the
+	// prompts when the server sends no per-chunk usage.
+	clientOpts := openai.Options{APIKeyEnv: o.apiKeyEnv, Timeout: o.timeout, Counter: counter}
+	client, err := openai.New(baseURL, &clientOpts)
 	if err != nil {
 		return err
 	}
-	defer client.CloseIdleConnections()
+	defer func() { client.CloseIdleConnections() }()
 	if o.model == "" {
 		models, err := client.Models(ctx)
 		if err != nil {
@@ -263,6 +266,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
 		}
 		counter, meta.Tokenizer = c, "the server's /tokenize"
+		client.CloseIdleConnections()
+		clientOpts.Counter = counter
+		if client, err = openai.New(baseURL, &clientOpts); err != nil {
+			return err
+		}
 	}
 
 	load := &benchkit.Load{
