@@ -48,6 +48,32 @@
 // add_special_tokens=False. Ids of short pieces are cached (bounded,
 // concurrency-safe; see WithCacheSize).
 //
+// # tiktoken-format vocabularies (Kimi K2, cl100k_base, o200k_base)
+//
+// Some models ship a tiktoken BPE rank file (one "base64(token) rank" line
+// per token) instead of a tokenizer.json. NewTiktoken builds a Tokenizer
+// from such a file, a split pattern and special tokens (CL100KBase and
+// O200KBase give OpenAI's); LoadTiktoken reads a model directory in Kimi
+// K2's layout. To count for a Kimi K2 directory (tiktoken.model,
+// tokenizer_config.json and its chat template):
+//
+//	tok, err := hf.LoadTiktoken("path/to/Kimi-K2-Instruct", hf.KimiK2Pattern)
+//	n, err := tok.Count(ctx, msgs)  // rendered, then encoded as Kimi's tokenizer class does
+//
+// The split pattern lives in that model's Python code, not in its files,
+// hence the argument. The special tokens are the 256 ids after the ranks,
+// named by tokenizer_config.json's added_tokens_decoder or else
+// <|reserved_token_ID|>, as Kimi's tokenizer class names them. Ranks are
+// ids; BPE merges the adjacent pair whose concatenation has the lowest rank,
+// leftmost first, as tiktoken does. Encode equals tiktoken's
+// encode(text, allowed_special="all") on cl100k_base and o200k_base for the
+// golden texts, random strings and corpus below (tiktoken@1.0.22, OpenAI's
+// Rust core built to WebAssembly), and so does o200k_base's vocabulary
+// under Kimi K2's pattern and directory layout, where Kimi's cutting of
+// runs longer than 25,000 characters and of texts longer than 400,000 is
+// checked too (TestTiktokenGoldens). No real Kimi K2 tiktoken.model is in
+// the tests.
+//
 // # Chat templates
 //
 // Templates render with github.com/ardanlabs/jinja v1.8.0 and
