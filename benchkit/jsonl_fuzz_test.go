@@ -11,9 +11,9 @@ import (
 
 // FuzzJSONLReader reads arbitrary bytes as a JSONL file, as a run resumed
 // from a file cut by a crash would: the reader never panics, returns one
-// record per non-blank line (a *LineError naming the line for each that
-// does not decode), and a whole row on a line after the damage still reads
-// back exactly.
+// record per non-blank line that is not a run header (a *LineError naming
+// the line for each that does not decode), and a whole row on a line after
+// the damage still reads back exactly.
 func FuzzJSONLReader(f *testing.F) {
 	whole, err := json.Marshal(fixtureRows()[0])
 	if err != nil {
@@ -25,11 +25,12 @@ func FuzzJSONLReader(f *testing.F) {
 	f.Add([]byte(`{"pp_tokens": 1} {"pp_tokens": 2}` + "\n"))
 	f.Add([]byte(`{"pp_tokens": "x"}` + "\r\n" + `[1,2]` + "\n" + `null`))
 	f.Add([]byte(`{"stats": {"peak_memory_usage": {"in_bytes": 5}}, "energy": null, "ttft_s": 1e308}`))
+	f.Add([]byte(`{"run_header":{"program":"serve-load","pid":1,"started":"2026-01-01T00:00:00Z"}}` + "\n" + `{"run_header":null}` + "\n"))
 	want := fixtureRows()[0]
 	f.Fuzz(func(t *testing.T, data []byte) {
 		nonBlank := 0
 		for _, line := range bytes.Split(data, []byte("\n")) {
-			if len(bytes.TrimSpace(line)) > 0 {
+			if _, header := ParseRunHeader(line); len(bytes.TrimSpace(line)) > 0 && !header {
 				nonBlank++
 			}
 		}

@@ -37,8 +37,8 @@ func Usagef(format string, args ...any) error {
 }
 
 // ExitCode maps a program's error to its exit status: nil is ExitOK;
-// a *UsageError, or any error wrapping ErrBadLoad or ErrBadPlan (checked
-// before anything was sent), is ExitUsage; an error wrapping
+// a *UsageError, or any error wrapping ErrBadLoad, ErrBadPlan or
+// ErrOutputInUse (checked before anything was sent), is ExitUsage; an error wrapping
 // context.Canceled is ExitInterrupted; anything else, ErrRequestsFailed
 // included, is ExitFailed.
 func ExitCode(err error) int {
@@ -46,7 +46,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue), errors.Is(err, ErrBadLoad), errors.Is(err, ErrBadPlan):
+	case errors.As(err, &ue), errors.Is(err, ErrBadLoad), errors.Is(err, ErrBadPlan), errors.Is(err, ErrOutputInUse):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
