@@ -1,10 +1,10 @@
 module github.com/inferbench/inferbench
 
-go 1.26.0
+go 1.27.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
-	github.com/ardanlabs/jinja v1.8.0
+	github.com/ardanlabs/jinja v1.12.0
 	github.com/daulet/tokenizers v1.24.0
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/google/go-cmp v0.7.0

@@ -2,6 +2,7 @@ package hf
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,15 +43,22 @@ type RenderOptions struct {
 	// "reasoning_effort". Maps given here are passed with sorted keys; use
 	// json.RawMessage values to keep a key order.
 	Vars map[string]any
+	// Limits bound the rendering's work; the zero value takes the defaults.
+	Limits RenderLimits
 }
 
 // A ChatTemplate is a compiled Hugging Face chat template (Jinja) with the
 // special tokens it is rendered with. It is safe for concurrent use.
 //
-// Rendering uses github.com/ardanlabs/jinja with order-preserving values:
-// messages and tools keep their key order, as in Python and transformers.js.
-// As Jinja2 does by default (keep_trailing_newline=False), one trailing
-// newline is trimmed from the source.
+// It renders as transformers' apply_chat_template does with Python's Jinja2
+// (what vLLM, SGLang and mlx_lm serve with): trim_blocks and lstrip_blocks,
+// one trailing newline of the source dropped, loop controls, a
+// {% generation %} block rendering its body, tojson as json.dumps with
+// ensure_ascii=False and key order kept, raise_exception, strftime_now, and
+// tools and documents passed as none when absent. The source is lexed here
+// with Jinja2's rules and evaluated by github.com/ardanlabs/jinja with
+// order-preserving values (jinjasrc.go says how); a rendering is bounded by
+// RenderLimits and its context.
 type ChatTemplate struct {
 	named   map[string]*jinja.Template // "default", "tool_use", ... for the list form
 	special SpecialTokens
@@ -72,7 +80,11 @@ func compile(source string) (t *jinja.Template, err error) {
 			t, err = nil, fmt.Errorf("hf: chat template: the Jinja parser panicked: %v", r)
 		}
 	}()
-	t, err = jinja.Compile(rewriteIndentedTojson(strings.TrimSuffix(source, "\n")))
+	rewritten, err := rewriteTemplate(source)
+	if err != nil {
+		return nil, fmt.Errorf("hf: chat template: %w", err)
+	}
+	t, err = jinja.Compile(rewritten)
 	if err != nil {
 		return nil, fmt.Errorf("hf: chat template: %w", err)
 	}
@@ -129,6 +141,11 @@ func (c *ChatTemplate) SpecialTokens() SpecialTokens { return c.special }
 
 // Render renders messages (each as {"role", "content"}) through the template.
 func (c *ChatTemplate) Render(messages []promptsize.Message, opts RenderOptions) (string, error) {
+	return c.RenderContext(context.Background(), messages, opts)
+}
+
+// RenderContext is Render that stops with ctx's error when ctx ends.
+func (c *ChatTemplate) RenderContext(ctx context.Context, messages []promptsize.Message, opts RenderOptions) (string, error) {
 	list := make([]jinja.Value, len(messages))
 	for i, m := range messages {
 		d := jinja.NewDict()
@@ -136,12 +153,17 @@ func (c *ChatTemplate) Render(messages []promptsize.Message, opts RenderOptions)
 		d.AsDict().Set("content", jinja.NewString(m.Content))
 		list[i] = d
 	}
-	return c.render(jinja.NewList(list), opts)
+	return c.render(ctx, jinja.NewList(list), opts)
 }
 
 // RenderJSON is Render for messages given as a JSON array of objects of any
 // shape (tool calls, content parts, reasoning), with their key order kept.
 func (c *ChatTemplate) RenderJSON(messages json.RawMessage, opts RenderOptions) (string, error) {
+	return c.RenderJSONContext(context.Background(), messages, opts)
+}
+
+// RenderJSONContext is RenderJSON that stops with ctx's error when ctx ends.
+func (c *ChatTemplate) RenderJSONContext(ctx context.Context, messages json.RawMessage, opts RenderOptions) (string, error) {
 	v, err := orderedJSON(messages)
 	if err != nil {
 		return "", fmt.Errorf("hf: messages: %w", err)
@@ -149,11 +171,14 @@ func (c *ChatTemplate) RenderJSON(messages json.RawMessage, opts RenderOptions) 
 	if !v.IsList() {
 		return "", fmt.Errorf("hf: messages: expected a JSON array, found %s", kindName(v))
 	}
-	return c.render(v, opts)
+	return c.render(ctx, v, opts)
 }
 
-func (c *ChatTemplate) render(messages jinja.Value, opts RenderOptions) (out string, err error) {
-	data := make(map[string]jinja.Value, 8+len(opts.Vars))
+func (c *ChatTemplate) render(ctx context.Context, messages jinja.Value, opts RenderOptions) (out string, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("hf: chat template: %w", err)
+	}
+	data := make(map[string]jinja.Value, 24+len(opts.Vars))
 	for k, v := range opts.Vars {
 		if raw, ok := v.(json.RawMessage); ok {
 			jv, err := orderedJSON(raw)
@@ -166,6 +191,9 @@ func (c *ChatTemplate) render(messages jinja.Value, opts RenderOptions) (out str
 		data[k] = jinja.FromGoValue(v)
 	}
 	data["messages"] = messages
+	// transformers passes tools and documents always, as None when absent.
+	data["tools"] = jinja.None()
+	data["documents"] = jinja.None()
 	data["add_generation_prompt"] = jinja.NewBool(opts.AddGenerationPrompt)
 	for name, tok := range map[string]string{"bos_token": c.special.BOS, "eos_token": c.special.EOS, "pad_token": c.special.PAD, "unk_token": c.special.UNK} {
 		if tok != "" {
@@ -193,7 +221,20 @@ func (c *ChatTemplate) render(messages jinja.Value, opts RenderOptions) (out str
 	if date.IsZero() {
 		date = time.Now()
 	}
-	data[indentFilter] = jinja.NewCallable(indentFilter, tojsonIndent)
+	budget := newRenderBudget(ctx, opts.Limits)
+	for name, v := range budget.callables() {
+		data[name] = v
+	}
+	for name, v := range pyFilters() {
+		data[name] = v
+	}
+	data["raise_exception"] = jinja.NewCallable("raise_exception", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		msg := ""
+		if len(args) > 0 {
+			msg = pyStr(args[0])
+		}
+		return jinja.Undefined(), &TemplateError{Message: msg}
+	})
 	data["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
 			return jinja.Undefined(), fmt.Errorf("strftime_now: expected one format string, found %d arguments", len(args))
@@ -210,11 +251,24 @@ func (c *ChatTemplate) render(messages jinja.Value, opts RenderOptions) (out str
 		}
 	}()
 	out, err = tmpl.RenderValues(data)
+	if budget.err != nil {
+		// The budget's error is the cause even where the library reports
+		// it through another error.
+		err = budget.err
+	}
 	if err != nil {
 		return "", fmt.Errorf("hf: chat template: %w", err)
 	}
 	return out, nil
 }
+
+// A TemplateError is the error a template raised itself with
+// raise_exception(message), as transformers raises jinja2's TemplateError.
+type TemplateError struct {
+	Message string
+}
+
+func (e *TemplateError) Error() string { return "raise_exception: " + e.Message }
 
 // strftime formats t with the C/Python directives chat templates use:
 // %Y %y %m %d %e %j %b %B %a %A %H %I %M %S %p %%.
