@@ -95,9 +95,13 @@
 //
 // # Exactness
 //
-// The golden tests compare ids, not counts, with the JavaScript reference
-// (@lenml/tokenizers@3.7.2 for encoding, @huggingface/jinja@0.5.11 for
-// rendering; scripts/node/goldens.mjs) on the real tokenizer files of
+// The golden tests compare ids, not counts, with the reference libraries
+// (for encoding Hugging Face's Rust tokenizers, npm tokenizers@0.23.2, and
+// @lenml/tokenizers@3.7.2, a fork of transformers.js, which agree on every
+// golden id; the Rust library's ids are written should they ever differ;
+// @huggingface/jinja@0.5.11 for rendering; scripts/node/goldens.mjs, and
+// scripts/node/crosscheck.mjs to check the committed ids against the Rust
+// library) on the real tokenizer files of
 // Qwen3, Llama 3.1, gpt-oss, Gemma 3 and DeepSeek V3 (scripts/testdata.sh
 // fetches them): 36 texts plus each model's special-token text, 500 seeded
 // random strings, a 200 KB mixed corpus, and 27 chat cases per template

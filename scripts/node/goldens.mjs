@@ -1,6 +1,7 @@
-// goldens.mjs writes the golden files of promptsize/hf from the JavaScript reference:
-// @lenml/tokenizers@3.7.2 (a fork of transformers.js) encodes with
-// add_special_tokens:false, and @huggingface/jinja@0.5.11 renders chat templates with
+// goldens.mjs writes the golden files of promptsize/hf from the reference libraries:
+// tokenizers@0.23.2 (Hugging Face's Rust library, rust.mjs) and @lenml/tokenizers@3.7.2 (a
+// fork of transformers.js) both encode with add_special_tokens:false; every disagreement
+// between them is reported on stderr and the Rust library's ids are written. And @huggingface/jinja@0.5.11 renders chat templates with
 // {messages, add_generation_prompt: true, bos_token, eos_token, pad_token, unk_token[, tools]}
 // and strftime_now pinned to one date. That is the sequence apply_chat_template runs.
 //
@@ -17,6 +18,7 @@ import zlib from "node:zlib";
 import { TokenizerLoader } from "@lenml/tokenizers";
 import { Template, Environment } from "@huggingface/jinja";
 import { texts, fuzzStrings, corpus, chats } from "./inputs.mjs";
+import { loadRust, rustEncode, firstDiff } from "./rust.mjs";
 
 export const models = ["qwen3", "llama3_1", "gptoss", "gemma3", "deepseek_v3"];
 export const corpusBytes = 200 * 1024;
@@ -134,8 +136,9 @@ function templatesFor(model, cfg, a) {
   return out;
 }
 
-function main() {
+async function main() {
   const a = args();
+  let disagreements = 0;
   fs.mkdirSync(a.out, { recursive: true });
   const fuzz = fuzzStrings(fuzzCount, fuzzSeed);
   const corpusText = corpus(corpusBytes, corpusSeed);
@@ -151,16 +154,30 @@ function main() {
 
   for (const model of models) {
     const { tok, tokenizerJSON, tokenizerConfig: cfg } = loadTokenizer(path.join(a.models, model));
+    const rust = loadRust(path.join(a.models, model));
+    // ids encodes with both libraries and keeps the Rust library's ids.
+    const ids = async (text, where) => {
+      const js = encode(tok, text);
+      const rs = await rustEncode(rust, text);
+      const d = firstDiff(rs, js);
+      if (d !== "") {
+        disagreements++;
+        console.error(`${model} ${where}: the Rust library and transformers.js ${d}; the Rust ids are written`);
+      }
+      return rs;
+    };
     const special = specialText(tokenizerJSON.added_tokens);
     const g = {
       model,
       special_text: special,
-      special_ids: encode(tok, special),
-      texts: Object.fromEntries(texts.map(([name, text]) => [name, encode(tok, text)])),
-      fuzz: fuzz.map((s) => encode(tok, s)),
-      corpus_ids: encode(tok, corpusText),
+      special_ids: await ids(special, "special text"),
+      texts: {},
+      fuzz: [],
+      corpus_ids: await ids(corpusText, "corpus"),
       chats: {},
     };
+    for (const [name, text] of texts) g.texts[name] = await ids(text, `text ${name}`);
+    for (let i = 0; i < fuzz.length; i++) g.fuzz.push(await ids(fuzz[i], `fuzz[${i}]`));
     const vars = {};
     for (const k of ["bos_token", "eos_token", "pad_token", "unk_token"]) {
       const v = tokenString(cfg[k]);
@@ -168,17 +185,19 @@ function main() {
     }
     for (const [tname, src] of templatesFor(model, cfg, a)) {
       const tmpl = new Template(src);
-      g.chats[tname] = chatCases.map(([name, messages, tools]) => {
+      g.chats[tname] = [];
+      for (const [name, messages, tools] of chatCases) {
         const ctx = { messages, add_generation_prompt: true, ...vars, strftime_now: strftime };
         if (tools) ctx.tools = tools;
         const rendered = tmpl.render(ctx);
-        return { name, rendered, ids: encode(tok, rendered) };
-      });
+        g.chats[tname].push({ name, rendered, ids: await ids(rendered, `chat ${tname}/${name}`) });
+      }
     }
     const file = path.join(a.out, `${model}.json.gz`);
     fs.writeFileSync(file, zlib.gzipSync(Buffer.from(JSON.stringify(g)), { level: 9 }));
     console.error(`${file}: ${g.corpus_ids.length} corpus tokens`);
   }
+  console.error(`goldens.mjs: ${disagreements} disagreement(s) between the Rust library and transformers.js`);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) main();
+if (import.meta.url === `file://${process.argv[1]}`) await main();
