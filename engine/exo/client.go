@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/httpsafe"
 )
 
 // Defaults of Options fields left zero.
@@ -85,6 +86,14 @@ type Options struct {
 
 // A Client talks to one exo cluster through its API node. It is safe for
 // concurrent use.
+//
+// Benchmark requests (Complete, Prewarm) never follow a redirect: a 3xx
+// is an error of kind engine.KindStatus naming the status and the
+// Location, and nothing is sent there. Control-plane calls follow a
+// redirect within the API node's origin (scheme, host and port) only.
+// A control-plane retry after a 429 or 503 waits its Retry-After, at most
+// httpsafe.MaxRetryAfter (30 s), and the call gives up at once when that
+// wait would outlast its context's deadline.
 type Client struct {
 	base    *url.URL
 	bench   *http.Client
@@ -158,16 +167,17 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	c := &Client{
 		base: u,
 		bench: &http.Client{
-			Transport: benchTransport,
-			Timeout:   o.RequestTimeout,
+			Transport:     benchTransport,
+			Timeout:       o.RequestTimeout,
+			CheckRedirect: httpsafe.NoRedirects(),
 		},
 		control: &retryablehttp.Client{
-			HTTPClient:     &http.Client{Transport: controlTransport, Timeout: o.Timeout},
+			HTTPClient:     &http.Client{Transport: controlTransport, Timeout: o.Timeout, CheckRedirect: httpsafe.SameOrigin()},
 			RetryWaitMin:   o.RetryWaitMin,
 			RetryWaitMax:   o.RetryWaitMax,
 			RetryMax:       o.RetryMax,
 			CheckRetry:     retryPolicy,
-			Backoff:        retryablehttp.DefaultBackoff,
+			Backoff:        httpsafe.Backoff(httpsafe.MaxRetryAfter),
 			ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 			RequestLogHook: countAttempt,
 		},
@@ -248,8 +258,14 @@ func withNoRetry(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noRetryKey{}, true)
 }
 
-// retryPolicy retries connection errors and 5xx answers, never 4xx, and
-// stops when the request's context has ended or asks for one attempt.
+// errRetryAfterPastDeadline ends a control-plane call whose answer asks,
+// with Retry-After, for a wait longer than the call has left.
+var errRetryAfterPastDeadline = errors.New("its Retry-After, capped at " + httpsafe.MaxRetryAfter.String() + ", would outlast the call's deadline")
+
+// retryPolicy retries connection errors and 5xx answers, never 4xx or a
+// refused redirect, and stops when the request's context has ended, asks
+// for one attempt, or has less time left than the answer's Retry-After
+// asks for.
 func retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
@@ -262,7 +278,14 @@ func retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, err
 		if errors.As(err, &ue) && strings.Contains(ue.Err.Error(), "unsupported protocol scheme") {
 			return false, nil
 		}
+		var re *httpsafe.RedirectError
+		if errors.As(err, &re) {
+			return false, nil
+		}
 		return true, nil
+	}
+	if httpsafe.RetryAfterExceedsDeadline(ctx, resp, httpsafe.MaxRetryAfter) {
+		return false, errRetryAfterPastDeadline
 	}
 	return resp.StatusCode >= 500, nil
 }
@@ -307,6 +330,10 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 		code := 0
 		if resp != nil {
 			code = resp.StatusCode
+			if errors.Is(err, errRetryAfterPastDeadline) {
+				data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+				err = fmt.Errorf("%w (Retry-After %.40q: %w)", engine.NewStatusError(code, data), resp.Header.Get("Retry-After"), err)
+			}
 			resp.Body.Close()
 		}
 		return nil, &APIError{Op: op, Attempts: max(*attempts, 1), StatusCode: code, Err: err}
@@ -317,7 +344,7 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 		return nil, &APIError{Op: op, Attempts: *attempts, StatusCode: resp.StatusCode,
 			Err: fmt.Errorf("reading the response body: %w", err)}
 	}
-	if resp.StatusCode >= 400 {
+	if resp.StatusCode >= 300 {
 		se := engine.NewStatusError(resp.StatusCode, data)
 		var cause error = se
 		if resp.StatusCode == http.StatusNotFound && strings.Contains(se.Message, "disaggregation is disabled") {
