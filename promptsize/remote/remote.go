@@ -11,7 +11,14 @@
 // A server without the endpoint gives an *EndpointError wrapping
 // ErrNoEndpoint that names the endpoint and suggests another Counter.
 // Counters here are safe for concurrent use; each Count is one or two HTTP
-// requests, so give the Builder a context with a deadline.
+// requests, each bounded by the Counter's Timeout (DefaultTimeout unless
+// set) and by the caller's context.
+//
+// The credentials among a Counter's Header (Authorization and the like)
+// are redacted from every error, in whatever escapes the server echoed
+// them (see internal/httpsafe). Without a Client of the caller's, a
+// redirect is followed only within the server's origin, so they never
+// reach another.
 package remote
 
 import (
@@ -23,9 +30,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
 )
+
+// DefaultTimeout bounds each request of a Counter whose Timeout is zero.
+const DefaultTimeout = 60 * time.Second
 
 // ErrNoEndpoint is the condition of a server that answered 404 or 405 for
 // the endpoint a Counter needs. Errors for it are *EndpointError values.
@@ -79,10 +91,15 @@ type VLLM struct {
 	Model string
 	// Path is the endpoint; "" means "/tokenize".
 	Path string
-	// Client sends the requests; nil means http.DefaultClient.
+	// Client sends the requests; nil means a client of
+	// http.DefaultTransport that follows same-origin redirects only.
 	Client *http.Client
-	// Header is added to every request (e.g. Authorization).
+	// Header is added to every request (e.g. Authorization: Bearer …).
+	// Its credentials are redacted from errors.
 	Header http.Header
+	// Timeout bounds each request. Zero means DefaultTimeout; negative,
+	// no bound beyond the context's.
+	Timeout time.Duration
 }
 
 var _ promptsize.Counter = (*VLLM)(nil)
@@ -102,15 +119,16 @@ func (c *VLLM) Count(ctx context.Context, messages []promptsize.Message) (int, e
 	if messages == nil {
 		messages = []promptsize.Message{}
 	}
-	body, endpoint, err := post(ctx, c.Client, c.Header, c.BaseURL, path,
+	body, endpoint, err := post(ctx, c.Client, c.Header, c.Timeout, c.BaseURL, path,
 		vllmRequest{Model: c.Model, Messages: messages, AddGenerationPrompt: true},
 		"expected vLLM's or SGLang's /tokenize; for llama.cpp use remote.LlamaCpp, or count locally with promptsize/hf and the model's tokenizer.json")
 	if err != nil {
 		return 0, err
 	}
-	n, err := ParseTokenizeResponse(body)
+	secrets := httpsafe.HeaderSecrets(c.Header)
+	n, err := parseTokenize(body, httpsafe.RedactBytes(body, secrets...))
 	if err != nil {
-		return 0, fmt.Errorf("remote: %s: %w", endpoint, err)
+		return 0, httpsafe.RedactError(fmt.Errorf("remote: %s: %w", endpoint, err), secrets...)
 	}
 	return n, nil
 }
@@ -126,10 +144,15 @@ type LlamaCpp struct {
 	// AddSpecial asks /tokenize to add the model's BOS as well. Leave it
 	// false for templates that write the BOS themselves (most do).
 	AddSpecial bool
-	// Client sends the requests; nil means http.DefaultClient.
+	// Client sends the requests; nil means a client of
+	// http.DefaultTransport that follows same-origin redirects only.
 	Client *http.Client
-	// Header is added to every request.
+	// Header is added to every request. Its credentials are redacted
+	// from errors.
 	Header http.Header
+	// Timeout bounds each request. Zero means DefaultTimeout; negative,
+	// no bound beyond the context's.
+	Timeout time.Duration
 }
 
 var _ promptsize.Counter = (*LlamaCpp)(nil)
@@ -152,31 +175,48 @@ func (c *LlamaCpp) Count(ctx context.Context, messages []promptsize.Message) (in
 	if messages == nil {
 		messages = []promptsize.Message{}
 	}
-	body, endpoint, err := post(ctx, c.Client, c.Header, c.BaseURL, "/apply-template",
+	secrets := httpsafe.HeaderSecrets(c.Header)
+	body, endpoint, err := post(ctx, c.Client, c.Header, c.Timeout, c.BaseURL, "/apply-template",
 		applyTemplateRequest{Messages: messages, AddGenerationPrompt: true}, llamaSuggest)
 	if err != nil {
 		return 0, err
 	}
-	prompt, err := ParseApplyTemplateResponse(body)
+	prompt, err := parseApplyTemplate(body, httpsafe.RedactBytes(body, secrets...))
 	if err != nil {
-		return 0, fmt.Errorf("remote: %s: %w", endpoint, err)
+		return 0, httpsafe.RedactError(fmt.Errorf("remote: %s: %w", endpoint, err), secrets...)
 	}
-	body, endpoint, err = post(ctx, c.Client, c.Header, c.BaseURL, "/tokenize",
+	body, endpoint, err = post(ctx, c.Client, c.Header, c.Timeout, c.BaseURL, "/tokenize",
 		llamaTokenizeRequest{Content: prompt, AddSpecial: c.AddSpecial, ParseSpecial: true}, llamaSuggest)
 	if err != nil {
 		return 0, err
 	}
-	n, err := ParseTokenizeResponse(body)
+	n, err := parseTokenize(body, httpsafe.RedactBytes(body, secrets...))
 	if err != nil {
-		return 0, fmt.Errorf("remote: %s: %w", endpoint, err)
+		return 0, httpsafe.RedactError(fmt.Errorf("remote: %s: %w", endpoint, err), secrets...)
 	}
 	return n, nil
 }
 
-// post sends v as JSON and returns the body of a 200 answer.
-func post(ctx context.Context, client *http.Client, header http.Header, base, path string, v any, suggest string) ([]byte, string, error) {
+// post sends v as JSON, within timeout (DefaultTimeout when zero, none
+// when negative), and returns the body of a 200 answer. Its errors hold no
+// credential of header.
+func post(ctx context.Context, client *http.Client, header http.Header, timeout time.Duration, base, path string, v any, suggest string) ([]byte, string, error) {
+	secrets := httpsafe.HeaderSecrets(header)
+	body, endpoint, err := postRaw(ctx, client, header, timeout, base, path, v, suggest, secrets)
+	return body, endpoint, httpsafe.RedactError(err, secrets...)
+}
+
+func postRaw(ctx context.Context, client *http.Client, header http.Header, timeout time.Duration, base, path string, v any, suggest string, secrets []string) ([]byte, string, error) {
 	if client == nil {
-		client = http.DefaultClient
+		client = &http.Client{CheckRedirect: httpsafe.SameOrigin(secrets...)}
+	}
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	url := strings.TrimSuffix(base, "/") + path
 	endpoint := "POST " + url
@@ -211,11 +251,13 @@ func post(ctx context.Context, client *http.Client, header http.Header, base, pa
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
 		return nil, endpoint, &EndpointError{Endpoint: endpoint, Status: resp.StatusCode, Suggest: suggest}
 	case resp.StatusCode != http.StatusOK:
-		excerpt := string(body)
+		// Redacted before it is cut (a cut could split a secret) and
+		// after, so the excerpt holds no part of one.
+		excerpt := string(httpsafe.RedactBytes(body, secrets...))
 		if len(excerpt) > 300 {
-			excerpt = excerpt[:300]
+			excerpt = strings.ToValidUTF8(excerpt[:300], "")
 		}
-		return nil, endpoint, &StatusError{Endpoint: endpoint, Status: resp.StatusCode, Body: excerpt}
+		return nil, endpoint, &StatusError{Endpoint: endpoint, Status: resp.StatusCode, Body: httpsafe.Redact(excerpt, secrets...)}
 	}
 	return body, endpoint, nil
 }
@@ -225,6 +267,12 @@ func post(ctx context.Context, client *http.Client, header http.Header, base, pa
 // are ids or {"id", "piece"} objects). When both are present they must
 // agree.
 func ParseTokenizeResponse(body []byte) (int, error) {
+	return parseTokenize(body, body)
+}
+
+// parseTokenize is ParseTokenizeResponse, quoting shown (body redacted) in
+// its errors.
+func parseTokenize(body, shown []byte) (int, error) {
 	var r struct {
 		Count  *json.Number      `json:"count"`
 		Tokens []json.RawMessage `json:"tokens"`
@@ -232,10 +280,10 @@ func ParseTokenizeResponse(body []byte) (int, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&r); err != nil {
-		return 0, fmt.Errorf("decoding the /tokenize answer %.80q: %w; expected a JSON object with count or tokens", body, err)
+		return 0, fmt.Errorf("decoding the /tokenize answer %.80q: %w; expected a JSON object with count or tokens", shown, err)
 	}
 	if r.Count == nil && r.Tokens == nil {
-		return 0, fmt.Errorf("the /tokenize answer %.80q has neither count nor tokens", body)
+		return 0, fmt.Errorf("the /tokenize answer %.80q has neither count nor tokens", shown)
 	}
 	if r.Count == nil {
 		return len(r.Tokens), nil
@@ -253,14 +301,20 @@ func ParseTokenizeResponse(body []byte) (int, error) {
 // ParseApplyTemplateResponse reads the rendered prompt from llama.cpp's
 // /apply-template answer, {"prompt": "..."}.
 func ParseApplyTemplateResponse(body []byte) (string, error) {
+	return parseApplyTemplate(body, body)
+}
+
+// parseApplyTemplate is ParseApplyTemplateResponse, quoting shown (body
+// redacted) in its errors.
+func parseApplyTemplate(body, shown []byte) (string, error) {
 	var r struct {
 		Prompt *string `json:"prompt"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return "", fmt.Errorf("decoding the /apply-template answer %.80q: %w; expected {\"prompt\": ...}", body, err)
+		return "", fmt.Errorf("decoding the /apply-template answer %.80q: %w; expected {\"prompt\": ...}", shown, err)
 	}
 	if r.Prompt == nil {
-		return "", fmt.Errorf("the /apply-template answer %.80q has no prompt string", body)
+		return "", fmt.Errorf("the /apply-template answer %.80q has no prompt string", shown)
 	}
 	return *r.Prompt, nil
 }
