@@ -30,13 +30,26 @@ func (s *Server) modelListEntry(m Model, custom bool) map[string]any {
 	}
 }
 
+// handleModels serves GET /models and /v1/models: every card, or with
+// ?status=downloaded only those some node has a DownloadCompleted of, as
+// exo filters them.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	data := []any{s.modelListEntry(s.preset.Model, false)}
+	keep := func(string) bool { return true }
+	if r.URL.Query().Get("status") == "downloaded" {
+		have := s.downloadedModels()
+		keep = func(id string) bool { return have[id] }
+	}
+	data := []any{}
+	if keep(s.preset.Model.ID) {
+		data = append(data, s.modelListEntry(s.preset.Model, false))
+	}
 	s.mu.Lock()
 	cards := slices.Clone(s.cards)
 	s.mu.Unlock()
 	for _, m := range cards {
-		data = append(data, s.modelListEntry(m, true))
+		if keep(m.ID) {
+			data = append(data, s.modelListEntry(m, true))
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
@@ -270,8 +283,8 @@ func (s *Server) state() map[string]any {
 		used := s.ramUsed(i)
 		memory[n.id] = map[string]any{"ramTotal": inBytes(hw.RAM), "ramAvailable": inBytes(hw.RAM - used),
 			"swapTotal": inBytes(0), "swapAvailable": inBytes(0)}
-		weights := int64(s.preset.Model.WeightBytes())
-		disk[n.id] = map[string]any{"total": inBytes(hw.Disk), "available": inBytes(hw.Disk - weights)}
+		dls, onDisk := s.downloadsJSON(i, now)
+		disk[n.id] = map[string]any{"total": inBytes(hw.Disk), "available": inBytes(max(hw.Disk-onDisk, 0))}
 		from := max(now-window, 0)
 		util := s.power.utilisation(i, from, now)
 		// Mean power over the window: idle plus the dynamic energy over
@@ -283,11 +296,7 @@ func (s *Server) state() map[string]any {
 		}
 		system[n.id] = map[string]any{"gpuUsage": util, "temp": 35 + 45*util, "sysPower": watts,
 			"pcpuUsage": 0.03 + 0.1*util, "ecpuUsage": 0.05}
-		sp := spec{model: s.preset.Model, nodes: []int{i}, runners: []string{"download"}, sharding: "Pipeline", meta: "MlxRing"}
-		shard := s.instanceJSON(sp)["MlxRingInstance"].(map[string]any)["shardAssignments"].(map[string]any)["runnerToShard"].(map[string]any)["download"]
-		downloads[n.id] = []any{map[string]any{"DownloadCompleted": map[string]any{
-			"nodeId": n.id, "shardMetadata": shard, "modelDirectory": "/sim/models/" + s.preset.Model.ID,
-			"total": inBytes(weights), "readOnly": false}}}
+		downloads[n.id] = dls
 		rdma[n.id] = map[string]any{"enabled": true}
 		out := map[string]any{}
 		for j, m := range s.nodes {

@@ -23,13 +23,22 @@
 //	                                 generation_stats ({"inBytes"}) and power_usage, or SSE
 //	POST   /v1/chat/completions      EOS allowed (requests end early, see below), prefix cache on;
 //	                                 JSON carries usage (no generation_stats, no power_usage)
-//	GET    /models, /v1/models       the preset's model and custom cards
+//	GET    /models, /v1/models       the preset's model and custom cards; ?status=downloaded keeps
+//	                                 those some node has a DownloadCompleted of
 //	POST   /models/add               {"model_id"}: a custom card with the preset model's shape
 //	GET    /state, /state/{path...}  instances, runners, downloads, tasks, topology, nodeIdentities,
 //	                                 nodeMemory, nodeDisk, nodeSystem, instanceLinks, ...
 //	GET    /instance/previews        ?model_id=: placements (Pipeline|Tensor × MlxRing|MlxJaccl × 1..N nodes)
 //	POST   /instance                 {"instance": <tagged>}: loading for Options.LoadDelay, then ready
 //	GET    /instance/{id}, DELETE /instance/{id}
+//	POST   /place_instance           {"model_id","sharding","instance_meta","min_nodes"}: the smallest
+//	                                 placement that fits, created server-side (no id in the answer)
+//	GET    /instance/placement       same query: the instance that placement would create, not created
+//	POST   /download/start           {"targetNodeId","shardMetadata"} (strict, either casing): a node
+//	                                 without the model downloads it for Options.LoadDelay; a node that
+//	                                 has it (or is downloading it) ignores the command, as exo's does
+//	POST   /download/cancel          {"targetNodeId","modelId"}: an ongoing download becomes pending
+//	DELETE /download/{node}/{model}  the node's copy is deleted
 //	GET    /v1/instance-links, POST, PUT /{id}, DELETE /{id}   prefill/decode links
 //	POST   /v1/cancel/{command_id}   cancels a running request
 //	GET    /v1/feature-flags, GET /node_id

@@ -152,6 +152,7 @@ type Server struct {
 	jobs      map[string]*job
 	cards     []Model // custom cards from POST /models/add
 	events    int
+	downloads []map[string]*download // per node, by model id (downloads.go)
 }
 
 type simNode struct {
@@ -516,6 +517,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/instance-links/{id}", s.handlePutLink)
 	mux.HandleFunc("DELETE /v1/instance-links/{id}", s.handleDeleteLink)
 	mux.HandleFunc("POST /v1/cancel/{id}", s.handleCancel)
+	s.harnessRoutes(mux)
 	mux.HandleFunc("GET /node_id", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.nodes[0].id)
 	})
