@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -207,17 +206,15 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		res.Trace.Start = res.Trace.Headers
 	}
 
-	if resp.StatusCode >= 300 {
-		// A redirect is refused before it is followed (the bench client's
-		// CheckRedirect); a 3xx reaches here only without a Location.
+	if resp.StatusCode >= 400 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		res.Trace.End = c.now()
 		return res, engine.NewStatusError(resp.StatusCode, data)
 	}
 	if req.Stream {
-		err = c.readStream(ctx, op, resp, &res)
+		err = c.readStream(ctx, op, req, resp, &res)
 	} else {
-		err = c.readBody(ctx, op, resp, &res)
+		err = c.readBody(ctx, op, req, resp, &res)
 	}
 	if err != nil {
 		return res, err
@@ -247,7 +244,7 @@ type completionWire struct {
 }
 
 // readBody reads a non-streaming answer.
-func (c *Client) readBody(ctx context.Context, op string, resp *http.Response, res *engine.Result) error {
+func (c *Client) readBody(ctx context.Context, op string, req engine.Request, resp *http.Response, res *engine.Result) error {
 	// A body past maxBodyBytes is no completion exo would send; reading it
 	// whole would let a broken server exhaust the client's memory.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
@@ -259,7 +256,69 @@ func (c *Client) readBody(ctx context.Context, op string, resp *http.Response, r
 		return &engine.Error{Kind: engine.KindMalformed, Op: op,
 			Err: fmt.Errorf("expected a completion body of at most %d bytes, found more", maxBodyBytes)}
 	}
-	return parseCompletion(data, res)
+	if err := parseCompletion(data, res); err != nil {
+		return err
+	}
+	return checkCompletion(req, res)
+}
+
+// checkCompletion checks a decoded non-streaming answer's server numbers
+// (see checkUsage, checkStats, engine.CheckText) and bounds its kept text
+// at engine.MaxKeptText. On an implausible number res keeps what the
+// server sent (Usage, ServerStats) and the error says which number and
+// its bound.
+func checkCompletion(req engine.Request, res *engine.Result) error {
+	var text engine.KeptText
+	text.WriteString(res.Text)
+	res.Text = text.String()
+	if w := text.TruncatedWarning(); w != nil {
+		res.Warnings = append(res.Warnings, w)
+	}
+	if res.Usage != nil {
+		if err := checkUsage(req, res.Usage); err != nil {
+			return err
+		}
+	}
+	if res.ServerStats != nil {
+		if err := checkStats(req, res.ServerStats); err != nil {
+			return err
+		}
+	}
+	return engine.CheckText(text.Received(), req.MaxTokens)
+}
+
+// checkUsage checks a usage block against the request: completion_tokens
+// within engine.MaxPlausibleCount(MaxTokens), prompt_tokens within
+// engine.MaxPlausiblePromptCount(Messages), total_tokens within their sum,
+// cached_tokens within prompt_tokens, none negative.
+func checkUsage(req engine.Request, u *engine.Usage) error {
+	limit, promptLimit := engine.MaxPlausibleCount(req.MaxTokens), engine.MaxPlausiblePromptCount(req.Messages)
+	if err := engine.CheckCount("usage.completion_tokens", u.CompletionTokens, limit); err != nil {
+		return err
+	}
+	if err := engine.CheckCount("usage.prompt_tokens", u.PromptTokens, promptLimit); err != nil {
+		return err
+	}
+	if err := engine.CheckCount("usage.total_tokens", u.TotalTokens, limit+promptLimit); err != nil {
+		return err
+	}
+	return engine.CheckCount("usage.prompt_tokens_details.cached_tokens", u.CachedTokens, u.PromptTokens)
+}
+
+// checkStats checks exo's generation_stats against the request:
+// generation_tokens and prompt_tokens as checkUsage checks usage's, and
+// prompt_tps and generation_tps within engine.CheckRate's bounds.
+func checkStats(req engine.Request, st *engine.ServerStats) error {
+	if err := engine.CheckCount("generation_stats.generation_tokens", st.GenerationTokens, engine.MaxPlausibleCount(req.MaxTokens)); err != nil {
+		return err
+	}
+	if err := engine.CheckCount("generation_stats.prompt_tokens", st.PromptTokens, engine.MaxPlausiblePromptCount(req.Messages)); err != nil {
+		return err
+	}
+	if err := engine.CheckRate("generation_stats.prompt_tps", st.PromptTPS); err != nil {
+		return err
+	}
+	return engine.CheckRate("generation_stats.generation_tps", st.GenerationTPS)
 }
 
 // parseCompletion decodes a non-streaming chat completion (exo's
@@ -298,7 +357,17 @@ func parseCompletion(data []byte, res *engine.Result) error {
 }
 
 // readStream reads a Server-Sent Events answer.
-func (c *Client) readStream(ctx context.Context, op string, resp *http.Response, res *engine.Result) error {
+//
+// Every number the server reports is checked as it arrives: usage against
+// checkUsage and, when it is cumulative, against its previous value
+// (engine.CheckRising); generation_stats against checkStats; the tokens
+// the stream has carried against engine.MaxPlausibleCount(MaxTokens); the
+// text against engine.CheckText. The first implausible number ends the
+// read with an error of kind engine.KindImplausibleUsage: res keeps what
+// arrived until then (the offending usage or stats included), and its
+// figures must not be used. At most engine.MaxKeptText bytes of text are
+// kept, with a warning when more arrived.
+func (c *Client) readStream(ctx context.Context, op string, req engine.Request, resp *http.Response, res *engine.Result) error {
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		res.Trace.End = c.now()
@@ -308,12 +377,20 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 	progress, _ := ctx.Value(prefillKey{}).(func(PrefillProgress))
 	sr := engine.NewSSEReader(resp.Body, &engine.SSEOptions{Now: c.now})
 	var (
-		text        strings.Builder
+		text        engine.KeptText
 		lastUsage   = -1 // completion_tokens of the previous chunk's usage
 		usageBroken bool // a token chunk came without usage
+		streamed    int  // tokens of the chunks so far
+		limit       = engine.MaxPlausibleCount(req.MaxTokens)
 		dec         chunkDecoder
 		ck          streamChunk
 	)
+	// implausible ends the read on an implausible server number.
+	implausible := func(at time.Time, err error) error {
+		res.Trace.End = at
+		res.Text = text.String()
+		return err
+	}
 	for sr.Next() {
 		ev := sr.Event()
 		switch ev.Type {
@@ -330,6 +407,9 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 					return &engine.Error{Kind: engine.KindMalformed, Op: "read SSE stream", Err: err}
 				}
 				res.ServerStats = &st
+				if err := checkStats(req, &st); err != nil {
+					return implausible(ev.At, err)
+				}
 			case "prefill_progress":
 				p, err := parsePrefillProgress(payload)
 				if err != nil {
@@ -362,6 +442,13 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 					res.Usage = new(engine.Usage)
 				}
 				*res.Usage = *ck.usage
+				err := checkUsage(req, ck.usage)
+				if err == nil && lastUsage >= 0 {
+					err = engine.CheckRising("usage.completion_tokens", lastUsage, ck.usage.CompletionTokens)
+				}
+				if err != nil {
+					return implausible(ev.At, err)
+				}
 			}
 			if ck.choices == 0 {
 				// A usage-only chunk: no token.
@@ -372,6 +459,9 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 			}
 			if ck.hasContent {
 				text.Write(ck.content)
+				if err := engine.CheckText(text.Received(), req.MaxTokens); err != nil {
+					return implausible(ev.At, err)
+				}
 			}
 			if ck.hasFinish && string(ck.finish) != res.FinishReason {
 				res.FinishReason = string(ck.finish)
@@ -385,13 +475,15 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 			case !usageBroken && len(res.Trace.Chunks) == 0:
 				tokens = ck.usage.CompletionTokens
 			}
-			if tokens < 0 {
-				res.Warnings = append(res.Warnings, fmt.Errorf("exo: usage.completion_tokens fell from %d to %d between chunks; counted the chunk as 1 token",
-					lastUsage, ck.usage.CompletionTokens))
-				tokens = 1
-			}
 			if ck.usage != nil {
 				lastUsage = ck.usage.CompletionTokens
+			}
+			// Usage deltas are bounded by the checks above; a stream
+			// without usage counts a token a chunk, and more chunks than
+			// the request allows is as implausible as a count.
+			if streamed += max(tokens, 1); streamed > limit {
+				return implausible(ev.At, &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
+					Err: fmt.Errorf("the stream carried %d tokens, more than the plausible bound %d for max_tokens %d", streamed, limit, req.MaxTokens)})
 			}
 			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Tokens: tokens})
 		case engine.EventDone:
@@ -399,6 +491,9 @@ func (c *Client) readStream(ctx context.Context, op string, resp *http.Response,
 		}
 	}
 	res.Text = text.String()
+	if w := text.TruncatedWarning(); w != nil {
+		res.Warnings = append(res.Warnings, w)
+	}
 	if err := sr.Err(); err != nil {
 		res.Trace.End = c.now()
 		return engine.Wrap(ctx, engine.KindTruncated, "read SSE stream", err)

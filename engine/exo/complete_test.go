@@ -50,10 +50,15 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(r.body)
 }
 
+// benchPrompt is the prompt of benchRequest: 8192 bytes, enough for the
+// fixtures' prompt counts (recorded with an 8191-token prompt) to be
+// plausible (engine.MaxPlausiblePromptCount bounds them by bytes).
+var benchPrompt = strings.Repeat("a ", 4096)
+
 func benchRequest(stream bool) engine.Request {
 	return engine.Request{
 		Model:     llama,
-		Messages:  []engine.Message{{Role: "user", Content: "a a a a "}},
+		Messages:  []engine.Message{{Role: "user", Content: benchPrompt}},
 		MaxTokens: 4,
 		Stream:    stream,
 		IgnoreEOS: true,
@@ -85,7 +90,7 @@ func TestCompleteBenchJSON(t *testing.T) {
 
 	wantBody := map[string]any{
 		"model":            llama,
-		"messages":         []any{map[string]any{"role": "user", "content": "a a a a "}},
+		"messages":         []any{map[string]any{"role": "user", "content": benchPrompt}},
 		"stream":           false,
 		"max_tokens":       4.0,
 		"logprobs":         false,
