@@ -120,9 +120,11 @@ func (e Event) ServerError() *StreamError {
 //	if err := sr.Err(); err != nil { ... }
 //
 // Lines end in LF, CRLF or a lone CR; a leading byte order mark is skipped;
-// a blank line dispatches the pending event; "id" and "retry" fields and
-// unknown fields are ignored. Next returns false after EventDone, at the end
-// of the input and on the first error. Err is nil after [DONE]; an input
+// a blank line dispatches the pending event; an "error" field (llama.cpp's
+// way of writing an error mid-stream) makes an event named error of its
+// value; "id" and "retry" fields and unknown fields are ignored. Next
+// returns false after EventDone, at the end of the input and on the first
+// error. Err is nil after [DONE]; an input
 // that ends without it (or inside an event) gives an *Error of kind
 // KindTruncated; a read error gives an *Error of the kind its cause implies
 // (KindCanceled, KindTimeout, else KindTruncated); an over-long line an
@@ -252,6 +254,21 @@ func (sr *SSEReader) Next() bool {
 		case "event":
 			sr.name = append(sr.name[:0], value...)
 			sr.hasName = true
+		case "error":
+			// llama.cpp's llama-server writes an error during a stream as
+			// a line "error: <json>" (its server_sent_event with the event
+			// name as the field), not as an SSE event: read it as an
+			// event named error with that data.
+			if len(sr.data)+len(value)+1 > sr.max {
+				return sr.fail(&Error{Kind: KindMalformed, Op: "read SSE stream",
+					Err: fmt.Errorf("%w: an event's data exceeds %d bytes (MaxLineBytes)", ErrLineTooLong, sr.max)})
+			}
+			sr.name = append(sr.name[:0], "error"...)
+			sr.hasName = true
+			sr.data = append(sr.data, value...)
+			sr.data = append(sr.data, '\n')
+			sr.hasData = true
+			sr.dataAt = sr.readAt
 		}
 	}
 }

@@ -28,8 +28,12 @@
 //
 // which also credits a content chunk with tokens the server reported on
 // text-less chunks since the previous one (text held back until a UTF-8
-// sequence completed). Servers that report usage only at the end (OpenAI,
-// llama.cpp, Ollama) leave the per-chunk counts to the fallbacks, in order:
+// sequence completed). A chunk that repeats the previous chunk's
+// cumulative count (SGLang splitting one decode step into a reasoning
+// chunk and a content chunk) adds its text but no token and no gap.
+// Servers that report usage only at the end (OpenAI, llama.cpp, Ollama,
+// mlx_lm.server, TGI, or vLLM behind a gateway that drops per-chunk usage)
+// leave the per-chunk counts to the fallbacks, in order:
 //
 //  1. Options.CountText, a plain-text tokenizer, or Options.Counter, a chat
 //     Counter, applied to the generated text after the stream has ended (so
@@ -37,15 +41,55 @@
 //     p_i the text of content chunks 0 through i,
 //     tokens(chunk i) = max(1, N(p_i) − Σ tokens(chunks before i)),
 //     a chunk with text having carried at least one token.
-//     A Result Warning wrapping [ErrEstimatedTokens] says so, and another
-//     wrapping [ErrTokenMismatch] when the estimates disagree with the
-//     server's final usage.
-//  2. Before any counting, if the final usage says exactly as many tokens
-//     as there were content chunks, each chunk is taken to have carried
-//     one token, with no warning.
-//  3. Otherwise each chunk's count is 0, which timing reads as "unknown,
-//     take it as one token", and a Warning wrapping [ErrUnknownTokens]
-//     says so.
+//     A Result Warning wrapping [ErrEstimatedTokens] says so.
+//  2. Without a counter, the final usage's completion_tokens N is shared
+//     among the chunks by text length, at least one each (exactly one
+//     each, with no warning, when N equals the number of chunks): the
+//     total and TPOT are exact, per-token ITL approximate, and a Warning
+//     wrapping [ErrEstimatedTokens] says so.
+//  3. With neither, each chunk's count is 0, which timing reads as
+//     "unknown, take it as one token", and a Warning wrapping
+//     [ErrUnknownTokens] says so: no client can count such a stream.
+//
+// Whenever the server sent a final usage, the counts add up to its N: a
+// trace's total, and so TPOT, is never built from a chunk count while the
+// usage says otherwise. Tokens no text covered (a reasoning marker the
+// parser swallowed, text held back before the first chunk) go to the first
+// content chunk, an end-of-sequence token (finish_reason "stop") to the
+// last; a counter that found more than N gives the excess back from the
+// last chunks, with a Warning wrapping [ErrTokenMismatch].
+//
+// # The two first instants
+//
+// Trace.Chunks[0] is the first text; TTFT is measured to it. vLLM and
+// SGLang write a role chunk when the engine returns its first output, and
+// llama.cpp a role delta with its first decoded token; TGI writes an event
+// per token even when the token's text is held back. The first such
+// text-less chunk, when it comes before any text, is the trace's
+// FirstChunk (timing's first-chunk anchor): TTFT to it is the time to the
+// first token, and TPOT and ITL count n − 1 intervals from it, so that a
+// first text chunk carrying k0 > 1 tokens (a reasoning parser that hid
+// "<think>", a partial UTF-8 sequence held back) is neither late nor
+// counted twice. llama.cpp's prompt-progress chunks (return_progress) are
+// written during prefill and are not anchors. Ollama and mlx_lm.server
+// write nothing before the first text: their first text chunk is the
+// first instant, and when it carries k0 > 1 tokens a Warning wrapping
+// [ErrHiddenFirstTokens] says that TTFT may be late by up to k0 − 1 steps
+// and ITL has n − k0 gaps. A server that wrote a role chunk with its
+// headers, before prefill, would make a false anchor; none of these does.
+//
+// # Numbers a server reports
+//
+// Every usage count is checked against the request: completion_tokens must
+// not be negative, fall, or exceed engine.MaxPlausibleCount(MaxTokens);
+// the number of content chunks (each at least one token) is bounded the
+// same way; prompt counts must not be negative. A count that fails ends
+// the request with an error of kind engine.KindImplausibleUsage naming
+// both numbers, and the Result then holds no chunks and no usage. At most
+// engine.MaxKeptText bytes of text are kept (a Warning wrapping
+// [ErrTextCut] says when more came); the counts come from the whole
+// stream. llama.cpp's timings are decoded into Result.ServerStats with
+// exo's formulas, under the same bounds.
 //
 // Reasoning text (delta.reasoning_content, or delta.reasoning in vLLM
 // since 0.11 and in Ollama) is generated text like content: its chunks are

@@ -90,6 +90,9 @@ func FuzzReadStream(f *testing.F) {
 	}
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":5}}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"), false)
 	f.Add([]byte("event: error\ndata: boom\n\n"), false)
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"completion_tokens\":2},\"timings\":{\"prompt_n\":3,\"prompt_ms\":1.5,\"predicted_n\":2,\"predicted_ms\":-1}}\n\ndata: [DONE]\n\n"), false)
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\nerror: {\"code\":400,\"message\":\"full\"}\n\n"), true)
+	f.Add([]byte("data: {\"error\":{\"message\":\"oom\",\"http_status_code\":422}}\n\ndata: [DONE]\n\n"), false)
 	f.Add([]byte(": keep-alive\r\n\r\ndata: [DONE]\r\n\r\n"), true)
 	f.Fuzz(func(t *testing.T, body []byte, doneOptional bool) {
 		clk := newStepClock()

@@ -350,7 +350,12 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 		} else if stats != nil {
 			st.stats = stats
 		}
-		if p.choice && !st.inText && st.first.IsZero() && len(p.text) == 0 {
+		// The first text-less chunk with a choice, before any text, marks
+		// the first token (vLLM's and SGLang's role chunk, llama.cpp's
+		// role delta, TGI's event for a token whose text is held back);
+		// llama.cpp's prompt-progress chunks go out during prefill and do
+		// not.
+		if p.choice && !st.inText && st.first.IsZero() && len(p.text) == 0 && !bytes.Contains(ev.Data, []byte(`"prompt_progress"`)) {
 			st.first = ev.At
 		}
 		if len(p.text) == 0 {

@@ -1,0 +1,407 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// A replay is one file of testdata/replay: a server's stream, byte for
+// byte, cut into the writes its server makes, with the truth of what the
+// server generated. scripts/replay_corpus.py writes them and documents the
+// format; each file names the source file and commit it follows.
+type replay struct {
+	name      string
+	maxTokens int
+	writes    []replayWrite
+	n         int     // tokens generated
+	chunks    []int   // tokens per content chunk; nil when no client can know them
+	ttft      float64 // ms from the headers to the first text
+	first     float64 // ms to the first-chunk anchor; −1 when none
+	tpot      float64 // ms; −1 when undefined
+	finish    string  // "" when none
+	usage     [2]int  // prompt, completion; −1 when none
+	errKind   engine.Kind
+	errCode   int
+	pieces    []string // text of each token
+	hidden    []bool   // the token's text is never in the stream
+}
+
+type replayWrite struct {
+	at   float64 // ms from the headers
+	data []byte
+}
+
+// loadReplays reads every file of testdata/replay.
+func loadReplays(t testing.TB) []replay {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "replay", "*.replay"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no replays: %v", err)
+	}
+	var out []replay
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := parseReplay(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		r.name = strings.TrimSuffix(filepath.Base(f), ".replay")
+		out = append(out, r)
+	}
+	return out
+}
+
+// parseReplay parses one replay file.
+func parseReplay(b []byte) (replay, error) {
+	r := replay{first: -1, tpot: -1, usage: [2]int{-1, -1}}
+	truth := map[string]string{}
+	var at float64
+	var cur *replayWrite
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line = b[:i+1]
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte("#write +")):
+			d, err := strconv.ParseFloat(strings.TrimSpace(string(line[len("#write +"):])), 64)
+			if err != nil {
+				return r, fmt.Errorf("write line %q: %w", line, err)
+			}
+			at += d
+			r.writes = append(r.writes, replayWrite{at: at})
+			cur = &r.writes[len(r.writes)-1]
+		case cur != nil:
+			cur.data = append(cur.data, line...)
+		case bytes.HasPrefix(line, []byte("#truth ")):
+			k, v, _ := strings.Cut(strings.TrimSpace(string(line[len("#truth "):])), ": ")
+			truth[k] = v
+		case bytes.HasPrefix(line, []byte("#request: max_tokens=")):
+			n, err := strconv.Atoi(strings.TrimSpace(string(line[len("#request: max_tokens="):])))
+			if err != nil {
+				return r, err
+			}
+			r.maxTokens = n
+		}
+		b = b[len(line):]
+	}
+	num := func(k string) (float64, bool, error) {
+		v := truth[k]
+		if v == "-" {
+			return 0, false, nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		return f, true, err
+	}
+	var err error
+	if r.n, err = strconv.Atoi(truth["n"]); err != nil {
+		return r, fmt.Errorf("truth n: %w", err)
+	}
+	if v := truth["chunks"]; v != "-" {
+		for _, f := range strings.Split(v, ",") {
+			k, err := strconv.Atoi(f)
+			if err != nil {
+				return r, fmt.Errorf("truth chunks: %w", err)
+			}
+			r.chunks = append(r.chunks, k)
+		}
+	}
+	var ok bool
+	if r.ttft, ok, err = num("ttft_ms"); err != nil || !ok {
+		return r, fmt.Errorf("truth ttft_ms %q: %v", truth["ttft_ms"], err)
+	}
+	if f, ok, err := num("first_ms"); err != nil {
+		return r, err
+	} else if ok {
+		r.first = f
+	}
+	if f, ok, err := num("tpot_ms"); err != nil {
+		return r, err
+	} else if ok {
+		r.tpot = f
+	}
+	if v := truth["finish"]; v != "-" {
+		r.finish = v
+	}
+	if v := truth["usage"]; v != "-" {
+		if _, err := fmt.Sscanf(v, "%d/%d", &r.usage[0], &r.usage[1]); err != nil {
+			return r, fmt.Errorf("truth usage %q: %w", v, err)
+		}
+	}
+	if v := truth["error_kind"]; v != "-" {
+		r.errKind = engine.Kind(v)
+	}
+	if v := truth["error_code"]; v != "-" {
+		if r.errCode, err = strconv.Atoi(v); err != nil {
+			return r, err
+		}
+	}
+	for rest := strings.TrimSpace(truth["pieces"]); rest != ""; rest = strings.TrimLeft(rest, " ") {
+		hidden := strings.HasPrefix(rest, "!")
+		rest = strings.TrimPrefix(rest, "!")
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return r, fmt.Errorf("truth pieces at %q: %w", rest, err)
+		}
+		s, _ := strconv.Unquote(q)
+		r.pieces = append(r.pieces, s)
+		r.hidden = append(r.hidden, hidden)
+		rest = rest[len(q):]
+	}
+	if len(r.pieces) != r.n {
+		return r, fmt.Errorf("%d pieces for n = %d", len(r.pieces), r.n)
+	}
+	return r, nil
+}
+
+// exactCounter counts text as the server's tokenizer did: the number of
+// visible tokens whose text it takes to cover text.
+func (r replay) exactCounter() func(context.Context, string) (int, error) {
+	return func(_ context.Context, text string) (int, error) {
+		n, covered := 0, 0
+		for i, p := range r.pieces {
+			if covered >= len(text) {
+				break
+			}
+			if r.hidden[i] || p == "" {
+				continue
+			}
+			covered += len(p)
+			n++
+		}
+		return n, nil
+	}
+}
+
+// fakeClock is a clock that a scheduled reader sets.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// scheduledReader returns the replay's writes one per Read, setting the
+// clock to each write's instant first: the stream as the client would read
+// it from a server that keeps the schedule exactly.
+type scheduledReader struct {
+	clk    *fakeClock
+	base   time.Time
+	writes []replayWrite
+	rest   []byte
+}
+
+func (s *scheduledReader) Read(p []byte) (int, error) {
+	for len(s.rest) == 0 {
+		if len(s.writes) == 0 {
+			return 0, io.EOF
+		}
+		w := s.writes[0]
+		s.writes = s.writes[1:]
+		s.clk.set(s.base.Add(msDur(w.at)))
+		s.rest = w.data
+	}
+	n := copy(p, s.rest)
+	s.rest = s.rest[n:]
+	return n, nil
+}
+
+// engineTraceAt is a trace whose request started, and whose headers came,
+// at base.
+func engineTraceAt(base time.Time) timing.Trace { return timing.Trace{Start: base, Headers: base} }
+
+func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// checkReplay asserts what the client made of a replay against its truth.
+// tol bounds the timing errors; counted says an exact counter was set.
+func checkReplay(t *testing.T, r replay, res engine.Result, err error, start time.Time, tol time.Duration, counted bool) {
+	t.Helper()
+	if got := engine.KindOf(err); got != r.errKind {
+		t.Fatalf("error kind %q (%v), want %q", got, err, r.errKind)
+	}
+	if r.errCode != 0 {
+		var se *engine.StreamError
+		if !errors.As(err, &se) || se.Code != r.errCode {
+			t.Errorf("error %v: want a StreamError with code %d", err, r.errCode)
+		}
+	}
+	if res.FinishReason != r.finish {
+		t.Errorf("finish reason %q, want %q", res.FinishReason, r.finish)
+	}
+	if r.usage[0] >= 0 {
+		if res.Usage == nil || res.Usage.PromptTokens != r.usage[0] || res.Usage.CompletionTokens != r.usage[1] {
+			t.Errorf("usage %+v, want %d/%d", res.Usage, r.usage[0], r.usage[1])
+		}
+	}
+	tr := res.Trace
+	var estimated, unknown bool
+	for _, w := range res.Warnings {
+		estimated = estimated || errors.Is(w, ErrEstimatedTokens)
+		unknown = unknown || errors.Is(w, ErrUnknownTokens)
+	}
+	knowable := r.usage[0] >= 0 || counted
+	switch {
+	case knowable && tr.Tokens() != r.n:
+		t.Errorf("trace carries %d tokens, the server generated %d", tr.Tokens(), r.n)
+	case !knowable && !unknown:
+		t.Errorf("no usage, no counter: want a warning wrapping ErrUnknownTokens, have %v", res.Warnings)
+	}
+	exact := r.chunks != nil && (counted || (!estimated && !unknown))
+	var got []int
+	for _, ch := range tr.Chunks {
+		got = append(got, ch.Tokens)
+	}
+	if exact && fmt.Sprint(got) != fmt.Sprint(r.chunks) {
+		t.Errorf("chunk tokens %v, want %v", got, r.chunks)
+	}
+	near := func(what string, d time.Duration, wantMS float64) {
+		t.Helper()
+		if diff := d - msDur(wantMS); diff > tol || diff < -tol {
+			t.Errorf("%s = %v, want %vms ± %v", what, d, wantMS, tol)
+		}
+	}
+	if len(tr.Chunks) == 0 {
+		t.Fatal("no content chunks")
+	}
+	near("TTFT (first text)", tr.Chunks[0].At.Sub(start), r.ttft)
+	switch {
+	case r.first >= 0 && tr.FirstChunk.IsZero():
+		t.Errorf("no first-chunk anchor, want one at %vms", r.first)
+	case r.first >= 0:
+		near("TTFT (first chunk)", tr.FirstChunk.Sub(start), r.first)
+	case !tr.FirstChunk.IsZero():
+		t.Errorf("first-chunk anchor at %v, want none", tr.FirstChunk.Sub(start))
+	}
+	if r.errKind == engine.KindNone && r.tpot >= 0 && (knowable) {
+		tpot, err := tr.TPOT()
+		if err != nil {
+			t.Errorf("TPOT: %v", err)
+		} else {
+			near("TPOT", tpot, r.tpot)
+		}
+	}
+	if exact {
+		first := tr.Chunks[0].At
+		want := r.n - tr.Chunks[0].Tokens
+		if !tr.FirstChunk.IsZero() {
+			first, want = tr.FirstChunk, r.n-1
+		}
+		itl := tr.ITL()
+		var sum time.Duration
+		for _, g := range itl {
+			sum += g
+		}
+		if len(itl) != want {
+			t.Errorf("%d ITL gaps, want %d", len(itl), want)
+		}
+		if span := tr.Chunks[len(tr.Chunks)-1].At.Sub(first); len(itl) > 0 && sum != span {
+			t.Errorf("ITL sums to %v, want the span %v", sum, span)
+		}
+		hidden := tr.FirstChunk.IsZero() && tr.Chunks[0].Tokens > 1
+		var warned bool
+		for _, w := range res.Warnings {
+			warned = warned || errors.Is(w, ErrHiddenFirstTokens)
+		}
+		if hidden != warned {
+			t.Errorf("first chunk of %d tokens, anchor %v: hidden-first-token warning %v", tr.Chunks[0].Tokens, !tr.FirstChunk.IsZero(), warned)
+		}
+	}
+}
+
+// TestReplayCorpus parses every replay as the client would read it from a
+// server that keeps its schedule exactly (a controlled clock set at each
+// write), with no counter and with an exact one: token totals, per-chunk
+// counts, both TTFT anchors, TPOT within 1 ms, ITL, usage, errors and
+// finish reasons against the truth in each file.
+func TestReplayCorpus(t *testing.T) {
+	for _, r := range loadReplays(t) {
+		for _, counted := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/counter=%v", r.name, counted), func(t *testing.T) {
+				clk := &fakeClock{}
+				base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+				clk.set(base)
+				o := &Options{Now: clk.Now}
+				if counted {
+					o.CountText = r.exactCounter()
+				}
+				c, err := New("http://127.0.0.1:9", o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := engine.Result{Trace: engineTraceAt(base)}
+				rerr := c.readStream(context.Background(), &scheduledReader{clk: clk, base: base, writes: r.writes}, engine.Request{MaxTokens: r.maxTokens}, &res)
+				checkReplay(t, r, res, rerr, base, time.Millisecond, counted)
+			})
+		}
+	}
+}
+
+// TestReplayLoopback serves every replay on loopback with its delays and
+// reads it through Complete: the same counts, kinds and anchors as with a
+// controlled clock, and timing within a bound generous enough for a loaded
+// machine (the timing error itself is measured by cmd/perf).
+func TestReplayLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves every replay with its delays")
+	}
+	for _, r := range loadReplays(t) {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				f := w.(http.Flusher)
+				f.Flush()
+				start := time.Now()
+				for _, wr := range r.writes {
+					if d := time.Until(start.Add(msDur(wr.at))); d > 0 {
+						tm := time.NewTimer(d)
+						select {
+						case <-tm.C:
+						case <-req.Context().Done():
+							tm.Stop()
+							return
+						}
+					}
+					w.Write(wr.data)
+					f.Flush()
+				}
+			}))
+			t.Cleanup(srv.Close)
+			c := newClient(t, srv.URL, &Options{CountText: r.exactCounter()})
+			res, err := c.Complete(context.Background(), engine.Request{Model: "m", MaxTokens: r.maxTokens, Stream: true})
+			// The schedule starts when the headers went out: measure from
+			// them, with a bound of a quarter of the stream plus 50 ms.
+			tol := 50*time.Millisecond + msDur(r.writes[len(r.writes)-1].at)/4
+			checkReplay(t, r, res, err, res.Trace.Headers, tol, true)
+		})
+	}
+}

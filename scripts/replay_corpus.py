@@ -1,0 +1,524 @@
+#!/usr/bin/env python3
+"""Writes engine/openai/testdata/replay/*.replay: byte-exact streams of
+vLLM, SGLang, llama.cpp's llama-server, Ollama, mlx_lm.server and TGI, each
+written the way that server's source writes it (the file and commit are in
+each file's header), with the truth the replay test checks.
+
+A file is a header of "#" lines, then the stream as the server writes it,
+cut into writes: a line "#write +D" starts a write D milliseconds after the
+previous one (the first comes with the response headers), and every byte up
+to the next "#write" line (or the end) is that write, flushed at once. No
+server writes a line that starts with "#".
+
+The truth is computed here from a model of the server's decode steps (one
+instant per step, the tokens it generated, what the server writes then),
+never by the parser under test:
+  n         tokens the server generated (its final usage)
+  chunks    tokens per content chunk as the trace must have them: tokens
+            generated since the previous content chunk, hidden ones
+            included; an end-of-sequence token goes to the last chunk
+  ttft_ms   the write that carries the first text
+  first_ms  the write of the first token when the server writes a text-less
+            chunk then (the first-chunk anchor), else "-"
+  tpot_ms   (last text write - first instant) / (n - 1), the first instant
+            being first_ms when set, else ttft_ms
+  pieces    the text of each generated token (Go-quoted bytes), for the
+            test's exact counter; "!" before a token whose text the stream
+            never shows (a swallowed reasoning marker), "" for an end of
+            sequence
+  finish, error_kind, error_code, usage (prompt/completion)
+Run from the repository root: python3 scripts/replay_corpus.py
+"""
+import json, os
+
+OUT = "engine/openai/testdata/replay"
+
+
+def gq(b):
+    if isinstance(b, str):
+        b = b.encode()
+    s = '"'
+    for c in b:
+        if c == 0x22:
+            s += '\\"'
+        elif c == 0x5C:
+            s += "\\\\"
+        elif 0x20 <= c < 0x7F:
+            s += chr(c)
+        else:
+            s += "\\x%02x" % c
+    return s + '"'
+
+
+class H(str):
+    """A token with no text in the stream (a reasoning marker the parser
+    swallows): it counts, but no counter of the text can see it."""
+
+
+def shown_text(pieces):
+    return "".join(p for p in pieces if not isinstance(p, H))
+
+
+def compact(o):
+    return json.dumps(o, separators=(",", ":"), ensure_ascii=False)
+
+
+def sse(s):
+    return "data: " + s + "\n\n"
+
+
+def fmt(x):
+    return "%g" % round(x, 6)
+
+
+class Case:
+    """A stream under construction: writes at absolute instants (ms from
+    the response headers) and the steps that produced them."""
+
+    def __init__(self, name, server, sources, behaviour, max_tokens):
+        self.name, self.server, self.sources, self.behaviour = name, server, sources, behaviour
+        self.max_tokens = max_tokens
+        self.writes = [(0.0, b"")]  # the headers
+        self.steps = []  # (t, tokens, shows_text)
+        self.pieces = []
+        self.first_ms = None
+        self.truth = {}
+
+    def emit(self, t, *events):
+        data = b"".join(e if isinstance(e, bytes) else e.encode() for e in events)
+        if data:
+            self.writes.append((t, data))
+
+    def step(self, t, pieces, shows_text):
+        self.steps.append((t, len(pieces), shows_text))
+        self.pieces += pieces
+
+    def finish_truth(self, finish, usage, eos=False, error_kind="-", error_code="-", chunks_known=True):
+        chunks, carry, times = [], 0, []
+        for t, k, shown in self.steps:
+            carry += k
+            if shown:
+                chunks.append(carry)
+                times.append(t)
+                carry = 0
+        if eos and chunks:
+            chunks[-1] += carry
+        n = len(self.pieces)
+        first = self.first_ms if self.first_ms is not None else times[0]
+        self.truth = dict(
+            n=n, chunks=",".join(map(str, chunks)) if chunks_known else "-", ttft_ms=fmt(times[0]),
+            first_ms=fmt(self.first_ms) if self.first_ms is not None else "-",
+            tpot_ms=fmt((times[-1] - first) / (n - 1)) if n >= 2 else "-",
+            finish=finish or "-", usage=usage or "-", error_kind=error_kind, error_code=error_code)
+
+    def save(self):
+        lines = ["#replay v1", "#server: " + self.server]
+        lines += ["#source: " + s for s in self.sources]
+        lines += ["#behaviour: " + b for b in self.behaviour]
+        lines.append("#request: max_tokens=%d" % self.max_tokens)
+        for k in ["n", "chunks", "ttft_ms", "first_ms", "tpot_ms", "finish", "usage", "error_kind", "error_code"]:
+            lines.append("#truth %s: %s" % (k, self.truth[k]))
+        lines.append("#truth pieces: " + " ".join(("!" if isinstance(p, H) else "") + gq(p) for p in self.pieces))
+        out = ("\n".join(lines) + "\n").encode()
+        prev = 0.0
+        for t, data in self.writes:
+            out += ("#write +%s\n" % fmt(t - prev)).encode() + data
+            prev = t
+        with open(os.path.join(OUT, self.name + ".replay"), "wb") as f:
+            f.write(out)
+
+
+# ------------------------------------------------------------------ vLLM
+VLLM = ("vllm-project/vllm vllm/entrypoints/openai/chat_completion/serving.py@5e918640d7b65820db5beaa98c2a99925bff7c17 "
+        "(chat_completion_stream_generator: the role chunk in the first iteration of the engine's outputs, with "
+        "completion_tokens 0 under continuous usage; one chunk per engine output with previous_num_tokens as "
+        "completion_tokens; no chunk while the reasoning parser returns no delta; the final usage chunk with "
+        "choices [] and exclude_none; [DONE] after an error)")
+VMODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def v_chunk(cid, delta, usage=None, finish=None, role=False, model=VMODEL):
+    choice = '{"index":0,"delta":%s,"logprobs":null,"finish_reason":%s' % (compact(delta), compact(finish))
+    if finish is not None:
+        choice += ',"stop_reason":null'
+    if not role:
+        choice += ',"token_ids":null'
+    s = '{"id":"%s","object":"chat.completion.chunk","created":1764600000,"model":"%s","choices":[%s}]' % (cid, model, choice)
+    if usage is not None:
+        s += ',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (usage[0], usage[0] + usage[1], usage[1])
+    return s + "}"
+
+
+def v_final(cid, p, c, model=VMODEL):
+    return ('{"id":"%s","object":"chat.completion.chunk","created":1764600000,"model":"%s","choices":[],'
+            '"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}' % (cid, model, p, p + c, c))
+
+
+def vllm(name, behaviour, steps, continuous=True, final=True, hidden=0, reasoning=0, model=VMODEL):
+    """steps: token pieces per engine output. The first `hidden` outputs
+    produce no delta (a reasoning parser swallowing "<think>"); the next
+    `reasoning` go out as delta.reasoning."""
+    cid = "chatcmpl-" + name.replace("_", "")
+    P = 21
+    c = Case(name, "vLLM", [VLLM], behaviour, sum(len(s) for s in steps))
+    t, cum = 30.0, 0
+    for i, pieces in enumerate(steps):
+        if i:
+            t += 10
+        ev = []
+        if i == 0:
+            ev.append(sse(v_chunk(cid, {"role": "assistant", "content": ""}, (P, 0) if continuous else None, role=True, model=model)))
+        cum += len(pieces)
+        last = i == len(steps) - 1
+        text = shown_text(pieces)
+        shows = i >= hidden
+        if shows:
+            field = "reasoning" if i < hidden + reasoning else "content"
+            ev.append(sse(v_chunk(cid, {field: text}, (P, cum) if continuous else None, finish="length" if last else None, model=model)))
+        if last:
+            if final:
+                ev.append(sse(v_final(cid, P, cum, model=model)))
+            ev.append("data: [DONE]\n\n")
+        c.emit(t, *ev)
+        c.step(t, pieces, shows)
+    c.first_ms = 30.0  # the role chunk goes out with the first output
+    c.finish_truth("length", "%d/%d" % (P, cum) if (final or continuous) else None)
+    return c
+
+
+def vllm_error(name, behaviour, legacy):
+    cid = "chatcmpl-" + name.replace("_", "")
+    c = Case(name, "vLLM", [VLLM, "vllm-project/vllm vllm/entrypoints/openai/engine/serving.py@619e4b31da7791a6ea4f6724fe45b54556b5a8fa (create_streaming_error_response; the legacy flat ErrorResponse of vLLM before the error envelope)"], behaviour, 16)
+    c.emit(30, sse(v_chunk(cid, {"role": "assistant", "content": ""}, (21, 0), role=True)), sse(v_chunk(cid, {"content": "The"}, (21, 1))))
+    c.step(30, ["The"], True)
+    c.first_ms = 30
+    c.emit(40, sse(v_chunk(cid, {"content": " engine"}, (21, 2))))
+    c.step(40, [" engine"], True)
+    msg = "The engine is dead: CUDA error: an illegal memory access was encountered"
+    if legacy:
+        err = '{"object":"error","message":"%s","type":"InternalServerError","param":null,"code":500}' % msg
+    else:
+        err = '{"error":{"message":"%s","type":"InternalServerError","param":null,"code":500}}' % msg
+    c.emit(50, sse(err), "data: [DONE]\n\n")
+    c.finish_truth(None, "21/2", error_kind="stream_error", error_code="500")
+    return c
+
+
+# ------------------------------------------------------------------ SGLang
+SGL = ("sgl-project/sglang python/sglang/srt/entrypoints/openai/serving_chat.py@0c078e6f42685e4918bd79a94a025261c7f38942 "
+       "(_generate_chat_stream: the role chunk with the first output, usage null on it; with continuous usage every "
+       "chunk carries the cumulative completion_tokens; a step whose text the reasoning parser splits goes out as a "
+       "reasoning_content chunk and a content chunk with the same usage) and protocol.py@9b116dffe828b2dfa7ec0e4d061555b6c354b67a "
+       "(DeltaMessage and ChatCompletionStreamResponse fields, serialised without exclusions)")
+SMODEL = "Qwen/Qwen3-8B"
+
+
+def s_chunk(cid, role=None, content=None, reasoning=None, usage=None, finish=None):
+    delta = '{"role":%s,"content":%s,"reasoning_content":%s,"tool_calls":null}' % (compact(role), compact(content), compact(reasoning))
+    s = ('{"id":"%s","object":"chat.completion.chunk","created":1764600100,"model":"%s","choices":[{"index":0,"delta":%s,'
+         '"logprobs":null,"finish_reason":%s,"matched_stop":null}],"usage":' % (cid, SMODEL, delta, compact(finish)))
+    if usage is None:
+        return s + "null}"
+    return s + '{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":null,"reasoning_tokens":0}}' % (usage[0], usage[0] + usage[1], usage[1])
+
+
+def s_final(cid, p, c):
+    return ('{"id":"%s","object":"chat.completion.chunk","created":1764600100,"model":"%s","choices":[],"usage":'
+            '{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":null,"reasoning_tokens":0}}' % (cid, SMODEL, p, p + c, c))
+
+
+def sglang(name, behaviour, steps, split=None, reasoning_until=None):
+    cid = name.replace("_", "") + "5e4f40312a1b0c9d"
+    P = 18
+    c = Case(name, "SGLang", [SGL], behaviour, sum(len(s) for s in steps))
+    t, cum = 40.0, 0
+    for i, pieces in enumerate(steps):
+        if i:
+            t += 12
+        ev = []
+        if i == 0:
+            ev.append(sse(s_chunk(cid, role="assistant", content="")))
+        cum += len(pieces)
+        last = i == len(steps) - 1
+        if split is not None and i == split:
+            ev.append(sse(s_chunk(cid, reasoning=pieces[0], usage=(P, cum))))
+            ev.append(sse(s_chunk(cid, content="".join(pieces[1:]), usage=(P, cum))))
+        elif split is not None and i < split:
+            ev.append(sse(s_chunk(cid, reasoning="".join(pieces), usage=(P, cum))))
+        else:
+            ev.append(sse(s_chunk(cid, content="".join(pieces), usage=(P, cum), finish="length" if last else None)))
+        if last:
+            ev += [sse(s_final(cid, P, cum)), "data: [DONE]\n\n"]
+        c.emit(t, *ev)
+        c.step(t, pieces, True)
+    c.first_ms = 40.0  # the role chunk goes out with the first output
+    c.finish_truth("length", "%d/%d" % (P, cum))
+    return c
+
+
+def sglang_abort():
+    name = "sglang_abort"
+    cid = "sglangabort5e4f40312a1b0c9d"
+    c = Case(name, "SGLang", [SGL + "; the abort's error chunk as serving_base.py@c5695a4be1c4f84791eeaceeb6e4a775f8e7d0cc create_streaming_error_response writes it (json.dumps with spaces)"],
+             ["a request aborted mid-stream when the KV cache is full: an error object, then [DONE]"], 16)
+    c.emit(40, sse(s_chunk(cid, role="assistant", content="")), sse(s_chunk(cid, content="Once", usage=(18, 1))))
+    c.step(40, ["Once"], True)
+    c.first_ms = 40
+    c.emit(52, sse(s_chunk(cid, content=" upon", usage=(18, 2))))
+    c.step(52, [" upon"], True)
+    c.emit(64, sse('{"error": {"object": "error", "message": "The request was aborted: KV cache pool is full.", "type": "ServiceUnavailable", "param": null, "code": 503}}'), "data: [DONE]\n\n")
+    c.finish_truth(None, "18/2", error_kind="stream_error", error_code="503")
+    return c
+
+
+# ------------------------------------------------------------------ llama.cpp
+LCPP = ("ggml-org/llama.cpp tools/server/server-task.cpp@17f5f8a80d8ac9c18c23ecb2321640daeec77096 "
+        "(to_json_oaicompat_chat: a role delta with content null when n_decoded == 1 or with prompt progress; one delta "
+        "per diff; timings on the last chunk; the finish chunk with an empty delta, then usage and timings on a chunk "
+        "with choices []); a partial result goes out only once the generated text is whole UTF-8 (process_token in "
+        "tools/server/server-context.cpp@fb4026604c67c682f552337ec9b91eced0abd35a), so a first token that is half a "
+        "character sends nothing, not even the role delta (n_decoded is 2 when the text is whole)")
+LID = "chatcmpl-Lq3LrV9mKfT2aB7cD4eG1hJ6kN8pQ0sU"
+
+
+def l_obj(delta, finish=None, extra=""):
+    return ('{"choices":[{"finish_reason":%s,"index":0,"delta":%s}],"created":1764600200,"id":"%s","model":"gemma-3-1b-it",'
+            '"system_fingerprint":"b7100-17f5f8a8","object":"chat.completion.chunk"%s}' % (compact(finish), compact(delta), LID, extra))
+
+
+def l_timings(prompt_n, prompt_ms, pred_n, pred_ms):
+    return (',"timings":{"cache_n":0,"prompt_n":%d,"prompt_ms":%r,"prompt_per_token_ms":%r,"prompt_per_second":%r,'
+            '"predicted_n":%d,"predicted_ms":%r,"predicted_per_token_ms":%r,"predicted_per_second":%r}' % (
+                prompt_n, prompt_ms, prompt_ms / prompt_n, 1e3 / prompt_ms * prompt_n,
+                pred_n, pred_ms, pred_ms / pred_n, 1e3 / pred_ms * pred_n))
+
+
+def llamacpp(name, behaviour, pieces, progress=False):
+    n = len(pieces)
+    c = Case(name, "llama.cpp llama-server", [LCPP], behaviour, n)
+    t = 0.0
+    if progress:
+        for done, at in ((512, 20.0), (1024, 40.0)):
+            c.emit(at, sse(l_obj({"role": "assistant", "content": None}, extra=',"prompt_progress":{"total":1100,"cache":0,"processed":%d,"time_ms":%r}' % (done, at))))
+        t = 40.0
+    gen, sent, decoded = b"", 0, 0
+    t += 50
+    for i, p in enumerate(pieces):
+        if i:
+            t += 15
+        gen += p
+        decoded += 1
+        try:
+            gen.decode("utf-8")
+            whole = True
+        except UnicodeDecodeError:
+            whole = False
+        ev = []
+        if whole:
+            if decoded == 1:
+                ev.append(sse(l_obj({"role": "assistant", "content": None})))
+            ev.append(sse(l_obj({"content": gen[sent:].decode()})))
+            sent = len(gen)
+        if i == n - 1:
+            ev.append(sse(l_obj({}, finish="length")))
+            ev.append(sse('{"choices":[],"created":1764600200,"id":"%s","model":"gemma-3-1b-it","system_fingerprint":"b7100-17f5f8a8",'
+                          '"object":"chat.completion.chunk","usage":{"completion_tokens":%d,"prompt_tokens":75,"total_tokens":%d}%s}' % (
+                              LID, n, 75 + n, l_timings(75, 180.025, n, 15.0 * (n - 1)))))
+            ev.append("data: [DONE]\n\n")
+        c.emit(t, *ev)
+        c.step(t, [p], whole)
+        if whole and decoded == 1:
+            c.first_ms = t
+    # The anchor counts only when the role delta came before the text in its
+    # own chunk: it is written in the same step as the first text.
+    c.finish_truth("length", "75/%d" % n)
+    return c
+
+
+def llamacpp_error():
+    name = "llamacpp_error"
+    c = Case(name, "llama.cpp llama-server", [LCPP, "ggml-org/llama.cpp tools/server/server-common.cpp@aa6192d38defc9a5d9fb2987413f71b18f214270 (format_error_response) and server-http.cpp@aa6192d38defc9a5d9fb2987413f71b18f214270 (an error during the stream goes out as \"error: <json>\" after the chunks)"],
+             ["the context fills mid-stream: an error line, no [DONE]"], 16)
+    c.emit(50, sse(l_obj({"role": "assistant", "content": None})), sse(l_obj({"content": "Sure"})))
+    c.step(50, ["Sure"], True)
+    c.first_ms = 50
+    c.emit(65, sse(l_obj({"content": ","})))
+    c.step(65, [","], True)
+    c.emit(70, 'error: {"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4097,"n_ctx":4096}\n\n')
+    c.finish_truth(None, "-", error_kind="stream_error", error_code="400")
+    return c
+
+
+# ------------------------------------------------------------------ Ollama
+OLL = ("ollama/ollama middleware/openai.go@fb30760996871fa9460115c753afd2c60d4ab0f7 (ChatWriter.writeResponse: one chunk per "
+       "runner response, the role on the first; a response with thinking and content split into a reasoning chunk and a "
+       "content chunk; the finish chunk, the usage chunk with choices [], [DONE]) and openai/openai.go (toChunk: Go "
+       "encoding/json of ChatCompletionChunk, Delta fields omitempty); a mid-stream error is the runner's {\"error\"} "
+       "object written through writeResponse as a chunk with empty content, then the stream ends without [DONE] "
+       "(streamResponse in server/routes.go)")
+
+
+def o_chunk(delta, finish=None, model="qwen3:8b"):
+    return ('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"%s","system_fingerprint":"fp_ollama",'
+            '"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}' % (model, compact(delta), compact(finish)))
+
+
+def ollama(name, behaviour, responses, think=False, error=False):
+    """responses: (pieces, thinking_text, content_text) per runner response;
+    the runner holds back text it cannot show yet, so a response may carry
+    several tokens."""
+    n = sum(len(r[0]) for r in responses)
+    c = Case(name, "Ollama", [OLL], behaviour, 64)
+    t = 45.0
+    for i, (pieces, th, ct) in enumerate(responses):
+        if i:
+            t += 20
+        delta_base = {"role": "assistant"} if i == 0 else {}
+        ev = []
+        if th and ct:
+            ev.append(sse(o_chunk(dict(delta_base, reasoning=th))))
+            ev.append(sse(o_chunk({"content": ct})))
+        elif th:
+            ev.append(sse(o_chunk(dict(delta_base, content="", reasoning=th))))
+        else:
+            ev.append(sse(o_chunk(dict(delta_base, content=ct))))
+        c.emit(t, *ev)
+        c.step(t, pieces, bool(th or ct))
+    if error:
+        c.emit(t + 20, sse('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}'))
+        c.finish_truth(None, "-", error_kind="truncated")
+        return c
+    c.emit(t, sse(o_chunk({}, finish="stop")),
+           sse('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"qwen3:8b","system_fingerprint":"fp_ollama","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":%d,"total_tokens":%d}}' % (n + 1, 13 + n)),
+           "data: [DONE]\n\n")
+    c.step(t, [""], False)  # the end-of-sequence token, counted in eval_count
+    c.finish_truth("stop", "12/%d" % (n + 1), eos=True, chunks_known=not think)
+    return c
+
+
+# ------------------------------------------------------------------ mlx_lm
+MLX = ("ml-explore/mlx-lm mlx_lm/server.py@d78bf58e217c904ec282ed8da9b947491f78c022 (handle_completion: a chunk only when "
+       "the detokenizer's last_segment has text, json.dumps with its default separators, the role in every delta; the "
+       "finish chunk; with include_usage a usage chunk whose object is \"chat.completion\"; [DONE]); the streaming "
+       "detokenizer holds back a token's text until it is printable (a partial UTF-8 sequence, SentencePiece's leading space)")
+
+
+def m_chunk(text, finish=None):
+    d = {"id": "chatcmpl-7b0c5e1e-3f2a-4d6b-9c8e-1a2b3c4d5e6f", "system_fingerprint": "0.29.1-0.30.0-Darwin-arm64", "object": "chat.completion.chunk",
+         "model": "mlx-community/Llama-3.2-1B-Instruct-4bit", "created": 1764600400,
+         "choices": [{"index": 0, "finish_reason": finish, "delta": {"role": "assistant"}}]}
+    if text:
+        d["choices"][0]["delta"]["content"] = text
+    return json.dumps(d)
+
+
+def mlx(name, behaviour, steps):
+    """steps: (piece, shown_text) per token: shown_text is what the
+    detokenizer releases at that step ("" while it holds back)."""
+    n = len(steps)
+    c = Case(name, "mlx_lm.server", [MLX], behaviour, n)
+    t = 60.0
+    for i, (piece, shown) in enumerate(steps):
+        if i:
+            t += 25
+        ev = []
+        if shown:
+            ev.append(sse(m_chunk(shown)))
+        if i == n - 1:
+            ev.append(sse(m_chunk("", finish="length")))
+            ev.append(sse(json.dumps({"id": "chatcmpl-7b0c5e1e-3f2a-4d6b-9c8e-1a2b3c4d5e6f", "system_fingerprint": "0.29.1-0.30.0-Darwin-arm64",
+                                      "object": "chat.completion", "model": "mlx-community/Llama-3.2-1B-Instruct-4bit", "created": 1764600400,
+                                      "choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": n, "total_tokens": 30 + n}})))
+            ev.append("data: [DONE]\n\n")
+        c.emit(t, *ev)
+        c.step(t, [piece], bool(shown))
+    c.finish_truth("length", "30/%d" % n)
+    return c
+
+
+# ------------------------------------------------------------------ TGI
+TGI = ("huggingface/text-generation-inference router/src/server.rs@db931fcf42da018a3657580c64bf2720f167f9ab (chat_completions: "
+       "one event per generated token through ChatState::push in router/src/chat.rs, the usage chunk with choices [] after "
+       "the last token's chunk, [DONE]; an error mid-stream is InferError::into_openai_event in router/src/infer/mod.rs: "
+       "{\"error\":{\"message\",\"http_status_code\":422}}, then [DONE]); ChatCompletionChunk in router/src/lib.rs (serde "
+       "tag \"object\" first, id \"\"); the Python server's detokenizer sends \"\" for a token that ends in a partial UTF-8 "
+       "sequence; axum's Event writes \"data: \"")
+
+
+def t_chunk(text, finish=None):
+    return ('{"object":"chat.completion.chunk","id":"","created":1764600500,"model":"mistralai/Mistral-7B-Instruct-v0.3",'
+            '"system_fingerprint":"3.3.6-native","choices":[{"index":0,"delta":{"role":"assistant","content":%s},"logprobs":null,'
+            '"finish_reason":%s}],"usage":null}' % (compact(text), compact(finish)))
+
+
+def tgi(name, behaviour, steps, error=False):
+    n = len(steps)
+    c = Case(name, "TGI", [TGI], behaviour, n)
+    t = 35.0
+    for i, (piece, shown) in enumerate(steps):
+        if i:
+            t += 18
+        last = i == n - 1 and not error
+        ev = [sse(t_chunk(shown, "length" if last else None))]
+        if last:
+            ev.append(sse('{"object":"chat.completion.chunk","id":"","created":1764600500,"model":"mistralai/Mistral-7B-Instruct-v0.3","system_fingerprint":"3.3.6-native","choices":[],"usage":{"prompt_tokens":14,"completion_tokens":%d,"total_tokens":%d}}' % (n, 14 + n)))
+            ev.append("data: [DONE]\n\n")
+        c.emit(t, *ev)
+        c.step(t, [piece], bool(shown))
+        if i == 0 and not shown:
+            c.first_ms = t
+    if error:
+        c.emit(t + 18, sse('{"error":{"message":"Request failed during generation: Server error: CUDA out of memory","http_status_code":422}}'), "data: [DONE]\n\n")
+        c.finish_truth(None, "-", error_kind="stream_error", error_code="422")
+        return c
+    c.finish_truth("length", "14/%d" % n)
+    return c
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    cases = [
+        vllm("vllm_continuous", ["continuous_usage_stats: usage on every chunk, one token per engine step"],
+             [["The"], [" quick"], [" brown"], [" fox"], [" jumps"], [" over"], [" the"], [" lazy"]]),
+        vllm("vllm_speculative", ["speculative decoding: an engine step returns 1 to 4 accepted tokens, one chunk each step"],
+             [["The"], [" quick", " brown", " fox"], [" jumps"], [" over", " the"], [" lazy", " dog", ".", " The"], [" end"]]),
+        vllm("vllm_final_usage", ["include_usage only (a gateway that drops per-chunk usage): the total on the final chunk, multi-token steps"],
+             [["The"], [" quick", " brown", " fox"], [" jumps"], [" over", " the"], [" lazy", " dog", ".", " The"], [" end"]], continuous=False),
+        vllm("vllm_reasoning", ["a reasoning parser: the <think> step writes no chunk, the reasoning goes out as delta.reasoning, the role chunk marks the first token"],
+             [[H("<think>")], ["Okay"], [",", " the"], [H("</think>"), "Four"], ["."]], hidden=1, reasoning=2, model="Qwen/Qwen3-8B"),
+        vllm_error("vllm_error", ["an engine failure mid-stream: the error envelope, then [DONE]"], legacy=False),
+        vllm_error("vllm_error_legacy", ["an engine failure mid-stream, in the flat error object of earlier vLLM, then [DONE]"], legacy=True),
+        sglang("sglang_continuous", ["continuous usage on every chunk, a multi-token step"],
+               [["Paris"], [" is"], [" the", " capital", " of"], [" France", "."]]),
+        sglang("sglang_split", ["one decode step split into a reasoning_content chunk and a content chunk with the same cumulative usage"],
+               [["Let"], [" me", " think"], [" so", "Four"], ["."], [" Done"]], split=2),
+        sglang_abort(),
+        llamacpp("llamacpp_plain", ["usage and timings on the last chunk only, one token a step"],
+                 [b"Sure", b",", b" here", b" it", b" is", b":"]),
+        llamacpp("llamacpp_utf8", ["return_progress: role deltas with prompt_progress during prefill; a first token that is half a character, held back until whole"],
+                 [b"\xc3", b"\xa9t\xc3\xa9", b" au", b" bord", b" de", b" la"], progress=True),
+        llamacpp_error(),
+        ollama("ollama_plain", ["usage on the final chunk only, one token per runner response, an end-of-sequence token counted in eval_count"],
+               [(["Four"], "", "Four"), (["."], "", "."), ([" Two"], "", " Two"), ([" plus"], "", " plus"), ([" two"], "", " two")]),
+        ollama("ollama_thinking", ["a thinking model: reasoning in delta.reasoning; the response that closes the thinking carries both and is split into two chunks"],
+               [([H("<think>"), "Short"], "Short", ""), ([" answer"], " answer", ""), ([".", H("</think>"), H("\n\n"), "Four"], ".", "Four"), (["."], "", ".")], think=True),
+        ollama("ollama_error", ["the runner fails mid-stream: a chunk with empty content, then the end of the stream without [DONE]"],
+               [(["Once"], "", "Once"), ([" upon"], "", " upon")], error=True),
+        mlx("mlx_plain", ["one chunk per token, usage on a final chat.completion object"],
+            [("Hello", "Hello"), ("!", "!"), (" How", " How"), (" can", " can"), (" I", " I"), (" help", " help")]),
+        mlx("mlx_holdback", ["the detokenizer holds back the first token (half of an é) and a lone space until the next token makes them printable"],
+            [(b"\xc3", ""), (b"\xa9t\xc3\xa9", "été"), (b" ", ""), (b"chaud", " chaud"), (b",", ","), (b" oui", " oui")]),
+        tgi("tgi_plain", ["one event per token, usage after the last token's chunk"],
+            [("Deep", "Deep"), (" learning", " learning"), (" is", " is"), (" a", " a"), (" subset", " subset")]),
+        tgi("tgi_utf8", ["the first token ends in half a character: its event carries content \"\", written when it was generated"],
+            [(b"\xc3", ""), (b"\xa9t\xc3\xa9", "été"), (b" chaud", " chaud"), (b",", ","), (b" oui", " oui")]),
+        tgi("tgi_error", ["generation fails after two tokens: the error with http_status_code 422, then [DONE]"],
+            [("Deep", "Deep"), (" learning", " learning")], error=True),
+    ]
+    for c in cases:
+        c.save()
+    print(len(cases), "replays written to", OUT)
+
+
+if __name__ == "__main__":
+    main()
