@@ -202,8 +202,8 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 					case !faulted && r.Failed():
 						t.Errorf("row %d (healthy): failed with %s: %s", i, r.ErrorKind, r.Error)
 					}
-					if !faulted && (r.Stats == nil && !stream || r.GeneratedTokens != 4) {
-						t.Errorf("row %d (healthy): stats %v, %d tokens", i, r.Stats, r.GeneratedTokens)
+					if !faulted && (r.Stats == nil && !stream || r.generatedTokens() != 4) {
+						t.Errorf("row %d (healthy): stats %v, %d tokens", i, r.Stats, r.generatedTokens())
 					}
 					if r.Failed() {
 						failed++

@@ -27,7 +27,7 @@ func fixtureRows() []Row {
 	stats := func(ptps, gtps float64) *engine.ServerStats {
 		return &engine.ServerStats{PromptTPS: ptps, GenerationTPS: gtps, PromptTokens: 64, GenerationTokens: 8, PeakMemoryBytes: 3 << 30, PrefixCacheHit: engine.PrefixCacheNone}
 	}
-	base := Row{OutputTextPreview: "a b c", ModelID: "sim/model-8b", ModelShortID: "model-8b", PPTokens: 64, PPTarget: 64, TG: 8, GeneratedTokens: 8, Simulated: true}
+	base := Row{OutputTextPreview: "a b c", ModelID: "sim/model-8b", ModelShortID: "model-8b", PPTokens: 64, PPTarget: 64, TG: 8, GeneratedTokens: ip(8), Simulated: true}
 	r := func(rep, conc, idx int, elapsed, ptps, gtps float64) Row {
 		x := base
 		x.RepeatIndex, x.Concurrency, x.RequestIndex = rep, conc, idx
@@ -43,7 +43,7 @@ func fixtureRows() []Row {
 	}
 	failed := base
 	failed.RepeatIndex, failed.Concurrency, failed.RequestIndex = 1, 2, 1
-	failed.ElapsedS, failed.GeneratedTokens, failed.ErrorKind, failed.Error = 0.1, 0, "status", "engine: status 503: overloaded"
+	failed.ElapsedS, failed.GeneratedTokens, failed.ErrorKind, failed.Error = 0.1, ip(0), "status", "engine: status 503: overloaded"
 	failed.ConcurrentIndex = ip(1)
 	return []Row{
 		r(0, 1, 0, 0.5, 1000, 20),

@@ -50,8 +50,8 @@ func TestRunnerGrace(t *testing.T) {
 				if engine.Kind(row.ErrorKind) != tc.wantKind {
 					t.Errorf("in-flight row: kind %q (%s), want %q", row.ErrorKind, row.Error, tc.wantKind)
 				}
-				if tc.wantKind == engine.KindNone && row.GeneratedTokens != 4 {
-					t.Errorf("finished row has %d tokens, want 4", row.GeneratedTokens)
+				if tc.wantKind == engine.KindNone && row.generatedTokens() != 4 {
+					t.Errorf("finished row has %d tokens, want 4", row.generatedTokens())
 				}
 			}
 		})

@@ -82,13 +82,13 @@ func TestRunnerPreparesBeforeTheRelease(t *testing.T) {
 	first := time.Duration(math.MaxInt64)
 	for _, row := range rep.Rows {
 		if row.Failed() {
-			if row.ErrorKind != string(engine.KindOther) || !strings.Contains(row.Error, "refused to encode") || row.GeneratedTokens != 0 {
-				t.Errorf("failed row: kind %q, error %q, %d tokens; want kind %q, the Prepare error, 0 tokens", row.ErrorKind, row.Error, row.GeneratedTokens, engine.KindOther)
+			if row.ErrorKind != string(engine.KindOther) || !strings.Contains(row.Error, "refused to encode") || row.generatedTokens() != 0 {
+				t.Errorf("failed row: kind %q, error %q, %d tokens; want kind %q, the Prepare error, 0 tokens", row.ErrorKind, row.Error, row.generatedTokens(), engine.KindOther)
 			}
 			continue
 		}
-		if row.GeneratedTokens != 3 {
-			t.Errorf("row %d generated %d tokens, want 3", row.RequestIndex, row.GeneratedTokens)
+		if row.generatedTokens() != 3 {
+			t.Errorf("row %d generated %d tokens, want 3", row.RequestIndex, row.generatedTokens())
 		}
 		first = min(first, time.Duration(math.Round(row.SendOffsetS*1e9)))
 	}

@@ -169,7 +169,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		rec := []string{
 			strconv.Itoa(r.PPTarget), strconv.Itoa(r.PPTokens), strconv.Itoa(r.TG), strconv.Itoa(r.Concurrency),
 			strconv.Itoa(r.RepeatIndex), strconv.Itoa(r.RequestIndex), "",
-			f(r.ElapsedS), pf(r.TTFTS), pf(r.TPOTS), pf(r.E2ES), pf(r.ClientGenerationTPS), strconv.Itoa(r.GeneratedTokens),
+			f(r.ElapsedS), pf(r.TTFTS), pf(r.TPOTS), pf(r.E2ES), pf(r.ClientGenerationTPS), "",
 			"", "", f(r.SendOffsetS), f(r.DispatchSkewS),
 			"", "", "", "", "", "",
 			"", "", "",
@@ -178,6 +178,9 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		}
 		if r.ConcurrentIndex != nil {
 			rec[6] = strconv.Itoa(*r.ConcurrentIndex)
+		}
+		if r.GeneratedTokens != nil {
+			rec[12] = strconv.Itoa(*r.GeneratedTokens)
 		}
 		if r.ITL != nil {
 			rec[13], rec[14] = f(r.ITL.P50), f(r.ITL.P99)

@@ -10,7 +10,11 @@ import (
 // it, and adds ours after them.
 //
 // Figures that are undefined for a request (TPOT of a one-token reply, the
-// energy of a run without a power source) are null, never 0.
+// energy of a run without a power source) are null, never 0. So are the
+// figures of a request whose server reported an implausible count or rate
+// (error kind implausible_usage): stats, generated tokens, TPOT, the
+// client generation rate and ITL, which all rest on the server's counts;
+// the error names the number and its bound.
 type Row struct {
 	// ElapsedS is the request's wall time in seconds on the client's
 	// clock: from the burst's shared release instant to the end of its
@@ -20,7 +24,7 @@ type Row struct {
 	// OutputTextPreview is the start of the generated text.
 	OutputTextPreview string `json:"output_text_preview"`
 	// Stats are the server's own figures (exo's generation_stats), null
-	// when the server reported none.
+	// when the server reported none or reported implausible numbers.
 	Stats *engine.ServerStats `json:"stats"`
 	// PowerUsage is the server's power_usage block, null when absent.
 	PowerUsage *engine.PowerUsage `json:"power_usage"`
@@ -52,8 +56,9 @@ type Row struct {
 	PPTarget int `json:"pp_target"`
 	// GeneratedTokens is the client's count of generated tokens: the
 	// streamed chunks' tokens, else the usage block's completion_tokens,
-	// else the server stats' generation_tokens.
-	GeneratedTokens int `json:"generated_tokens"`
+	// else the server stats' generation_tokens. Null when the error kind
+	// is implausible_usage: the counts cannot be trusted.
+	GeneratedTokens *int `json:"generated_tokens"`
 	// RequestIndex is the request's index within its burst (dispatch
 	// order, from 0).
 	RequestIndex int `json:"request_index"`

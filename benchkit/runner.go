@@ -465,14 +465,16 @@ func (r *Runner) row(q concurrency.Result[engine.Result], p promptsize.Prompt, c
 	if q.Err != nil {
 		row.ErrorKind, row.Error = string(engine.KindOf(q.Err)), q.Err.Error()
 	}
+	// A server that reported an implausible count or rate leaves no
+	// figure that rests on its numbers: the row keeps the client's own
+	// TTFT and E2E, the error says which number, and the rest is null.
+	implausible := engine.KindOf(q.Err) == engine.KindImplausibleUsage
 	tr := res.Trace
-	switch {
-	case len(tr.Chunks) > 0:
-		row.GeneratedTokens = tr.Tokens()
-	case res.Usage != nil:
-		row.GeneratedTokens = res.Usage.CompletionTokens
-	case res.ServerStats != nil:
-		row.GeneratedTokens = res.ServerStats.GenerationTokens
+	generated := resultTokens(res)
+	if implausible {
+		row.Stats = nil
+	} else {
+		row.GeneratedTokens = &generated
 	}
 	if !tr.Start.IsZero() {
 		if m, err := tr.Metrics(); err != nil {
@@ -485,13 +487,13 @@ func (r *Runner) row(q concurrency.Result[engine.Result], p promptsize.Prompt, c
 				if m.TTFTDefined {
 					row.TTFTS = finite(m.TTFT.Seconds())
 				}
-				if m.TPOTDefined {
+				if m.TPOTDefined && !implausible {
 					row.TPOTS = finite(m.TPOT.Seconds())
 				}
-				if m.GenerationTPSDefined {
+				if m.GenerationTPSDefined && !implausible {
 					row.ClientGenerationTPS = finite(m.GenerationTPS)
 				}
-				if len(m.ITL) > 0 {
+				if len(m.ITL) > 0 && !implausible {
 					s := timing.Summarize(timing.Seconds(m.ITL))
 					row.ITL = &Quantiles{N: s.N, Mean: s.Mean, P50: s.P50, P90: s.P90, P99: s.P99, Max: s.Max}
 				}
@@ -504,8 +506,8 @@ func (r *Runner) row(q concurrency.Result[engine.Result], p promptsize.Prompt, c
 		} else if res.Usage != nil && res.Usage.PromptTokens != p.Tokens {
 			row.Warnings = append(row.Warnings, fmt.Sprintf("server usage says %d prompt tokens, the client counted %d: the client's tokenizer or chat template differs from the engine's", res.Usage.PromptTokens, p.Tokens))
 		}
-		if !r.AllowEOS && row.GeneratedTokens != cell.TG {
-			row.Warnings = append(row.Warnings, fmt.Sprintf("%d tokens generated, %d asked for", row.GeneratedTokens, cell.TG))
+		if !r.AllowEOS && generated != cell.TG {
+			row.Warnings = append(row.Warnings, fmt.Sprintf("%d tokens generated, %d asked for", generated, cell.TG))
 		}
 	}
 	return row

@@ -99,8 +99,8 @@ func TestRunnerMeasuresEveryCell(t *testing.T) {
 		t.Errorf("overhead %d, want 7", rep.Overhead)
 	}
 	for _, row := range rep.Rows {
-		if row.PPTokens != row.PPTarget || row.GeneratedTokens != row.TG || row.Failed() {
-			t.Errorf("row pp %d/%d, tokens %d/%d, error %q", row.PPTokens, row.PPTarget, row.GeneratedTokens, row.TG, row.Error)
+		if row.PPTokens != row.PPTarget || row.generatedTokens() != row.TG || row.Failed() {
+			t.Errorf("row pp %d/%d, tokens %d/%d, error %q", row.PPTokens, row.PPTarget, row.generatedTokens(), row.TG, row.Error)
 		}
 		if len(row.Warnings) != 0 {
 			t.Errorf("unexpected warnings %v", row.Warnings)

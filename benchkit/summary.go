@@ -131,7 +131,7 @@ func figuresOf(rows []Row) burstFigures {
 		}
 		f.ok++
 		rate, ok := rowGenerationTPS(r)
-		reqs = append(reqs, timing.BurstRequest{Tokens: r.GeneratedTokens, GenerationTPS: rate, RateDefined: ok})
+		reqs = append(reqs, timing.BurstRequest{Tokens: r.generatedTokens(), GenerationTPS: rate, RateDefined: ok})
 		if r.Stats != nil && r.Stats.PromptTPS > 0 {
 			pts = append(pts, r.Stats.PromptTPS)
 		}
@@ -296,4 +296,12 @@ func rowGenerationTPS(r Row) (float64, bool) {
 		return *r.ClientGenerationTPS, true
 	}
 	return 0, false
+}
+
+// generatedTokens is the row's generated tokens, 0 when they are null.
+func (r Row) generatedTokens() int {
+	if r.GeneratedTokens == nil {
+		return 0
+	}
+	return *r.GeneratedTokens
 }
