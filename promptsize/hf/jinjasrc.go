@@ -36,6 +36,7 @@ const (
 	fnTick  = "inferbench_tick"  // every loop iteration
 	fnEnter = "inferbench_enter" // every macro call: depth and count
 	fnLeave = "inferbench_leave" // every macro return
+	fnIter  = "inferbench_iter"  // every for-loop iterable
 )
 
 // overriddenFilters are the filters renamed to "inferbench_" + name, whose
@@ -341,6 +342,9 @@ func writeBlock(b *strings.Builder, content string) {
 	if word == "endmacro" {
 		b.WriteString("{{ " + fnLeave + "() }}")
 	}
+	if word == "for" {
+		content = wrapForIterable(content)
+	}
 	b.WriteString("{% " + content + " %}")
 	switch word {
 	case "for":
@@ -348,6 +352,62 @@ func writeBlock(b *strings.Builder, content string) {
 	case "macro":
 		b.WriteString("{{ " + fnEnter + "() }}")
 	}
+}
+
+// wrapForIterable rewrites "for T in EXPR [if C] [recursive]" (content as
+// lexTag wrote it) to iterate over fnIter((EXPR)), which checks the value
+// as Python would (none is not iterable) and its size against the budget
+// before the library expands it. Content it cannot split is returned as is.
+func wrapForIterable(content string) string {
+	type word struct{ start, end int }
+	var words []word // identifiers outside brackets and strings
+	depth := 0
+	for i := 0; i < len(content); {
+		c := content[i]
+		switch {
+		case c == '"':
+			i++
+			for i < len(content) && content[i] != '"' {
+				if content[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+			continue
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			j := i
+			for j < len(content) && (content[j] == '_' || content[j] >= 'a' && content[j] <= 'z' || content[j] >= 'A' && content[j] <= 'Z' || content[j] >= '0' && content[j] <= '9') {
+				j++
+			}
+			if depth == 0 {
+				words = append(words, word{i, j})
+			}
+			i = j
+			continue
+		}
+		i++
+	}
+	from, to := -1, len(content)
+	for _, w := range words {
+		name := content[w.start:w.end]
+		switch {
+		case from < 0 && name == "in":
+			from = w.end
+		case from >= 0 && (name == "if" || name == "recursive"):
+			if w.start < to {
+				to = w.start
+			}
+		}
+	}
+	if from < 0 || strings.TrimSpace(content[from:to]) == "" {
+		return content
+	}
+	return content[:from] + " " + fnIter + "((" + content[from:to] + ")) " + content[to:]
 }
 
 // emitText writes text as a print of a string literal.

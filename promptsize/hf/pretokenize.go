@@ -2,8 +2,10 @@ package hf
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dlclark/regexp2"
 )
@@ -84,6 +86,10 @@ func parsePreTokenizer(raw json.RawMessage, path string, pt *preTokenizer) error
 			if err != nil {
 				return fmt.Errorf("hf: tokenizer.json: %s: expected a regular expression regexp2 compiles, found %q: %w", path, *c.Pattern.Regex, err)
 			}
+			// regexp2 backtracks: a pattern like (a+)+$ takes exponential
+			// time on some texts. A match that runs past the timeout ends
+			// the split with an error Count reports (scratch.err).
+			re.MatchTimeout = splitMatchTimeout
 			st.re = re
 			st.fast = fastMatcherFor(*c.Pattern.Regex)
 		case c.Pattern != nil && c.Pattern.String != nil && *c.Pattern.String != "":
@@ -106,6 +112,14 @@ func parsePreTokenizer(raw json.RawMessage, path string, pt *preTokenizer) error
 		return unsupported(path, fmt.Sprintf("pre-tokenizer type %q", c.Type), supportedPreTokenizers)
 	}
 }
+
+// splitMatchTimeout bounds one regexp2 match of a Split pattern: far above
+// what a real pattern takes (microseconds), far below a hang.
+const splitMatchTimeout = time.Second
+
+// ErrPatternTimeout is wrapped by the error of Count when a pre-tokenizer
+// regular expression ran past its match timeout (catastrophic backtracking).
+var ErrPatternTimeout = errors.New("a pre-tokenizer pattern exceeded its match timeout")
 
 // span is a part of a piece: byte offsets and whether the pattern matched it.
 type span struct {
@@ -221,7 +235,10 @@ func (st *splitStep) find(spans []span, s string, sc *scratch) []span {
 			add(offs[m.Index], offs[m.Index+m.Length])
 			m, err = st.re.FindNextMatch(m)
 		}
-		// regexp2 returns an error only when a match timeout is set; none is.
+		if err != nil && sc.err == nil {
+			// The rest of the piece stays unsplit; Count returns the error.
+			sc.err = fmt.Errorf("hf: pre-tokenizer pattern %.60q: %w (%w)", st.re.String(), ErrPatternTimeout, err)
+		}
 	}
 	if prev < len(s) {
 		spans = append(spans, span{prev, len(s), false})

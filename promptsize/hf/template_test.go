@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +191,29 @@ func TestJinja2Whitespace(t *testing.T) {
 			t.Errorf("Render(%q) = %q, %v; Jinja2 renders %q", tc.src, got, err, tc.want)
 		}
 	}
+}
+
+// FuzzRewriteTemplate checks the Jinja2 lexer of the template rewriter on
+// any source: it returns a template or an error, never panics, and a source
+// without tags renders as itself (newlines normalised, one trailing newline
+// dropped), whatever quotes, backslashes and braces it holds.
+func FuzzRewriteTemplate(f *testing.F) {
+	f.Add("a {%- if x -%} b {%+ endif +%}\n c {# d -#}  e {% raw %}{{ f }}{% endraw %}")
+	f.Add(`{{ "a\` + "\n" + `b\x41" ~ '\u00e9' }}{{ {'a': {'b': 1}} }}`)
+	f.Add("plain \"text\" \\ with } and % and #\r\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		out, err := rewriteTemplate(src)
+		if err != nil || strings.Contains(src, "{") {
+			return
+		}
+		ct, err := ParseChatTemplate(src, SpecialTokens{})
+		if err != nil {
+			t.Fatalf("tag-free source %q: rewritten as %q: %v", src, out, err)
+		}
+		got, err := ct.Render(nil, RenderOptions{})
+		want := strings.TrimSuffix(strings.ReplaceAll(strings.ReplaceAll(src, "\r\n", "\n"), "\r", "\n"), "\n")
+		if err != nil || got != want {
+			t.Fatalf("tag-free source %q renders %q, %v; want it unchanged", src, got, err)
+		}
+	})
 }

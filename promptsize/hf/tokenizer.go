@@ -323,11 +323,25 @@ func (t *Tokenizer) Count(ctx context.Context, messages []promptsize.Message) (i
 	}
 	opts := t.countOpts
 	opts.AddGenerationPrompt = true
-	s, err := t.Render(messages, opts)
+	if t.template == nil {
+		return 0, t.tmplErr
+	}
+	s, err := t.template.RenderContext(ctx, messages, opts)
 	if err != nil {
 		return 0, err
 	}
-	return t.CountText(s), nil
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	sc := t.pool.Get().(*scratch)
+	ids := t.encode(sc.ids[:0], s, sc)
+	n, err := len(ids), sc.err
+	sc.err = nil
+	t.release(sc, ids)
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // scratch holds the buffers of one Encode call, reused through a pool.
@@ -340,6 +354,7 @@ type scratch struct {
 	pairs         []merge
 	next, prev    []int32
 	heap          []heapEntry
+	err           error // a pre-tokenizer match timeout of this call
 }
 
 // Encode returns the token ids of text as Hugging Face's
@@ -359,6 +374,7 @@ func (t *Tokenizer) Encode(text string) []int {
 	for i, id := range ids {
 		out[i] = int(id)
 	}
+	sc.err = nil // Encode cannot report it; Count does
 	t.release(sc, ids)
 	return out
 }
@@ -368,6 +384,7 @@ func (t *Tokenizer) CountText(text string) int {
 	sc := t.pool.Get().(*scratch)
 	ids := t.encode(sc.ids[:0], text, sc)
 	n := len(ids)
+	sc.err = nil
 	t.release(sc, ids)
 	return n
 }
