@@ -175,6 +175,11 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 			d.invalid(w, []string{"body", "messages"}, "Field required: messages (expected at least one)")
 			return
 		}
+		if d == dialectVLLM && req.StreamOptions != nil && !req.Stream {
+			// vLLM's ChatCompletionRequest validator refuses it (400).
+			d.fail(w, http.StatusBadRequest, "Value error, Stream options can only be defined when `stream=True`.")
+			return
+		}
 		msgs := make([]promptsize.Message, len(req.Messages))
 		system := []promptsize.Message{}
 		for i, m := range req.Messages {
@@ -571,18 +576,28 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	o := newOut(w, r, rs.s.closed, rs.fault)
-	if rs.d == dialectExo {
-		if o.write([]byte(": keep-alive\n\n")) != nil {
-			return
+	// vLLM sends its headers at once but its role chunk only with the
+	// engine's first output, the step that produced the first token
+	// (chat_completion_stream_generator's first iteration): a client that
+	// times the first chunk reads the time to the first token, not 0.
+	roleSent := rs.d == dialectExo
+	sendRole := func() bool {
+		if roleSent {
+			return true
 		}
-	} else {
+		roleSent = true
 		first := rs.dataChunk("", true, "", nil)
 		if rs.continuous {
 			first = rs.dataChunk("", true, "", rs.usage(nil, 0))
 		}
-		if o.write(first) != nil {
+		return o.write(first) == nil
+	}
+	if rs.d == dialectExo {
+		if o.write([]byte(": keep-alive\n\n")) != nil {
 			return
 		}
+	} else if o.rc.Flush() != nil {
+		return
 	}
 	k := rs.s.opts.streamChunk()
 	chunks, generated := 0, 0
@@ -647,6 +662,9 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 			case evToken:
+				if !sendRole() {
+					return
+				}
 				buf.WriteString(rs.clip(e.text))
 				pending++
 				generated = e.cumulative
@@ -662,6 +680,9 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 					pending = 0
 				}
 			case evDone:
+				if !sendRole() {
+					return
+				}
 				st := e.stats
 				var u map[string]any
 				if rs.d == dialectExo || rs.continuous {
