@@ -71,7 +71,8 @@ func waitGoroutines(t *testing.T, before int) {
 	}
 }
 
-// readRows reads a --jsonl file: every line must decode.
+// readRows reads a --jsonl file written by one run: its first line must
+// be a run header and every other line must decode as a row.
 func readRows(t *testing.T, path string) []benchkit.LoadRow {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -80,7 +81,10 @@ func readRows(t *testing.T, path string) []benchkit.LoadRow {
 	}
 	var rows []benchkit.LoadRow
 	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		if len(line) == 0 {
+		if _, header := benchkit.ParseRunHeader(line); header != (i == 0) {
+			t.Errorf("JSONL line %d: run header %v, want one on line 1 only", i+1, header)
+		}
+		if len(line) == 0 || i == 0 {
 			continue
 		}
 		var r benchkit.LoadRow
@@ -184,13 +188,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// countKind counts the lines of a JSONL file (possibly still being
+// countKind counts the rows of a JSONL file (possibly still being
 // written) and those whose error kind is kind.
 func countKind(path string, kind engine.Kind) (lines, ofKind int) {
 	b, _ := os.ReadFile(path)
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		var r benchkit.LoadRow
-		if json.Unmarshal(line, &r) != nil {
+		if _, header := benchkit.ParseRunHeader(line); header || json.Unmarshal(line, &r) != nil {
 			continue
 		}
 		lines++

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
@@ -57,7 +56,7 @@ func TestSIGTERMWritesEveryRow(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := func() int { b, _ := os.ReadFile(jsonl); return bytes.Count(b, []byte("\n")) }
+	lines := func() int { n, _ := countKind(jsonl, ""); return n }
 	deadline := time.Now().Add(30 * time.Second)
 	for lines() < 1 {
 		if time.Now().After(deadline) {

@@ -13,26 +13,44 @@
 //	    --input-len 1024 --output-len 128 --range-ratio 0.5 --num-requests 200 --rate 4 \
 //	    --slo-ttft 500 --slo-tpot 50 --json-out results.json --jsonl rows.jsonl --plot ttft.png
 //
-// --jsonl writes each request's row as one line as soon as it ends, so an
-// interrupted run keeps every row. On SIGINT or SIGTERM no request is sent
-// any more and those in flight get --grace (10 s) to finish.
+// --jsonl appends each request's row as one synced line as soon as it
+// ends, so an interrupted run keeps every row. The file is never
+// truncated: each run first appends a header line,
+// {"run_header": {"program", "pid", "host", "started"}}, and its rows
+// follow it; benchkit.JSONLReader skips such lines, and
+// benchkit.ParseRunHeader tells them from rows. --json-out is written to a
+// temporary file and renamed into place at the end; the previous one is
+// removed when the run starts. Both paths are locked for the run: a
+// second run given either is refused, naming the run that holds it.
+//
+// On SIGINT or SIGTERM no request is sent any more and those in flight
+// get --grace (10 s) to finish; a second signal exits at once with status
+// 130, the rows written so far synced and no results JSON written.
+//
+// Every wait is bounded. --timeout (10 minutes by default, 0 for none)
+// bounds each request from dialing to the end of its answer, so an endless
+// stream or a server that never sends its headers is a row of kind
+// timeout, and bounds the model-list and /tokenize calls; a Retry-After on
+// the model list is waited 30 s at most, within that bound. With
+// --api-key-env the token goes, in the Authorization header, to the chat
+// endpoint, the model list and /tokenize, never across a redirect, and is
+// redacted from every row, message and file however the server echoes it.
 //
 // Exit status: 0 when every request succeeded, 1 when some failed (their
-// rows say why), 2 for bad flags (nothing is sent), 130 when interrupted.
+// rows say why), 2 for bad flags or results files in use by another run
+// (nothing is sent), 130 when interrupted.
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/inferbench/inferbench/benchkit"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchkit.NotifyContext(context.Background(), "serve-load", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -76,7 +76,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.searchFactor, "search-factor", concurrency.DefaultSearchFactor, "--find-max-rate multiplies the rate by this while bracketing")
 	fs.Float64Var(&o.searchTol, "search-tolerance", concurrency.DefaultSearchTolerance, "--find-max-rate stops bisecting when (hi − lo)/lo is at most this")
 	fs.StringVar(&o.jsonOut, "json-out", "", "write the results as JSON to this file")
-	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, so an interrupted run keeps every row")
+	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound on each request (0: none)")
@@ -205,9 +205,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
 	}
 
+	// The results files are this run's until it ends: a second run given
+	// the same paths is refused (exit 2). The previous results JSON goes
+	// now, so that a run that dies never leaves it looking current.
+	lock, err := lockOutputs(o)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	var rowsOut *jsonlFile
 	if o.jsonl != "" {
-		if rowsOut, err = createJSONL(o.jsonl); err != nil {
+		if rowsOut, err = appendJSONL(o.jsonl); err != nil {
 			return &benchkit.UsageError{Err: err}
 		}
 		defer rowsOut.close()
@@ -381,46 +389,63 @@ func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate 
 	return errors.Join(errs...)
 }
 
+// writeFile writes a results file whole or not at all: through a
+// temporary file renamed into place.
 func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return benchkit.WriteFileAtomic(path, write)
 }
 
-// jsonlFile writes each row as one line as soon as its request ends and
+// lockOutputs locks --json-out and --jsonl for this run and removes the
+// previous results JSON. Another run holding either is refused with a
+// message naming it (exit 2), as is a path that cannot be locked.
+func lockOutputs(o options) (*benchkit.OutputLock, error) {
+	for _, f := range []struct{ flag, path string }{{"json-out", o.jsonOut}, {"jsonl", o.jsonl}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Dir(f.path)); err != nil {
+			return nil, benchkit.Usagef("--%s: %v", f.flag, err)
+		}
+	}
+	lock, err := benchkit.LockOutputs("serve-load", o.jsonOut, o.jsonl)
+	if errors.Is(err, benchkit.ErrOutputInUse) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &benchkit.UsageError{Err: err}
+	}
+	if err := benchkit.ClearResults(o.jsonOut); err != nil {
+		lock.Release()
+		return nil, err
+	}
+	return lock, nil
+}
+
+// jsonlFile appends each row as one line as soon as its request ends and
 // syncs it to stable storage, so a run that is interrupted, or killed,
-// keeps every row measured until then. The first write error is kept and
-// reported by close; later rows are not written.
+// keeps every row measured until then. The run's rows follow a run header
+// line, so the runs appended to one file can be told apart
+// (benchkit.ParseRunHeader). The first write error is kept and reported
+// by close; later rows are not written.
 type jsonlFile struct {
-	f   *os.File
-	enc *json.Encoder
+	f   *benchkit.JSONLFile
 	err error
 }
 
-func createJSONL(path string) (*jsonlFile, error) {
-	f, err := os.Create(path)
+func appendJSONL(path string) (*jsonlFile, error) {
+	f, err := benchkit.AppendJSONL(path, benchkit.NewRunHeader("serve-load"))
 	if err != nil {
 		return nil, fmt.Errorf("--jsonl: %w", err)
 	}
-	return &jsonlFile{f: f, enc: json.NewEncoder(f)}, nil
+	return &jsonlFile{f: f}, nil
 }
 
 func (j *jsonlFile) add(r benchkit.LoadRow) {
 	if j.err != nil {
 		return
 	}
-	if err := j.enc.Encode(r); err != nil {
-		j.err = fmt.Errorf("--jsonl %s: %w", j.f.Name(), err)
-		return
-	}
-	if err := j.f.Sync(); err != nil {
-		j.err = fmt.Errorf("--jsonl %s: %w", j.f.Name(), err)
+	if err := j.f.Write(r); err != nil {
+		j.err = fmt.Errorf("--jsonl: %w", err)
 	}
 }
 
