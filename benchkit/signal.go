@@ -35,10 +35,10 @@ const exitWait = 2 * time.Second
 func NotifyContext(parent context.Context, program string, stderr io.Writer) (ctx context.Context, stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	ctx, stop = notifyContext(parent, sigs, program, stderr, exitWait, os.Exit)
+	ctx, cancel := notifyContext(parent, sigs, program, stderr, exitWait, os.Exit)
 	return ctx, func() {
 		signal.Stop(sigs)
-		stop()
+		cancel()
 	}
 }
 
