@@ -22,6 +22,15 @@
 // total energy) at both edges, undoing wraparound; readings inside the
 // window are exact.
 //
+// Power samples are of two kinds (PowerTrace.Kind, SampleKind):
+// instantaneous readings, and means over the interval that ends at each
+// stamp (macmon's sysPower, hence exo's node metrics, is the mean over the
+// last second). A Source declares means by implementing PowerKinder; the
+// Sampler labels its traces. Integrate integrates means by reconstructing
+// the cumulative energy from them instead of treating each as the power at
+// its stamp, which for a window about one interval long loses about half
+// the energy (TestIntegrateMeanShortWindow).
+//
 // Every figure is an Estimate: Joules, a Bound on its error, the window,
 // the samples used and Warnings (sentinels ErrExtrapolated,
 // ErrSingleSample, ErrGap, ErrMissedWrap, …) for what limits it. Nothing

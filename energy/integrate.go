@@ -59,6 +59,41 @@ const gapFactor = 3
 // that falls between two samples is invisible to any method that reads
 // the samples, and Mᵢ is an estimate from the samples, not a guarantee.
 //
+// A trace whose Kind is IntervalMean(τ) holds means: the value stamped t
+// is (1/τ)·∫ P over [t − τ, t]. Treating such values as instantaneous
+// shifts the power τ/2 late and smooths its edges, which loses about half
+// the energy of a window as short as τ. Integrate instead reconstructs the
+// cumulative energy C, starting from the latest sample at or before Start
+// (its interval's energy spread evenly over it) and adding each later
+// sample by
+//
+//	C(tₖ) = C(tₖ − τ) + τ·Pₖ
+//
+// with C(tₖ − τ) interpolated linearly between the points already known
+// (when sample intervals leave a gap, polls slower than τ, the gap holds
+// the mean of the two means beside it, bounded by the range of the four
+// means around it), and returns C(End) − C(Start). Overlapping means
+// (polls faster than τ) thus resolve power finer than τ. The result is
+// exact, for any curve, when the samples' intervals tile time (polls every
+// τ) or every tₖ − τ falls on an earlier instant (polls every τ/m), the
+// power is steady over the interval before Start's sample, and Start and
+// End are sample instants, as the runner's polls at each burst's edges
+// make them. Bound adds, for every interpolated point, the points' own
+// bounds and
+//
+//	(x − xᵢ)(xᵢ₊₁ − x)/(xᵢ₊₁ − xᵢ) · (hi − lo)
+//
+// where [lo, hi] is the range of the mean powers of the step holding x,
+// of its neighbours and of the samples whose intervals overlap it: the
+// assumption is that power within a step stays within what the means
+// around it show, including over the first sample's interval. Past the reconstructed span the edge mean is held,
+// with the extrapolation bound and warning above; means that would imply
+// negative energy are clamped, with the clamped joules added to Bound and
+// an ErrInvalidTrace warning. A source must state the interval and stamp
+// its readings at the interval's end: a reading that lags its stamp (exo
+// relays macmon's once-a-second means through its events) shifts the
+// window by the lag, which no bound here covers.
+//
 // Integrate validates the trace and the window first (PowerTrace.Validate)
 // and returns their errors; it never panics on bad data.
 func Integrate(p PowerTrace, w Window) (Estimate, error) {
@@ -67,6 +102,9 @@ func Integrate(p PowerTrace, w Window) (Estimate, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return Estimate{}, err
+	}
+	if p.Kind.IsMean() {
+		return integrateMean(p, w)
 	}
 	s := p.Samples
 	n := len(s)

@@ -293,6 +293,7 @@ type Recording struct {
 	// could not be read.
 	Warnings []error
 	maxes    map[seriesKey]float64
+	kinds    map[seriesKey]SampleKind
 }
 
 // A Series is one node's metric over time.
@@ -305,10 +306,13 @@ type Series struct {
 func (s *Sampler) Recording() Recording {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := Recording{maxes: map[seriesKey]float64{}}
+	rec := Recording{maxes: map[seriesKey]float64{}, kinds: map[seriesKey]SampleKind{}}
 	for k, sr := range s.series {
 		rec.Series = append(rec.Series, Series{Node: k.node, Metric: k.metric, Samples: slices.Clone(sr.samples)})
 		rec.maxes[k] = sr.max
+		if pk, ok := s.sources[sr.source].(PowerKinder); ok {
+			rec.kinds[k] = pk.PowerKind()
+		}
 	}
 	slices.SortFunc(rec.Series, func(a, b Series) int {
 		return compareKeys(seriesKey{a.Node, a.Metric}, seriesKey{b.Node, b.Metric})
@@ -326,15 +330,28 @@ func (s *Sampler) Recording() Recording {
 	return rec
 }
 
-// Power returns the MetricPower series as power traces, sorted by node.
+// Power returns the MetricPower series as power traces, sorted by node,
+// each with the SampleKind its source declared (PowerKinder;
+// instantaneous otherwise).
 func (r Recording) Power() []PowerTrace {
 	var out []PowerTrace
 	for _, s := range r.Series {
 		if s.Metric == MetricPower {
-			out = append(out, PowerTrace{Node: s.Node, Samples: s.Samples})
+			out = append(out, PowerTrace{Node: s.Node, Samples: s.Samples, Kind: r.kinds[seriesKey{s.Node, s.Metric}]})
 		}
 	}
 	return out
+}
+
+// MeanInterval returns the longest interval a power trace's samples are
+// means over, or 0 when every trace is instantaneous: with the polling
+// interval, it limits how short a window the samples can resolve.
+func (r Recording) MeanInterval() time.Duration {
+	var d time.Duration
+	for _, k := range r.kinds {
+		d = max(d, k.Interval)
+	}
+	return d
 }
 
 // Counters returns the MetricEnergy series as counter traces with the

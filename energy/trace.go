@@ -22,6 +22,10 @@ type Sample struct {
 type PowerTrace struct {
 	Node    string
 	Samples []Sample
+	// Kind says whether the values are instantaneous readings (the zero
+	// value) or means over an interval ending at each instant; Integrate
+	// treats each as what it is.
+	Kind SampleKind
 }
 
 // A Window is the span [Start, End] of a measurement.

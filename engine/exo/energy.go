@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/inferbench/inferbench/energy"
 )
@@ -37,6 +38,16 @@ type PowerSource struct {
 }
 
 var _ energy.Source = (*PowerSource)(nil)
+var _ energy.PowerKinder = (*PowerSource)(nil)
+
+// SysPowerInterval is the span each sysPower reading is the mean over:
+// exo runs macmon with a 1000 ms interval.
+const SysPowerInterval = time.Second
+
+// PowerKind says what sysPower readings are: the mean power over the
+// SysPowerInterval before the reading (macmon's), not an instantaneous
+// value, so energy.Integrate integrates them as means.
+func (s *PowerSource) PowerKind() energy.SampleKind { return energy.IntervalMean(SysPowerInterval) }
 
 // PowerSource returns a source of the given nodes' metrics, or of every
 // node that reports them when nodes is empty.
