@@ -19,8 +19,9 @@
 //  4. prompt: tokenizer calls and time to build exact prompts with
 //     promptsize.Builder on the pure-Go tokenizer, beside promptsize.ExoSearch
 //     on the same Counter;
-//  5. tokenizer: encode throughput of promptsize/hf beside the JavaScript
-//     reference (scripts/node/speed.mjs) on the same 1 MiB text;
+//  5. tokenizer: encode throughput of promptsize/hf beside Hugging Face's
+//     Rust tokenizers (npm tokenizers@0.23.2, scripts/node/speed_rust.mjs)
+//     and transformers.js (scripts/node/speed.mjs) on the same 1 MiB text;
 //  6. energy: energy.Integrate's error beside exo's method
 //     (energy.ExoWindowEnergy) on power curves with closed-form integrals.
 //

@@ -228,3 +228,13 @@ func TestInMemoryRows(t *testing.T) {
 		t.Error("no benchmark lines gave no error")
 	}
 }
+
+func TestSpeedPick(t *testing.T) {
+	s := jsSpeed{tokens: 10, cold: 410e3, warm: 1.234e6}
+	if s.pick("cold") != 410e3 || s.pick("warm") != 1.234e6 {
+		t.Errorf("pick: cold %v, warm %v", s.pick("cold"), s.pick("warm"))
+	}
+	if got := siTok(410e3) + " " + siTok(1.234e6); got != "410k 1.23M" {
+		t.Errorf("siTok = %q, want \"410k 1.23M\"", got)
+	}
+}
