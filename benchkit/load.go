@@ -291,6 +291,12 @@ type LoadRow struct {
 	TTFTS *float64 `json:"ttft_s"`
 	TPOTS *float64 `json:"tpot_s"`
 	E2ES  *float64 `json:"e2e_s"`
+	// TTFTFirstChunkS is the time to the server's first chunk when that
+	// chunk marks the first token before its text (vLLM's and SGLang's
+	// role chunk, llama.cpp's role delta: timing.Trace.FirstChunk); TTFTS
+	// is then the time to the first text, and TPOTS and ITLS count from
+	// this instant. Null when the server wrote nothing before the text.
+	TTFTFirstChunkS *float64 `json:"ttft_first_chunk_s"`
 	// ITLS are the per-token gaps (a chunk of k tokens arriving g after
 	// the previous one gives k gaps of g/k) and ICLS the per-chunk gaps.
 	ITLS []float64 `json:"itl_s"`
@@ -374,9 +380,16 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	if err != nil {
 		return LoadRun{}, err
 	}
-	if pw, ok := l.Engine.(engine.Prewarmer); ok && traffic.Burst > 0 {
-		if err := pw.Prewarm(ctx, n); err != nil {
-			l.log(ctx, slog.LevelWarn, "prewarm failed; requests may dial inside the measurement", "n", n, "err", err)
+	// Connections are opened before the schedule starts: a burst's n, an
+	// open loop's min(n, MaxConcurrency) (all n when uncapped), so that no
+	// request of the first wave dials inside its measurement.
+	if pw, ok := l.Engine.(engine.Prewarmer); ok {
+		warm := n
+		if traffic.Burst == 0 && traffic.MaxConcurrency > 0 {
+			warm = min(n, traffic.MaxConcurrency)
+		}
+		if err := pw.Prewarm(ctx, warm); err != nil {
+			l.log(ctx, slog.LevelWarn, "prewarm failed; requests may dial inside the measurement", "n", warm, "err", err)
 		}
 	}
 
@@ -541,6 +554,9 @@ func (l *Load) row(q concurrency.Result[engine.Result], p promptsize.Prompt, pp,
 			if len(tr.Chunks) > 0 {
 				if m.TTFTDefined {
 					row.TTFTS = finite(m.TTFT.Seconds())
+				}
+				if m.TTFTFirstChunkDefined {
+					row.TTFTFirstChunkS = finite(m.TTFTFirstChunk.Seconds())
 				}
 				if m.TPOTDefined {
 					row.TPOTS = finite(m.TPOT.Seconds())
