@@ -525,3 +525,26 @@ func FuzzTiktokenRanks(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTiktokenEncodeCorpus encodes the 200 KB golden corpus with each
+// golden tiktoken encoding, the piece cache emptied before every run (a
+// first call). Run with -cpu 1 for the single-core figure.
+func BenchmarkTiktokenEncodeCorpus(b *testing.B) {
+	corpus := readCorpus(b)
+	for _, name := range tiktokenGoldenNames {
+		tok := loadTiktoken(b, name)
+		n := tok.CountText(corpus)
+		b.Run("encoding="+name, func(b *testing.B) {
+			b.SetBytes(int64(len(corpus)))
+			saved := tok.cache
+			defer func() { tok.cache = saved }()
+			for b.Loop() {
+				b.StopTimer()
+				tok.cache = newPieceCache(DefaultCacheSize)
+				b.StartTimer()
+				tok.CountText(corpus)
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
