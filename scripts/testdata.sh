@@ -17,7 +17,8 @@
 # skip with a message; under CI=true it exits 1, and the parity tests fail on missing data.
 #
 # With REGEN_GOLDENS=1 it also installs scripts/node (npm ci) and rewrites the committed
-# golden files of promptsize/hf from the JavaScript reference. `make test` never does that:
+# golden files of promptsize/hf from the reference libraries (Hugging Face's Rust tokenizers
+# and transformers.js for the tokenizer.json models, tiktoken for testdata/tiktoken). `make test` never does that:
 # the goldens are committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
