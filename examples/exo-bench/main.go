@@ -56,10 +56,19 @@
 //	--plot-power PNG      each node's sampled power over the run, bursts shaded
 //	                      (prefill and generation when --stream)
 //
+// Results files: --json-out and --jsonl are locked for the run (a lock
+// file beside each, path.lock), so a second run given the same path is
+// refused with status 2 and told which run holds it. At the start the
+// previous results JSON is removed, so that a run that dies never leaves
+// an older one beside its new JSONL; the new one is written to a
+// temporary file and renamed into place at the end.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed (their
-// rows say why) or the run failed, 2 for bad usage (nothing is sent), 130
-// when interrupted (SIGINT or SIGTERM: rows measured so far are written and
-// the instances the run created are deleted).
+// rows say why) or the run failed, 2 for bad usage or results files in use
+// by another run (nothing is sent), 130 when interrupted (SIGINT or
+// SIGTERM: rows measured so far are written and the instances the run
+// created are deleted; a second signal exits at once, with the rows
+// written so far synced and no results JSON).
 package main
 
 import (
@@ -67,16 +76,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/inferbench/inferbench/benchkit"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := benchkit.NotifyContext(context.Background(), "exo-bench", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
 

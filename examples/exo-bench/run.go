@@ -273,6 +273,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	if !c.dryRun {
+		lock, err := claimOutputs(c)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
+
 	base := "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port))
 	simulated := c.embedded
 	presetName := ""
@@ -429,15 +437,7 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary
 		}
 	}
 	if c.jsonOut != "" && !c.stdout {
-		f, err := createFile(c.jsonOut)
-		if err != nil {
-			return err
-		}
-		if err := benchkit.WriteJSON(f, doc); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := benchkit.WriteFileAtomic(c.jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(info, "results: %s", c.jsonOut)
@@ -467,6 +467,36 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary
 		return benchkit.WriteBenchfmt(stdout, doc.Runs, benchkit.BenchfmtOptions{Name: "ExoBench", Config: cfg})
 	}
 	return nil // jsonl rows were written as measured
+}
+
+// claimOutputs locks the run's results files, so that a second run given
+// the same --json-out or --jsonl is refused (exit 2, naming this one)
+// rather than interleave its rows, and removes the previous run's results
+// JSON: until this run writes its own at the end, an older one beside the
+// new JSONL would look current, and stay so if the run were killed.
+func claimOutputs(c *config) (*benchkit.OutputLock, error) {
+	var paths []string
+	for _, p := range []struct{ flag, path string }{{"json-out", c.jsonOut}, {"jsonl", c.jsonl}} {
+		if p.path == "" {
+			continue
+		}
+		if err := createDir(p.path); err != nil {
+			return nil, benchkit.Usagef("--%s: %v", p.flag, err)
+		}
+		paths = append(paths, p.path)
+	}
+	lock, err := benchkit.LockOutputs("exo-bench", paths...)
+	if errors.Is(err, benchkit.ErrOutputInUse) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &benchkit.UsageError{Err: err}
+	}
+	if err := benchkit.ClearResults(c.jsonOut); err != nil {
+		lock.Release()
+		return nil, err
+	}
+	return lock, nil
 }
 
 func createFile(path string) (*os.File, error) {
