@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/remote"
@@ -54,13 +57,45 @@ func ExitCode(err error) int {
 	return ExitFailed
 }
 
+// DefaultRequestTimeout is how long serve-load and offline let one request
+// take, from dialing to the end of its answer, unless --timeout says
+// otherwise: an endless stream, or a server that never sends its headers,
+// then ends as a row of kind timeout instead of hanging the run. It also
+// bounds their control-plane calls (the model list, /tokenize).
+const DefaultRequestTimeout = 10 * time.Minute
+
+// AuthHeader returns the header that carries the bearer token held in the
+// environment variable env (Authorization: Bearer <token>), for requests
+// made beside an openai.Client with Options.APIKeyEnv set to env, such
+// as /tokenize. It is nil when env is empty or the variable is unset or
+// blank.
+func AuthHeader(env string) http.Header {
+	if env == "" {
+		return nil
+	}
+	key := strings.TrimSpace(os.Getenv(env))
+	if key == "" {
+		return nil
+	}
+	return http.Header{"Authorization": {"Bearer " + key}}
+}
+
 // ServerCounter returns a Counter that asks the server at baseURL to count
 // through its /tokenize endpoint (vLLM's and SGLang's shape), after
 // checking with one request that the endpoint exists and counts a short
-// chat. header is sent with every request (credentials). The error wraps
-// remote.ErrNoEndpoint when the server has no such endpoint.
+// chat. header is sent with every request (credentials) and redacted from
+// errors. Each request is bounded by remote.DefaultTimeout and ctx. The
+// error wraps remote.ErrNoEndpoint when the server has no such endpoint.
 func ServerCounter(ctx context.Context, baseURL, model string, header http.Header) (promptsize.Counter, error) {
-	c := &remote.VLLM{BaseURL: baseURL, Model: model, Header: header}
+	return ServerCounterTimeout(ctx, baseURL, model, header, 0)
+}
+
+// ServerCounterTimeout is ServerCounter with each request bounded by
+// timeout (remote.DefaultTimeout when zero, only ctx when negative): a
+// program passes its --timeout, so that /tokenize is held to the run's
+// bound.
+func ServerCounterTimeout(ctx context.Context, baseURL, model string, header http.Header, timeout time.Duration) (promptsize.Counter, error) {
+	c := &remote.VLLM{BaseURL: baseURL, Model: model, Header: header, Timeout: timeout}
 	n, err := c.Count(ctx, []promptsize.Message{{Role: "user", Content: "Hello"}})
 	if err != nil {
 		return nil, fmt.Errorf("benchkit: the server's /tokenize at %s: %w", baseURL, err)

@@ -300,7 +300,9 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 	b, err := io.ReadAll(io.LimitReader(r, c.maxBody+1))
 	res.Trace.End = c.now()
 	if err != nil {
-		return &engine.Error{Kind: engine.KindTruncated, Op: "read body", Err: err}
+		// A body cut by the request's deadline is a timeout, not a
+		// truncation.
+		return engine.Wrap(ctx, engine.KindTruncated, "read body", err)
 	}
 	if int64(len(b)) > c.maxBody {
 		return &engine.Error{Kind: engine.KindMalformed, Op: "read body",

@@ -38,6 +38,8 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{[]string{"--max-output-len", "8"}, "output range [16, 8]"},
 		{[]string{"--seed", "-1"}, `invalid value "-1" for flag -seed`},
 		{[]string{"--api-key-env", "INFERBENCH_TEST_UNSET_KEY"}, "--api-key-env INFERBENCH_TEST_UNSET_KEY: the variable is unset or empty"},
+		{[]string{"--timeout", "-1s"}, "--timeout must not be negative, got -1s"},
+		{[]string{"--timeout", "soon"}, `invalid value "soon" for flag -timeout`},
 		{[]string{"stray"}, `unexpected argument "stray"`},
 		{[]string{"--tokenizer", "/nonexistent/tokenizer"}, "--tokenizer /nonexistent/tokenizer"},
 		{[]string{"--tokenizer", corrupt}, "--tokenizer " + corrupt},

@@ -16,6 +16,14 @@
 //	offline --base-url http://127.0.0.1:8000 --model Qwen/Qwen3-0.6B \
 //	    --num-seqs 256 --min-input-len 100 --max-input-len 1024 --min-output-len 100 --max-output-len 1024
 //
+// Every wait is bounded. --timeout (10 minutes by default, 0 for none)
+// bounds each request from dialing to the end of its answer, so an endless
+// stream or a server that never sends its headers is a failed request of
+// kind timeout, and bounds the model-list and /tokenize calls. With
+// --api-key-env the token goes, in the Authorization header, to the chat
+// endpoint, the model list and /tokenize, never across a redirect, and is
+// redacted from every message and file however the server echoes it.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed, 2 for
 // bad flags (nothing is sent), 130 when interrupted.
 package main

@@ -31,6 +31,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	maxOut := fs.Int("max-output-len", 128, "longest reply")
 	seed := fs.Uint64("seed", 0, "seed of the lengths")
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
+	timeout := fs.Duration("timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return &benchkit.UsageError{Err: err}
 	}
@@ -46,6 +47,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *apiKeyEnv != "" && os.Getenv(*apiKeyEnv) == "" {
 		return benchkit.Usagef("--api-key-env %s: the variable is unset or empty", *apiKeyEnv)
+	}
+	if *timeout < 0 {
+		return benchkit.Usagef("--timeout must not be negative, got %v", *timeout)
 	}
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
@@ -91,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	meta.BaseURL = url
 	// The client counts the generated text with the same counter as the
 	// prompts when the server sends no per-chunk usage.
-	clientOpts := openai.Options{APIKeyEnv: *apiKeyEnv, MaxBurst: max(*numSeqs, openai.DefaultMaxBurst), Counter: counter}
+	clientOpts := openai.Options{APIKeyEnv: *apiKeyEnv, MaxBurst: max(*numSeqs, openai.DefaultMaxBurst), Counter: counter, Timeout: *timeout}
 	client, err := openai.New(url, &clientOpts)
 	if err != nil {
 		return err
@@ -106,7 +110,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	meta.Model = *model
 	if counter == nil {
-		c, err := benchkit.ServerCounter(ctx, url, *model, nil)
+		counterTimeout := *timeout
+		if counterTimeout == 0 {
+			counterTimeout = -1 // --timeout 0: no bound but the run's context
+		}
+		c, err := benchkit.ServerCounterTimeout(ctx, url, *model, benchkit.AuthHeader(*apiKeyEnv), counterTimeout)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR", err)
 		}
@@ -118,7 +126,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	load := &benchkit.Load{Engine: client, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated, Grace: 10 * time.Second}
+	load := &benchkit.Load{Engine: client, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
+		Grace: 10 * time.Second, RequestTimeout: *timeout}
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	res, runErr := load.Run(ctx, lengths, traffic, timing.SLO{})
 	if errors.Is(runErr, benchkit.ErrBadLoad) {

@@ -36,6 +36,15 @@
 // endpoint, the model list and /tokenize, never across a redirect, and is
 // redacted from every row, message and file however the server echoes it.
 //
+// Every wait is bounded. --timeout (10 minutes by default, 0 for none)
+// bounds each request from dialing to the end of its answer, so an endless
+// stream or a server that never sends its headers is a row of kind
+// timeout, and bounds the model-list and /tokenize calls; a Retry-After on
+// the model list is waited 30 s at most, within that bound. With
+// --api-key-env the token goes, in the Authorization header, to the chat
+// endpoint, the model list and /tokenize, never across a redirect, and is
+// redacted from every row, message and file however the server echoes it.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why), 2 for bad flags or results files in use by another run
 // (nothing is sent), 130 when interrupted.

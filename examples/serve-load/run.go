@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -79,7 +78,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "bound on each request (0: none)")
+	fs.DurationVar(&o.timeout, "timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	var slo timing.SLO
 	if err := fs.Parse(args); err != nil {
@@ -265,11 +264,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	meta.Model = o.model
 	if counter == nil {
-		var header http.Header
-		if o.apiKeyEnv != "" {
-			header = http.Header{"Authorization": {"Bearer " + os.Getenv(o.apiKeyEnv)}}
+		timeout := o.timeout
+		if timeout == 0 {
+			timeout = -1 // --timeout 0: no bound but the run's context
 		}
-		c, err := benchkit.ServerCounter(ctx, baseURL, o.model, header)
+		c, err := benchkit.ServerCounterTimeout(ctx, baseURL, o.model, benchkit.AuthHeader(o.apiKeyEnv), timeout)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
 		}

@@ -99,17 +99,17 @@ func NoHeaders() http.HandlerFunc {
 }
 
 // Endless returns a handler that answers 200 text/event-stream and sends
-// one content chunk after another, without end, until the client goes
-// away: a stream only a timeout can stop. Each chunk is flushed; the
-// writes block when the client stops reading.
+// one comment line (": keep-alive") after another, without end, until the
+// client goes away: a stream that never ends and never says anything a
+// count could bound, so only a timeout can stop it. Each line is flushed;
+// the writes block when the client stops reading.
 func Endless() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		f, _ := w.(http.Flusher)
-		const chunk = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"la\"}}]}\n\n"
 		for r.Context().Err() == nil {
-			if _, err := io.WriteString(w, chunk); err != nil {
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
 			if f != nil {
