@@ -21,9 +21,10 @@ import (
 const model = "fake/model"
 
 // fake is an in-process engine that keeps every contract unless broken
-// names one to break. Requests of more than 100 tokens take 1 ms a token,
-// so the cancellation checks find them running; shorter ones return at
-// once.
+// names one to break. A request of more than 100 tokens runs until its
+// context ends, so the cancellation checks always find it running however
+// late their timer fires; shorter ones return at once. The "deaf" fake
+// goes on for deafLinger after its context ends, far past cancelWithin.
 type fake struct {
 	broken string
 }
@@ -56,18 +57,12 @@ func (f *fake) Complete(ctx context.Context, req engine.Request) (engine.Result,
 		return res, &engine.Error{Kind: engine.KindTruncated, Op: "read fake stream", Err: engine.ErrNoDone}
 	}
 
-	var dur time.Duration
 	if n > 100 {
-		dur = time.Duration(n) * time.Millisecond
-	}
-	timer := time.NewTimer(dur)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
+		<-ctx.Done()
 		switch f.broken {
 		case "deaf":
-			<-timer.C
+			linger := time.NewTimer(deafLinger)
+			<-linger.C
 		case "untyped cancel":
 			res.Trace.End = time.Now()
 			return res, errors.New("stopped")
@@ -194,6 +189,15 @@ func (d dialer) Complete(ctx context.Context, req engine.Request) (engine.Result
 	return engine.Result{}, engine.NewStatusError(resp.StatusCode, nil)
 }
 
+// cancelWithin is how soon a cancelled request must return: far above
+// the scheduling delays of a loaded machine, since a conforming fake
+// returns as soon as its context ends. deafLinger is how long the "deaf"
+// fake goes on after that: twice the bound, so it is late by construction.
+const (
+	cancelWithin = 2 * time.Second
+	deafLinger   = 2 * cancelWithin
+)
+
 func config(e engine.Engine) enginetest.Config {
 	return enginetest.Config{
 		Engine:          e,
@@ -206,7 +210,7 @@ func config(e engine.Engine) enginetest.Config {
 		SendHook:        true,
 		CancelMaxTokens: 300,
 		CancelAfter:     20 * time.Millisecond,
-		CancelWithin:    150 * time.Millisecond,
+		CancelWithin:    cancelWithin,
 		NewAt:           func(url string) engine.Engine { return dialer{url} },
 		Faults: []enginetest.Fault{{
 			Name: "cut", Header: http.Header{"X-Fake-Fault": {"cut"}}, Stream: true, Want: engine.KindTruncated,

@@ -199,33 +199,62 @@ func TestBenchRatesFollowFormula(t *testing.T) {
 	}
 }
 
+// gatedServer returns a Fast server whose one instance loads for delay:
+// requests sent meanwhile queue, and the scheduler admits them together
+// once it is ready.
+func gatedServer(t *testing.T, delay time.Duration) *Server {
+	t.Helper()
+	s := newFast(t, Options{NoInstance: true, LoadDelay: delay})
+	inst, _, _ := firstPreview(t, s, s.Model(), "Pipeline", 1)
+	resp := post(t, s.URL+"/instance", `{"instance":`+string(inst)+`}`)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST /instance: %d", resp.StatusCode)
+	}
+	return s
+}
+
+// TestConcurrencyBatches sends c requests together and compares c = 8
+// with c = 1 on the schedule the sim reports, from the admission of the
+// batch to its last token. The requests go to an instance that is still
+// loading, so they are all queued before the scheduler admits them: they
+// run as one batch however slowly a loaded machine sends them. An attempt
+// in which a request arrived after the admission is discarded and made
+// again with a longer load.
 func TestConcurrencyBatches(t *testing.T) {
-	s := newFast(t, Options{})
 	const tg = 128
 	run := func(c int) (agg float64, perReq float64) {
-		var wg sync.WaitGroup
-		res := make([]benchResp, c)
-		start := make(chan struct{})
-		for i := range c {
-			wg.Go(func() {
-				<-start
-				var err error
-				if res[i], err = benchErr(s, prompt(20+i), tg, ""); err != nil {
-					t.Error(err)
-				}
-			})
+		for delay := 500 * time.Millisecond; ; delay *= 2 {
+			if delay > 16*time.Second {
+				t.Fatalf("%d requests never all arrived while the instance loaded", c)
+			}
+			s := gatedServer(t, delay)
+			var wg sync.WaitGroup
+			res := make([]benchResp, c)
+			for i := range c {
+				wg.Go(func() {
+					var err error
+					if res[i], err = benchErr(s, prompt(20+i), tg, ""); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if t.Failed() {
+				t.FailNow()
+			}
+			admitted, lastArrival, last := res[0].Sim.PrefillStartS, res[0].Sim.ArrivalS, res[0].Sim.LastTokenS
+			perReq = 0
+			for _, r := range res {
+				admitted, lastArrival, last = min(admitted, r.Sim.PrefillStartS), max(lastArrival, r.Sim.ArrivalS), max(last, r.Sim.LastTokenS)
+				perReq += r.GenerationStats.GenerationTPS / float64(c)
+			}
+			s.Close()
+			if lastArrival < admitted {
+				return float64(c*tg) / (last - admitted), perReq
+			}
+			t.Logf("a request arrived %.3f s after the batch was admitted; again with a %v load", lastArrival-admitted, 2*delay)
 		}
-		close(start)
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-		first, last := res[0].Sim.ArrivalS, res[0].Sim.LastTokenS
-		for _, r := range res {
-			first, last = min(first, r.Sim.ArrivalS), max(last, r.Sim.LastTokenS)
-			perReq += r.GenerationStats.GenerationTPS / float64(c)
-		}
-		return float64(c*tg) / (last - first), perReq
 	}
 	agg1, per1 := run(1)
 	agg8, per8 := run(8)
@@ -394,14 +423,18 @@ func TestStreamExo(t *testing.T) {
 }
 
 func TestKeepAliveDuringLongPrefill(t *testing.T) {
-	// One 30009-token chunk prefills for about 75 ms of schedule with no
-	// output; a 15 ms keep-alive period must fill the silence.
-	s := newFast(t, Options{PrefillChunk: 40000, KeepAlive: 15 * time.Millisecond})
-	p := s.Preset().PrefillTime(30008, 0, 40000)
-	if p < 60*time.Millisecond {
-		t.Fatalf("prefill of 30008 tokens takes %v: the test needs a long one", p)
+	// A 1000-token prompt prefills in one chunk for about 1.4 s of
+	// schedule with no output on the M4 Max preset; a 15 ms keep-alive
+	// period must fill the silence. The silence is a hundred periods long,
+	// so the handler finds a tick in it even when a loaded machine runs it
+	// late, or the scheduler runs behind the schedule.
+	s := NewServer(Options{Preset: M4MaxLlama8B(), KeepAlive: 15 * time.Millisecond})
+	t.Cleanup(s.Close)
+	p := s.Preset().PrefillTime(1000, 0, 0)
+	if p < 50*s.opts.keepAlive() {
+		t.Fatalf("prefill of 1000 tokens takes %v: the test needs one of at least fifty keep-alive periods", p)
 	}
-	resp := post(t, s.URL+"/bench/chat/completions", chatBody(s.Model(), prompt(30000), 2, `,"stream":true`))
+	resp := post(t, s.URL+"/bench/chat/completions", chatBody(s.Model(), prompt(1000), 2, `,"stream":true`))
 	defer resp.Body.Close()
 	lines, _ := sseLines(t, resp.Body)
 	n := 0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,37 +31,62 @@ func TestFaultsThroughTheProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only the stall needs --timeout to fire: the stall lasts far longer
+	// than any bound here (the sim ends it when the client goes away),
+	// while the healthy requests, a few milliseconds of simulated work
+	// each, end within stallTimeout unless the machine is heavily loaded;
+	// when one does not, the case tested nothing and is run again with
+	// twice the timeout, up to maxStallTimeout. The other faults get a
+	// timeout no request comes near.
+	const (
+		stallTimeout    = 2 * time.Second
+		maxStallTimeout = 16 * stallTimeout
+		caseTimeout     = time.Minute
+	)
 	for _, tc := range []struct {
-		fault sim.Fault
-		want  engine.Kind
+		fault   sim.Fault
+		want    engine.Kind
+		timeout time.Duration
 	}{
-		{sim.Fault{Kind: sim.FaultStatus503}, engine.KindStatus},
-		{sim.Fault{Kind: sim.FaultResetMidStream, After: 2}, engine.KindTruncated},
-		{sim.Fault{Kind: sim.FaultStall, After: 1, Duration: 20 * time.Second}, engine.KindTimeout},
+		{sim.Fault{Kind: sim.FaultStatus503}, engine.KindStatus, caseTimeout},
+		{sim.Fault{Kind: sim.FaultResetMidStream, After: 2}, engine.KindTruncated, caseTimeout},
+		{sim.Fault{Kind: sim.FaultStall, After: 1, Duration: 10 * time.Minute}, engine.KindTimeout, stallTimeout},
 	} {
 		t.Run(string(tc.fault.Kind), func(t *testing.T) {
 			before := runtime.NumGoroutine()
-			srv := sim.NewServer(sim.Options{Preset: sim.Fast(), Nodes: 1, NoInstance: true, LoadDelay: -1, Counter: tok,
-				Fault: tc.fault, FaultEvery: 2})
-			u, _ := url.Parse(srv.URL)
-			dir := t.TempDir()
-			out := filepath.Join(dir, "out.json")
-			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), []string{"--host", u.Hostname(), "--port", u.Port(), "--model", srv.Model(),
-				"--tokenizer", tokDir, "--pp", "64", "--tg", "4", "--repeat", "4", "--stream", "--max-nodes", "1",
-				"--settle-timeout", "0", "--pause-repeat", "0", "--pause-group", "0", "--no-system-metrics",
-				"--timeout", "0.75", "--json-out", out}, &stdout, &stderr)
-			srv.Close()
-			if code := exitCode(err, &bytes.Buffer{}); code != 1 {
-				t.Fatalf("exit %d (err %v), want 1; stderr:\n%s", code, err, stderr.String())
-			}
-			b, rerr := os.ReadFile(out)
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
+			var dir string
 			var doc benchkit.Document
-			if err := json.Unmarshal(b, &doc); err != nil {
-				t.Fatalf("results JSON is not valid: %v", err)
+			for timeout := tc.timeout; ; timeout *= 2 {
+				srv := sim.NewServer(sim.Options{Preset: sim.Fast(), Nodes: 1, NoInstance: true, LoadDelay: -1, Counter: tok,
+					Fault: tc.fault, FaultEvery: 2})
+				u, _ := url.Parse(srv.URL)
+				dir = t.TempDir()
+				out := filepath.Join(dir, "out.json")
+				var stdout, stderr bytes.Buffer
+				err := run(context.Background(), []string{"--host", u.Hostname(), "--port", u.Port(), "--model", srv.Model(),
+					"--tokenizer", tokDir, "--pp", "64", "--tg", "4", "--repeat", "4", "--stream", "--max-nodes", "1",
+					"--settle-timeout", "0", "--pause-repeat", "0", "--pause-group", "0", "--no-system-metrics",
+					"--timeout", fmt.Sprint(timeout.Seconds()), "--json-out", out}, &stdout, &stderr)
+				srv.Close()
+				if code := exitCode(err, &bytes.Buffer{}); code != 1 {
+					t.Fatalf("exit %d (err %v), want 1; stderr:\n%s", code, err, stderr.String())
+				}
+				b, rerr := os.ReadFile(out)
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				doc = benchkit.Document{}
+				if err := json.Unmarshal(b, &doc); err != nil {
+					t.Fatalf("results JSON is not valid: %v", err)
+				}
+				healthyTimedOut := false
+				for _, r := range doc.Runs {
+					healthyTimedOut = healthyTimedOut || r.RepeatIndex%2 == 0 && engine.Kind(r.ErrorKind) == engine.KindTimeout
+				}
+				if !healthyTimedOut || timeout >= maxStallTimeout {
+					break
+				}
+				t.Logf("a healthy request took longer than %v; again with %v", timeout, 2*timeout)
 			}
 			jl, rerr := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 			if rerr != nil {
@@ -78,7 +104,9 @@ func TestFaultsThroughTheProgram(t *testing.T) {
 					t.Errorf("repeat %d: kind %q (%s), want %q", r.RepeatIndex, r.ErrorKind, r.Error, want)
 				}
 			}
-			deadline := time.Now().Add(5 * time.Second)
+			// A bound on a wait, not a measurement: far above how long
+			// the goroutines take to end on a loaded machine.
+			deadline := time.Now().Add(30 * time.Second)
 			for runtime.NumGoroutine() > before {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d goroutines run, %d before", runtime.NumGoroutine(), before)

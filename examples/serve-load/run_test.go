@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine/sim"
 )
 
 func TestNoFlags(t *testing.T) {
@@ -175,33 +176,67 @@ func sorted(s []string) []string {
 // TestFindMaxRate checks that the rate --find-max-rate reports meets the
 // SLO when run again, and that 1.5 times it does not.
 //
-// The H100 preset with 64-token prompts and 32-token replies serves about
-// 26 requests/s within a TTFT of 100 ms for 90 % of 40 Poisson requests
-// (measured: 24/s passes with 39 of 40, 28/s fails with 34). The search
-// probes 10, 20 and 40 requests/s and stops there (the tolerance is a
-// factor of 2), so it reports 20: well inside the capacity, while 30 is
-// well past it. Queueing in the simulated schedule, not the machine's
-// scheduling noise, decides both.
+// The server decodes one request at a time (MaxRunning 1) on the H100
+// preset, and the requests arrive at nearly regular gaps (burstiness 100),
+// so the sim's cost model gives its capacity: one request per service time
+// S, the prefill of 64 tokens and 32 decode steps (about 0.21 s). Below
+// capacity a request never waits for another, and its TTFT is two engine
+// steps (about 13 ms); above it the queue grows by a share of S with every
+// arrival. The search probes 0.85 and 1.275 times the capacity: at the
+// first no request waits, at the second the 12th and later requests wait
+// longer than the TTFT objective of 2.5 S, half of the run. The objective
+// is hundreds of milliseconds above the TTFT of a request that does not
+// wait, so the machine's own scheduling delays, even on a loaded machine,
+// do not decide a run; the queue in the simulated schedule does.
 func TestFindMaxRate(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about 10 s of simulated load")
+		t.Skip("about 20 s of simulated load")
 	}
-	common := []string{"--sim-preset", "h100-llama3.1-8b-bf16", "--input-len", "64", "--output-len", "32",
-		"--num-requests", "40", "--slo-ttft", "100", "--seed", "1", "--format", "json"}
-	doc := runJSON(t, append(common, "--find-max-rate", "--search-start", "10", "--search-factor", "2", "--search-tolerance", "1")...)
+	const in, out = 64, 32
+	p := sim.H100Llama8B()
+	srv := sim.NewServer(sim.Options{Preset: p, Nodes: 1, MaxRunning: 1})
+	defer srv.Close()
+	service := p.PrefillTime(in, 0, 0)
+	for i := range out {
+		service += p.DecodeStep([]int{in + i})
+	}
+	capacity := 1 / service.Seconds()
+	slo := 2.5 * service.Seconds() * 1000
+	t.Logf("service time %v, capacity %.3g req/s, TTFT objective %.0f ms", service, capacity, slo)
+	common := []string{"--base-url", srv.VLLMURL, "--model", srv.Model(), "--input-len", fmt.Sprint(in), "--output-len", fmt.Sprint(out),
+		"--num-requests", "24", "--burstiness", "100", "--slo-ttft", fmt.Sprint(slo), "--seed", "1", "--format", "json"}
+	doc := runJSON(t, append(common, "--find-max-rate", "--search-start", fmt.Sprint(0.85*capacity),
+		"--search-factor", "1.5", "--search-tolerance", "0.6")...)
 	if doc.MaxRate == nil || doc.MaxRate.RateRPS <= 0 {
 		t.Fatalf("no max rate reported: %+v", doc.MaxRate)
 	}
 	r := doc.MaxRate.RateRPS
 	t.Logf("max rate %g req/s (bracket %g–%g, %d probes)", r, doc.MaxRate.Lo, doc.MaxRate.Hi, doc.MaxRate.Probes)
+	if doc.MaxRate.Lo > capacity || doc.MaxRate.Hi < capacity {
+		t.Errorf("the search's bracket %g–%g req/s does not hold the capacity of the cost model, %.3g req/s", doc.MaxRate.Lo, doc.MaxRate.Hi, capacity)
+	}
 	at := runJSON(t, append(common, "--rate", fmt.Sprint(r))...)
 	if at.Summary.MeetsSLO == nil || !*at.Summary.MeetsSLO {
-		t.Errorf("re-run at %g req/s: goodput %+v; want it to meet the SLO", r, at.Summary.Goodput)
+		t.Errorf("re-run at %g req/s: goodput %+v; want it to meet the SLO\n%s", r, at.Summary.Goodput, sendsAndTTFTs(at))
 	}
 	above := runJSON(t, append(common, "--rate", fmt.Sprint(1.5*r))...)
 	if above.Summary.MeetsSLO == nil || *above.Summary.MeetsSLO {
-		t.Errorf("run at 1.5 × %g req/s: goodput %+v; want it to miss the SLO", r, above.Summary.Goodput)
+		t.Errorf("run at 1.5 × %g req/s: goodput %+v; want it to miss the SLO\n%s", r, above.Summary.Goodput, sendsAndTTFTs(above))
 	}
+}
+
+// sendsAndTTFTs lists when each request of a run was due, when it was
+// sent and its TTFT, for the message of a failed check.
+func sendsAndTTFTs(doc benchkit.LoadDocument) string {
+	var b strings.Builder
+	for _, r := range doc.Requests {
+		ttft := "-"
+		if r.TTFTS != nil {
+			ttft = fmt.Sprintf("%.3f", *r.TTFTS)
+		}
+		fmt.Fprintf(&b, "request %d: due %.3f s, sent %.3f s, TTFT %s s %s\n", r.Index, r.IntendedSendS, r.SendOffsetS, ttft, r.Error)
+	}
+	return b.String()
 }
 
 func runJSON(t *testing.T, args ...string) benchkit.LoadDocument {
