@@ -19,7 +19,11 @@
 // github.com/hashicorp/go-retryablehttp: connection errors and 5xx answers
 // are retried with exponential backoff, 4xx answers never are, and the final
 // error is an *APIError that counts the attempts, keeps the last status and
-// wraps the cause. The retry library's own logging goes to the caller's
+// wraps the cause. A 429's or 503's Retry-After is waited, at most 30 s,
+// and a call gives up at once, with that answer, when even the capped wait
+// would outlast its context's deadline. Control-plane calls follow a
+// redirect within the API node's origin only; bench requests never follow
+// one (the 3xx is a status error naming its Location). The retry library's own logging goes to the caller's
 // slog.Logger at debug level, or nowhere.
 //
 // # Bench completions

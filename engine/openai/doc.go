@@ -116,13 +116,25 @@
 // never retried: a failure is returned as an *engine.StatusError or an
 // *engine.Error whose Kind says what broke. Model listing, a control-plane
 // call, goes through go-retryablehttp (connection errors and 5xx are
-// retried with backoff, 4xx never).
+// retried with backoff, 4xx never; a Retry-After is waited at most 30 s,
+// and not at all when that would outlast the call's deadline).
+//
+// A benchmark request never follows a redirect: a 3xx is an
+// *engine.StatusError whose message names the status and the Location,
+// and nothing is sent there (a 301 would otherwise turn the POST into a
+// GET, and take the token to another host). Model listing follows a
+// redirect within the server's origin (scheme, host and port) only.
 //
 // # Credentials
 //
 // The bearer token is read once, in New, from the environment variable
 // Options.APIKeyEnv names or from the file Options.APIKeyFile names. It is
 // sent only in the Authorization header, never logged, and removed from
-// the text of every error the client returns (a server that echoes it in
-// an error body has it replaced by "[REDACTED]").
+// the text of every error the client returns: a server that echoes it in
+// an error body, a stream's error event or a Location has it replaced by
+// "[REDACTED]", however it escaped it (\/, \uXXXX, percent encoding; see
+// internal/httpsafe). The status error's message is redacted after it is
+// decoded from the JSON body as well as before. Credentials set in
+// Options.Header (Authorization, X-Api-Key and the like) are redacted
+// the same way.
 package openai
