@@ -280,14 +280,24 @@ type LoadRow struct {
 	TGTarget         int `json:"tg_target"`
 	CompletionTokens int `json:"completion_tokens"`
 	// IntendedSendS is when the schedule meant the request to go,
-	// SendOffsetS when its bytes began to go out, DoneS when its response
-	// ended.
+	// SendOffsetS when its bytes began to go out (the engine's send
+	// instant: for engine/openai, when the transport handed over the
+	// connection, after any dial), DoneS when its response ended.
 	IntendedSendS float64 `json:"intended_send_s"`
 	SendOffsetS   float64 `json:"send_offset_s"`
 	DoneS         float64 `json:"done_s"`
+	// ConnectS is how long the request waited for a new connection to be
+	// opened for it (DNS, dial, TLS: engine.Result.Connect) before its
+	// send instant; null when it went out on a connection already open
+	// (pooled or prewarmed) or the engine cannot tell. The wait is part
+	// of the schedule lag (SendOffsetS − IntendedSendS), not of TTFTS or
+	// E2ES; vLLM's benchmark, whose clock starts before the request is
+	// issued, counts it in its TTFT.
+	ConnectS *float64 `json:"connect_s"`
 	// TTFTS, TPOTS and E2ES are the client's time to first token, time
 	// per output token after the first, (E2E − TTFT)/(n − 1), and
-	// end-to-end latency (timing.Trace's formulas).
+	// end-to-end latency (timing.Trace's formulas), all measured from
+	// the send instant, so without any dial (see ConnectS).
 	TTFTS *float64 `json:"ttft_s"`
 	TPOTS *float64 `json:"tpot_s"`
 	E2ES  *float64 `json:"e2e_s"`
@@ -520,6 +530,9 @@ func (l *Load) row(q concurrency.Result[engine.Result], p promptsize.Prompt, pp,
 		FinishReason:  res.FinishReason,
 		Simulated:     l.Simulated,
 	}
+	if res.Connect != nil {
+		row.ConnectS = finite(res.Connect.Seconds())
+	}
 	for _, w := range res.Warnings {
 		row.Warnings = append(row.Warnings, w.Error())
 	}
@@ -581,6 +594,7 @@ func (l *Load) row(q concurrency.Result[engine.Result], p promptsize.Prompt, pp,
 const (
 	warnPromptMismatch = "prompt count mismatch"
 	warnShort          = "short generation"
+	warnDialed         = "new connections"
 )
 
 func (l *Load) log(ctx context.Context, level slog.Level, msg string, args ...any) {

@@ -108,6 +108,11 @@ type LoadSummary struct {
 	// shows here).
 	ScheduleLag LatencyStats `json:"schedule_lag_s"`
 
+	// Dialed counts the requests that waited for a new connection
+	// (connect_s set): their dial is in their schedule lag, not their
+	// TTFT, and a warning says so. A prewarmed run has none.
+	Dialed int `json:"dialed"`
+
 	// Interrupted is true when the run was stopped before its schedule
 	// was done.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -128,6 +133,9 @@ func SummarizeLoad(rows []LoadRow, slo timing.SLO) LoadSummary {
 	errKinds := map[string]int{}
 	for _, r := range rows {
 		wall = math.Max(wall, r.DoneS)
+		if r.ConnectS != nil {
+			s.Dialed++
+		}
 		if r.Failed() {
 			s.Failed++
 			k := r.ErrorKind
@@ -199,6 +207,9 @@ func SummarizeLoad(rows []LoadRow, slo timing.SLO) LoadSummary {
 	}
 	if short > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d requests generated fewer completion tokens than asked", short, s.Completed))
+	}
+	if s.Dialed > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %d of %d requests waited for a new connection (connect_s): the dial delayed their send (schedule lag) but is not in their ttft_s, which vLLM's benchmark would count it in; the server may also be slower on a connection's first request", warnDialed, s.Dialed, s.Requests))
 	}
 	if unstreamed > 0 && slo.TTFT+slo.TPOT+slo.ITL > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d requests were not streamed: they have no TTFT, TPOT or ITL and cannot meet objectives on them", unstreamed))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/inferbench/inferbench/timing"
 )
@@ -18,6 +19,15 @@ type Result struct {
 	// arrived, Chunks each streamed content chunk with its arrival instant
 	// and token count, End when the response was completely read.
 	Trace timing.Trace
+	// Connect is how long the request waited for a new connection to be
+	// opened for it (DNS, dial and TLS handshake) before Trace.Start: the
+	// time from asking the transport for a connection to getting one that
+	// had never carried a request. Nil when the request went out on a
+	// connection already open (pooled, or opened by a prewarm), and when
+	// the engine cannot tell. Trace.Start is after the dial, so TTFT and
+	// E2E do not include it; a client whose clock starts before the
+	// request is issued (vLLM's benchmark) would add it.
+	Connect *time.Duration
 	// Text is the generated text (the concatenation of streamed content).
 	Text string
 	// ResponseID is the server's id of the response (exo: the command id,

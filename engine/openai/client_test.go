@@ -194,7 +194,7 @@ func TestCompleteNonStreaming(t *testing.T) {
 		Usage: &engine.Usage{PromptTokens: 21, CompletionTokens: 8, TotalTokens: 29},
 	}
 	got := res
-	got.Trace = want.Trace
+	got.Trace, got.Connect = want.Trace, nil // Connect: TestConnectOnlyWhenDialed
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}

@@ -101,33 +101,52 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	res.Warnings = p.warns
 
 	// The send instant: httptrace reports the connection obtained just
-	// before the request is written. GotConn fires again only when the
-	// transport resends on a new connection (a pooled one was found
-	// closed before anything was written); the first instant stays, and
-	// NotifySend is called once.
+	// before the request is written, after any dial. GotConn fires again
+	// only when the transport resends on a new connection (a pooled one
+	// was found closed before anything was written); the first instant
+	// stays, and NotifySend is called once. A first connection that had
+	// never carried a request was opened for this one: GetConn to GotConn
+	// is then its dial (Result.Connect).
 	var (
-		mu    sync.Mutex
-		start time.Time
-		conns int
+		mu      sync.Mutex
+		getConn time.Time
+		start   time.Time
+		conns   int
+		connect *time.Duration
 	)
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
-		t := c.now()
-		mu.Lock()
-		conns++
-		first := conns == 1
-		if first {
-			start = t
-		}
-		mu.Unlock()
-		if first {
-			engine.NotifySend(ctx, t)
-		}
-	}}
+	trace := &httptrace.ClientTrace{
+		GetConn: func(string) {
+			t := c.now()
+			mu.Lock()
+			if getConn.IsZero() {
+				getConn = t
+			}
+			mu.Unlock()
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			t := c.now()
+			mu.Lock()
+			conns++
+			first := conns == 1
+			if first {
+				start = t
+				if !info.Reused && !info.WasIdle && !getConn.IsZero() {
+					d := t.Sub(getConn)
+					connect = &d
+				}
+			}
+			mu.Unlock()
+			if first {
+				engine.NotifySend(ctx, t)
+			}
+		},
+	}
 	hreq := p.hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
 
 	resp, err := c.http.Do(hreq)
 	mu.Lock()
 	res.Trace.Start = start
+	res.Connect = connect
 	resent := conns > 1
 	mu.Unlock()
 	if resent {
