@@ -109,9 +109,14 @@
 // # Timing
 //
 // Trace.Start is the instant net/http/httptrace reports the connection
-// obtained, just before the request is written; the same instant goes to
-// [engine.NotifySend]. Headers is when Do returned the response headers,
-// each chunk's instant is when the SSE reader read the bytes completing the
+// obtained (GotConn), just before the request is written and after any
+// dial; the same instant goes to [engine.NotifySend]. TTFT and E2E
+// therefore never include opening a connection. When the request had to
+// wait for a new one, Result.Connect is that wait (GetConn to GotConn:
+// DNS, dial, TLS); it is nil on a pooled or prewarmed connection. vLLM's
+// benchmark starts its clock before the request is issued, so its TTFT of
+// such a request is about Connect + TTFT. Headers is when Do returned
+// the response headers, each chunk's instant is when the SSE reader read the bytes completing the
 // chunk, and End is when the response has been read. A benchmark request is
 // never retried: a failure is returned as an *engine.StatusError or an
 // *engine.Error whose Kind says what broke. Model listing, a control-plane
