@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/inferbench/inferbench/timing"
 )
 
 // TableOptions configure WriteTable and WriteMarkdown.
@@ -21,11 +23,24 @@ type TableOptions struct {
 
 // WriteTable writes one line per cell of each placement for a terminal,
 // with a placement column (PlacementKey.String) when rows carry one:
-// prompt TPS,
-// generation TPS, exo's aggregate beside Σ tokens / wall, TTFT, peak
-// memory, energy and J/token, each as mean ± the half width of its
-// repeat-level confidence interval. The layout is for people and may
-// change between releases: parse the JSON, CSV or benchfmt outputs instead.
+// prompt TPS, generation TPS, exo's aggregate beside Σ tokens / wall,
+// TTFT, peak memory, energy and J/token, each as mean ± the half width of
+// its repeat-level confidence interval. The layout is for people and may
+// change between releases: parse the JSON, CSV or benchfmt outputs
+// instead.
+//
+// Where figures come from is in the headers:
+//   - TTFT is the client's, from streamed responses; when no cell was
+//     streamed the column is the server's prefill time instead,
+//     prompt_tokens / prompt_tps, headed "prefill ms (server)".
+//   - energy prefers the server's figure (exo's power_usage, whole
+//     cluster) and falls back on the client's integral of sampled power;
+//     the header says which ("energy J (server)", "(client)", or each
+//     value marked s or c when cells differ). A client figure whose window
+//     spans fewer than ShortWindowFactor sample intervals is left out, with
+//     a note ("window 1.2 s < 3 × 1 s samples").
+//
+// A column with no figure in any line is left out.
 func WriteTable(w io.Writer, cells []CellSummary, opts TableOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if err := writeGrid(tw, cells, opts, "", "\t", "\t"); err != nil {
@@ -39,7 +54,19 @@ func WriteMarkdown(w io.Writer, cells []CellSummary, opts TableOptions) error {
 	return writeGrid(w, cells, opts, "| ", " | ", " |")
 }
 
-var gridHeader = []string{"pp", "tg", "conc", "reps", "prompt tok/s", "gen tok/s", "exo agg tok/s (max×N)", "Σtok/wall tok/s", "TTFT ms", "peak mem", "energy J", "J/tok", "failed"}
+// energyOf returns the energy and J/token intervals the table shows for
+// c, and their source: "server", "client", or "" with none.
+func energyOf(c CellSummary) (timing.Interval, timing.Interval, string) {
+	switch {
+	case c.ServerEnergyJ.N > 0:
+		return c.ServerEnergyJ, c.ServerJPerToken, "server"
+	case c.EnergyJ.N > 0 && !c.EnergyWindowShort:
+		return c.EnergyJ, c.JPerToken, "client"
+	}
+	nan := math.NaN()
+	none := timing.Interval{Center: nan, Lo: nan, Hi: nan}
+	return none, none, ""
+}
 
 func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, end string) error {
 	var b strings.Builder
@@ -54,16 +81,94 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 			fmt.Fprintf(&b, "%s\n", title)
 		}
 	}
-	row := func(cols []string) {
-		b.WriteString(start)
-		b.WriteString(strings.Join(cols, sep))
-		b.WriteString(end)
-		b.WriteString("\n")
+	// TTFT: the client's when any cell streamed, else the server's prefill.
+	clientTTFT := slices.ContainsFunc(cells, func(c CellSummary) bool { return c.TTFTS.N > 0 })
+	ttftHead := "TTFT ms"
+	if !clientTTFT {
+		ttftHead = "prefill ms (server)"
 	}
-	header := gridHeader
+	// Energy: which sources the shown figures come from.
+	sources := map[string]bool{}
+	for _, c := range cells {
+		if _, _, src := energyOf(c); src != "" {
+			sources[src] = true
+		}
+	}
+	energyHead, jHead, mark := "energy J", "J/tok", false
+	switch {
+	case len(sources) == 2:
+		mark = true
+		energyHead, jHead = "energy J (s=server, c=client)", "J/tok (s, c)"
+	case sources["server"]:
+		energyHead, jHead = "energy J (server)", "J/tok (server)"
+	case sources["client"]:
+		energyHead, jHead = "energy J (client)", "J/tok (client)"
+	}
+	header := []string{"pp", "tg", "conc", "reps", "prompt tok/s", "gen tok/s", "exo agg tok/s (max×N)", "Σtok/wall tok/s", ttftHead, "peak mem", energyHead, jHead, "failed"}
 	withPlacement := slices.ContainsFunc(cells, func(c CellSummary) bool { return !c.Placement.IsZero() })
 	if withPlacement {
 		header = append([]string{"placement"}, header...)
+	}
+	var lines [][]string
+	var notes []string
+	for _, c := range cells {
+		var cols []string
+		if withPlacement {
+			cols = append(cols, c.Placement.String())
+		}
+		ttft := c.TTFTS
+		if !clientTTFT {
+			ttft = c.ServerPrefillS
+		}
+		ej, jpt, src := energyOf(c)
+		es, js := pm(ej.Center, ej.Hi, 1, 1), pm(jpt.Center, jpt.Hi, 1, 3)
+		if mark && src != "" {
+			es, js = es+" "+src[:1], js+" "+src[:1]
+		}
+		lines = append(lines, append(cols,
+			strconv.Itoa(c.Cell.PP), strconv.Itoa(c.Cell.TG), strconv.Itoa(c.Cell.Concurrency), strconv.Itoa(c.Repeats),
+			pm(c.PromptTPS.Center, c.PromptTPS.Hi, 1, 1),
+			pm(c.GenerationTPS.Center, c.GenerationTPS.Hi, 1, 1),
+			pm(c.ExoAggregateTPS.Center, c.ExoAggregateTPS.Hi, 1, 1),
+			pm(c.ThroughputTPS.Center, c.ThroughputTPS.Hi, 1, 1),
+			pm(ttft.Center, ttft.Hi, 1000, 1),
+			bytesIEC(c.PeakMemoryBytes),
+			es, js,
+			strconv.Itoa(c.Failed),
+		))
+		if src == "" && c.EnergyWindowShort {
+			notes = append(notes, fmt.Sprintf("%s: no client energy: window %.3g s < %d × %.3g s samples (the rows keep the figure, flagged energy_window_short)",
+				c.Name(), c.ShortWindowS, ShortWindowFactor, c.SampleIntervalS))
+		}
+		for _, w := range c.Warnings {
+			notes = append(notes, fmt.Sprintf("%s: %s", c.Name(), w))
+		}
+	}
+	// Leave out the columns with no figure in any line.
+	keep := make([]bool, len(header))
+	for i := range header {
+		keep[i] = len(lines) == 0
+		for _, l := range lines {
+			if l[i] != "—" {
+				keep[i] = true
+				break
+			}
+		}
+	}
+	pick := func(cols []string) []string {
+		var out []string
+		for i, c := range cols {
+			if keep[i] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	row := func(cols []string) {
+		b.WriteString(start)
+		b.WriteString(strings.Join(pick(cols), sep))
+		b.WriteString(end)
+		b.WriteString("\n")
 	}
 	row(header)
 	if start != "" {
@@ -73,27 +178,8 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 		}
 		row(seps)
 	}
-	var notes []string
-	for _, c := range cells {
-		var cols []string
-		if withPlacement {
-			cols = append(cols, c.Placement.String())
-		}
-		row(append(cols,
-			strconv.Itoa(c.Cell.PP), strconv.Itoa(c.Cell.TG), strconv.Itoa(c.Cell.Concurrency), strconv.Itoa(c.Repeats),
-			pm(c.PromptTPS.Center, c.PromptTPS.Hi, 1, 1),
-			pm(c.GenerationTPS.Center, c.GenerationTPS.Hi, 1, 1),
-			pm(c.ExoAggregateTPS.Center, c.ExoAggregateTPS.Hi, 1, 1),
-			pm(c.ThroughputTPS.Center, c.ThroughputTPS.Hi, 1, 1),
-			pm(c.TTFTS.Center, c.TTFTS.Hi, 1000, 1),
-			bytesIEC(c.PeakMemoryBytes),
-			pm(c.EnergyJ.Center, c.EnergyJ.Hi, 1, 1),
-			pm(c.JPerToken.Center, c.JPerToken.Hi, 1, 3),
-			strconv.Itoa(c.Failed),
-		))
-		for _, w := range c.Warnings {
-			notes = append(notes, fmt.Sprintf("%s: %s", c.Name(), w))
-		}
+	for _, l := range lines {
+		row(l)
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n")

@@ -86,6 +86,10 @@ type Row struct {
 	// Energy is the client's integral of sampled power over the request's
 	// window (or the burst's, shared by its rows); null without a source.
 	Energy *Energy `json:"energy"`
+	// EnergyWindowShort is set when the client's energy window is shorter
+	// than ShortWindowFactor sample intervals: too short for the samples
+	// to resolve, so tables leave the figure out (the row keeps it).
+	EnergyWindowShort bool `json:"energy_window_short,omitempty"`
 	// Simulated marks rows measured against the embedded simulated engine.
 	Simulated bool `json:"simulated,omitempty"`
 	// Warnings are quality notes: a server prompt count that differs from
@@ -139,4 +143,17 @@ type Energy struct {
 	// sampling interval (package energy states the assumptions); null
 	// when nothing bounds it (a single sample).
 	ErrorBoundJ *float64 `json:"error_bound_j"`
+	// Source says where the figure comes from: "client", the client's
+	// integral of the power it sampled (the server's own figure, exo's
+	// power_usage, is the row's power_usage).
+	Source string `json:"source,omitempty"`
+	// SampleIntervalS is the time resolution of the samples integrated:
+	// the longer of the polling interval and the span each sample is a
+	// mean over.
+	SampleIntervalS float64 `json:"sample_interval_s,omitempty"`
 }
+
+// ShortWindowFactor is how many sample intervals a client energy window
+// must span for tables to show its figure: a shorter window holds too few
+// samples to resolve (a burst of 1.2 s against 1 s samples).
+const ShortWindowFactor = 3

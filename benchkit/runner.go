@@ -360,6 +360,7 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 		if en != nil {
 			e := *en
 			row.Energy = &e
+			row.EnergyWindowShort = e.WindowS < ShortWindowFactor*e.SampleIntervalS
 		}
 		rows = append(rows, row)
 	}
@@ -546,6 +547,10 @@ func (r *Runner) energy(br concurrency.BurstResult[engine.Result], ps []promptsi
 		Joules:      rep.Total.Joules,
 		ErrorBoundJ: finite(rep.Total.Bound),
 		Shared:      n > 1,
+		Source:      "client",
+		// The samples resolve no finer than the polling interval and the
+		// span each is a mean over.
+		SampleIntervalS: max(r.Sampler.Interval(), rec.MeanInterval()).Seconds(),
 	}
 	if e.WindowS > 0 {
 		e.AvgWatts = e.Joules / e.WindowS

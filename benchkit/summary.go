@@ -95,6 +95,25 @@ type CellSummary struct {
 	// counted once); JPerToken is that divided by the repeat's generated
 	// tokens. N = 0 without energy.
 	EnergyJ, JPerToken timing.Interval
+	// EnergyWindowShort is true when some repeat's client energy window
+	// was shorter than ShortWindowFactor sample intervals (its rows carry
+	// energy_window_short); ShortWindowS is the shortest such window and
+	// SampleIntervalS the samples' resolution. Tables then leave the
+	// client figure out.
+	EnergyWindowShort             bool
+	ShortWindowS, SampleIntervalS float64
+	// ServerEnergyJ is the per-repeat energy the server reported (exo's
+	// power_usage.total_energy_joules, every node of the cluster, over a
+	// request's own span): for a burst, that of its longest request,
+	// whose span covers the others' (they share the release).
+	// ServerJPerToken is that divided by the repeat's generated tokens.
+	// N = 0 when the server reported none (streamed responses, engines
+	// other than exo).
+	ServerEnergyJ, ServerJPerToken timing.Interval
+	// ServerPrefillS is the per-repeat mean of the server's prefill time,
+	// prompt_tokens / prompt_tps, in seconds: the server's own view of the
+	// time to first token, without queueing or the network.
+	ServerPrefillS timing.Interval
 	// Warnings gathers the rows' warnings, each once, and the summary's
 	// own (too few repeats for an interval).
 	Warnings []string
@@ -111,13 +130,21 @@ type burstFigures struct {
 	energyJ   float64 // client energy, a shared window counted once
 	jPerTok   float64 // energyJ / Σ generated tokens
 	ppTokens  int     // the verified prompt length (the first row's)
+	// serverJ is the server energy of the burst's longest request;
+	// serverJPerTok that over the burst's tokens; prefillS the mean
+	// server prefill time.
+	serverJ, serverJPerTok, prefillS float64
+	short                            bool // the client window is short
+	windowS, intervalS               float64
 }
 
 // figuresOf computes the figures of one burst's rows.
 func figuresOf(rows []Row) burstFigures {
 	var reqs []timing.BurstRequest
 	var pts, ttfts, e2es []float64
-	f := burstFigures{energyJ: math.NaN(), jPerTok: math.NaN()}
+	f := burstFigures{energyJ: math.NaN(), jPerTok: math.NaN(), serverJ: math.NaN(), serverJPerTok: math.NaN()}
+	var prefills []float64
+	longest := -1.0
 	wall := 0.0
 	energyJ, haveEnergy, sharedDone := 0.0, false, false
 	for _, r := range rows {
@@ -139,6 +166,15 @@ func figuresOf(rows []Row) burstFigures {
 			ttfts = append(ttfts, *r.TTFTS)
 		}
 		e2es = append(e2es, r.ElapsedS)
+		if pu := r.PowerUsage; pu != nil && pu.ElapsedSeconds > longest && pu.TotalEnergyJoules > 0 {
+			longest, f.serverJ = pu.ElapsedSeconds, pu.TotalEnergyJoules
+		}
+		if st := r.Stats; st != nil && st.PromptTPS > 0 && st.PromptTokens > 0 {
+			prefills = append(prefills, float64(st.PromptTokens)/st.PromptTPS)
+		}
+		if r.EnergyWindowShort && r.Energy != nil {
+			f.short, f.windowS, f.intervalS = true, r.Energy.WindowS, r.Energy.SampleIntervalS
+		}
 		if r.Energy != nil && (!r.Energy.Shared || !sharedDone) {
 			energyJ += r.Energy.Joules
 			haveEnergy = true
@@ -147,6 +183,10 @@ func figuresOf(rows []Row) burstFigures {
 	}
 	f.burst = timing.AggregateBurst(reqs, time.Duration(wall*float64(time.Second)))
 	f.promptTPS, f.ttftS, f.e2eS = meanOrNaN(pts), meanOrNaN(ttfts), meanOrNaN(e2es)
+	f.prefillS = meanOrNaN(prefills)
+	if !math.IsNaN(f.serverJ) && f.burst.TotalTokens > 0 {
+		f.serverJPerTok = f.serverJ / float64(f.burst.TotalTokens)
+	}
 	if haveEnergy {
 		f.energyJ = energyJ
 		if f.burst.TotalTokens > 0 {
@@ -252,7 +292,7 @@ func summarizeCell(k cellKey, rows []Row) CellSummary {
 	}
 	repeats := groupRepeats(rows)
 	s.Repeats = len(repeats)
-	var prompt, gen, exoAgg, thru, ttft, joules, jpt []float64
+	var prompt, gen, exoAgg, thru, ttft, joules, jpt, sj, sjpt, prefill []float64
 	add := func(dst *[]float64, v float64) {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			*dst = append(*dst, v)
@@ -270,6 +310,12 @@ func summarizeCell(k cellKey, rows []Row) CellSummary {
 		add(&ttft, f.ttftS)
 		add(&joules, f.energyJ)
 		add(&jpt, f.jPerTok)
+		add(&sj, f.serverJ)
+		add(&sjpt, f.serverJPerTok)
+		add(&prefill, f.prefillS)
+		if f.short && (!s.EnergyWindowShort || f.windowS < s.ShortWindowS) {
+			s.EnergyWindowShort, s.ShortWindowS, s.SampleIntervalS = true, f.windowS, f.intervalS
+		}
 	}
 	iv := func(x []float64) timing.Interval {
 		if len(x) == 0 {
@@ -280,6 +326,7 @@ func summarizeCell(k cellKey, rows []Row) CellSummary {
 	}
 	s.PromptTPS, s.GenerationTPS, s.ExoAggregateTPS, s.ThroughputTPS = iv(prompt), iv(gen), iv(exoAgg), iv(thru)
 	s.TTFTS, s.EnergyJ, s.JPerToken = iv(ttft), iv(joules), iv(jpt)
+	s.ServerEnergyJ, s.ServerJPerToken, s.ServerPrefillS = iv(sj), iv(sjpt), iv(prefill)
 	if s.Repeats < 2 {
 		warn(fmt.Sprintf("only %d repeat: no confidence interval (use repeat ≥ 2)", s.Repeats))
 	}

@@ -84,7 +84,8 @@ const gapFactor = 3
 //	(x − xᵢ)(xᵢ₊₁ − x)/(xᵢ₊₁ − xᵢ) · (hi − lo)
 //
 // where [lo, hi] is the range of the mean powers of the step holding x,
-// of its neighbours and of the samples whose intervals overlap it: the
+// of its neighbours and of the samples whose intervals overlap it or the
+// intervals beside it (stamped within [xᵢ − τ, xᵢ₊₁ + 2τ]): the
 // assumption is that power within a step stays within what the means
 // around it show, including over the first sample's interval. Past the reconstructed span the edge mean is held,
 // with the extrapolation bound and warning above; means that would imply

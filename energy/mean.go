@@ -70,10 +70,12 @@ func integrateMean(p PowerTrace, w Window) (Estimate, error) {
 		ts[i] = sec(x.At)
 	}
 	// means returns the range of the means of the samples whose intervals
-	// overlap [a, b]: stamped in [a, b + τ].
+	// overlap [a, b] or its neighbouring intervals: stamped in
+	// [a − τ, b + 2τ]. A change sharper than the means resolve (a step)
+	// shows fully only in means one interval away.
 	means := func(a, b float64) (float64, float64) {
 		lo, hi := math.Inf(1), math.Inf(-1)
-		for i := sort.SearchFloat64s(ts, a); i < n && ts[i] <= b+tau; i++ {
+		for i := sort.SearchFloat64s(ts, a-tau); i < n && ts[i] <= b+2*tau; i++ {
 			lo, hi = min(lo, s[i].Value), max(hi, s[i].Value)
 		}
 		return lo, hi

@@ -27,7 +27,9 @@
 //	--stdout              print only the results JSON on stdout (logs to stderr)
 //	--dry-run             list the placements and exit
 //	--all-combinations    every pp with every tg (else paired when the lists have equal length)
-//	--stream              streamed requests: client TTFT, TPOT and ITL
+//	--stream              streamed requests: client TTFT, TPOT and ITL (without it the
+//	                      table's TTFT column is the server's prefill time, and its energy
+//	                      column exo's own power_usage, which streamed responses lack)
 //	--no-system-metrics   do not sample node metrics (power)
 //	--metrics-interval 1  seconds between node metric samples (≥ 0.05)
 //	--use-prefix-cache    let the engine reuse cached prefixes (prompt TPS approximate)
