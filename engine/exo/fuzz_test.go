@@ -13,7 +13,9 @@ import (
 )
 
 // FuzzParseCompletion feeds arbitrary bench bodies to the non-streaming
-// parser: it must never panic, and what it accepts is a consistent result.
+// parser and its checks: they must never panic, what the parser accepts is
+// a consistent result, and what the checks accept has every server number
+// within its bound.
 func FuzzParseCompletion(f *testing.F) {
 	f.Add(fixture(f, "bench_response.json"))
 	f.Add(fixture(f, "bench_response_cancelled.json"))
@@ -21,6 +23,8 @@ func FuzzParseCompletion(f *testing.F) {
 	f.Add([]byte(`{"generation_stats":{"peak_memory_usage":{"inBytes":1e3}},"power_usage":{"nodes":[{"node_id":"n","prefill_energy_joules":null}]}}`))
 	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens":1}}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"generation_stats":{"prompt_tps":100,"generation_tps":65000000000000000000,"prompt_tokens":3,"generation_tokens":2000000000000000000}}`))
+	f.Add([]byte(`{"generation_stats":{"generation_tps":-3461.8},"usage":{"prompt_tokens":-1,"completion_tokens":2000000000000000000}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var res engine.Result
 		if err := parseCompletion(data, &res); err != nil {
@@ -32,7 +36,41 @@ func FuzzParseCompletion(f *testing.F) {
 		if res.ServerStats != nil && res.ServerStats.PrefixCacheHit == "" {
 			t.Errorf("accepted stats with an empty prefix_cache_hit")
 		}
+		req := engine.Request{Messages: []engine.Message{{Role: "user", Content: "a a"}}, MaxTokens: 8}
+		if err := checkCompletion(req, &res); err != nil {
+			if engine.KindOf(err) != engine.KindImplausibleUsage {
+				t.Errorf("check error of kind %q, want implausible_usage: %v", engine.KindOf(err), err)
+			}
+			return
+		}
+		checkPlausible(t, req, res)
 	})
+}
+
+// checkPlausible fails t when an accepted result carries a server number
+// past its bound.
+func checkPlausible(t *testing.T, req engine.Request, res engine.Result) {
+	t.Helper()
+	limit, promptLimit := engine.MaxPlausibleCount(req.MaxTokens), engine.MaxPlausiblePromptCount(req.Messages)
+	if u := res.Usage; u != nil && (u.CompletionTokens < 0 || u.CompletionTokens > limit || u.PromptTokens < 0 || u.PromptTokens > promptLimit) {
+		t.Errorf("accepted usage %+v past its bounds %d, %d", u, limit, promptLimit)
+	}
+	if st := res.ServerStats; st != nil {
+		if st.GenerationTokens < 0 || st.GenerationTokens > limit || st.PromptTokens < 0 || st.PromptTokens > promptLimit {
+			t.Errorf("accepted stats counts %+v past their bounds %d, %d", st, limit, promptLimit)
+		}
+		for _, v := range []float64{st.PromptTPS, st.GenerationTPS} {
+			if !(v >= 0 && v <= engine.MaxPlausibleRate) {
+				t.Errorf("accepted stats rate %v", v)
+			}
+		}
+	}
+	if n := res.Trace.Tokens(); n > limit {
+		t.Errorf("accepted a trace of %d tokens, bound %d", n, limit)
+	}
+	if len(res.Text) > engine.MaxKeptText {
+		t.Errorf("kept %d bytes of text", len(res.Text))
+	}
 }
 
 // FuzzStatsCasing builds exo's generation_stats and power_usage from
@@ -90,13 +128,18 @@ func FuzzStatsCasing(f *testing.F) {
 }
 
 // FuzzStream feeds arbitrary bytes to the stream reader through a real
-// Complete call on a canned server: it must never panic, and a trace it
-// returns must be valid.
+// Complete call on a canned server: it must never panic, a trace it
+// returns must be valid, and what it accepts has every server number
+// within its bound.
 func FuzzStream(f *testing.F) {
 	f.Add(fixture(f, "stream_bench.sse"))
 	f.Add(fixture(f, "stream_error.sse"))
 	f.Add([]byte(": prefill_progress {\"PrefillProgressChunk\":{\"processed_tokens\":1}}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":3}}\n\ndata: [DONE]\n\n"))
+	// Usage that jumps to 1e18 and 2e7, or falls; absurd stats.
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":1}}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":1000000000000000000}}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":20000000}}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n: generation_stats {\"generation_tps\":-3461.8,\"generation_tokens\":2000000000000000000}\n\ndata: [DONE]\n\n"))
 	rec := &recorder{contentType: "text/event-stream"}
 	c, _ := newTestClient(f, rec, nil)
 	var mu = make(chan struct{}, 1)
@@ -107,11 +150,13 @@ func FuzzStream(f *testing.F) {
 		rec.body = data
 		rec.paths, rec.bodies, rec.headers = nil, nil, nil
 		rec.mu.Unlock()
-		res, err := c.Complete(context.Background(), engine.Request{Model: "m", Stream: true})
+		req := engine.Request{Model: "m", Stream: true, MaxTokens: 8, Messages: []engine.Message{{Role: "user", Content: "a a"}}}
+		res, err := c.Complete(context.Background(), req)
+		if verr := res.Trace.Validate(); verr != nil && !res.Trace.Start.IsZero() {
+			t.Errorf("stream gives an invalid trace (error %v): %v", err, verr)
+		}
 		if err == nil {
-			if verr := res.Trace.Validate(); verr != nil {
-				t.Errorf("accepted stream gives an invalid trace: %v", verr)
-			}
+			checkPlausible(t, req, res)
 		}
 	})
 }
