@@ -22,6 +22,10 @@ Usage (from the repository root; needs Jinja2, tested with 3.1.6):
     python3 scripts/chat_template_goldens.py --check    # verify the sha256s only
 
 The file is written byte-identically when nothing changed (gzip mtime 0).
+
+It also renders every line of expressions.txt (one-line templates that probe
+Python's operators, Undefined and Markup) without variables, into
+expressions.json.
 """
 
 import datetime
@@ -141,6 +145,16 @@ def main():
         gz.write(json.dumps(data, ensure_ascii=False, indent=0).encode("utf-8"))
     with open(os.path.join(DIR, "goldens.json.gz"), "wb") as f:
         f.write(buf.getvalue())
+    with open(os.path.join(DIR, "expressions.txt"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    probes = []
+    for line in lines:
+        rec = {"template": line}
+        rec.update(render(env, line, {"messages": [], "add_generation_prompt": False}))
+        probes.append(rec)
+    with open(os.path.join(DIR, "expressions.json"), "w", encoding="utf-8") as f:
+        json.dump(probes, f, ensure_ascii=False, indent=1)
+        f.write("\n")
     errors = sum(1 for r in records if "error" in r)
     print("%d templates x %d conversations: %d rendered, %d raised (Jinja2 %s)"
           % (len(index), len(convs), len(records) - errors, errors, jinja2.__version__))

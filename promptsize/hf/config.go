@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-
-	"github.com/ardanlabs/jinja"
 )
 
 // config is what this package reads from tokenizer_config.json.
@@ -96,7 +94,7 @@ func (c config) chatTemplate() (*ChatTemplate, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	ct := &ChatTemplate{named: make(map[string]*jinja.Template, len(names)), special: c.special, source: c.templates["default"]}
+	ct := &ChatTemplate{named: make(map[string]*compiledTemplate, len(names)), special: c.special, source: c.templates["default"]}
 	for _, name := range names {
 		t, err := compile(c.templates[name])
 		if err != nil {

@@ -52,8 +52,15 @@ const maxTemplateSource = 4 << 20
 // rewriteTemplate returns the ardanlabs/jinja source equivalent to the
 // Jinja2 source src.
 func rewriteTemplate(src string) (string, error) {
+	out, _, err := rewriteTemplateSites(src)
+	return out, err
+}
+
+// rewriteTemplateSites is rewriteTemplate that also returns the sites of
+// the checked operations (jinjaexpr.go) the rewritten template calls.
+func rewriteTemplateSites(src string) (string, []exprSite, error) {
 	if len(src) > maxTemplateSource {
-		return "", fmt.Errorf("the template is %d bytes, more than the %d accepted", len(src), maxTemplateSource)
+		return "", nil, fmt.Errorf("the template is %d bytes, more than the %d accepted", len(src), maxTemplateSource)
 	}
 	// Jinja2 normalises every newline to \n and drops one trailing newline
 	// (keep_trailing_newline=False) before lexing.
@@ -65,6 +72,8 @@ func rewriteTemplate(src string) (string, error) {
 	b.Grow(len(src) * 2)
 	lineStarting := true
 	pos := 0
+	var sites []exprSite
+	line, lineAt := 1, 0 // the line of the source at index lineAt
 	for pos < len(src) {
 		open := indexOpener(src, pos)
 		if open < 0 {
@@ -89,7 +98,7 @@ func rewriteTemplate(src string) (string, error) {
 			bodyStart := rawEnd
 			rel, endSign, after, ok := findEndRaw(src, bodyStart)
 			if !ok {
-				return "", errors.New("missing end of raw directive")
+				return "", nil, errors.New("missing end of raw directive")
 			}
 			body := stripBefore(src[bodyStart:rel], endSign, true, src[rawEnd-1] == '\n')
 			emitText(&b, body)
@@ -97,7 +106,7 @@ func rewriteTemplate(src string) (string, error) {
 		case kind == '#':
 			end, ok := findCommentEnd(src, open+2)
 			if !ok {
-				return "", errors.New("missing end of comment tag")
+				return "", nil, errors.New("missing end of comment tag")
 			}
 			pos = end
 		default:
@@ -105,20 +114,27 @@ func rewriteTemplate(src string) (string, error) {
 			if sign != 0 {
 				start++
 			}
-			content, end, err := lexTag(src, start, kind)
+			content, rawEnd, end, err := lexTag(src, start, kind)
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
+			line += strings.Count(src[lineAt:open], "\n")
+			lineAt = open
 			if kind == '{' {
-				b.WriteString("{{ " + fnOut + "((" + content + ")) }}")
+				expr, err := rewriteExprTag(src[start:rawEnd], line, &sites)
+				if err != nil {
+					// Not modelled: the library reads it as it is.
+					expr = "(" + content + ")"
+				}
+				b.WriteString("{{ " + fnOut + "(" + expr + ") }}")
 			} else {
-				writeBlock(&b, content)
+				writeBlock(&b, content, src[start:rawEnd], line, &sites)
 			}
 			pos = end
 		}
 		lineStarting = pos > 0 && src[pos-1] == '\n'
 	}
-	return b.String(), nil
+	return b.String(), sites, nil
 }
 
 // indexOpener returns the index of the first "{{", "{%" or "{#" at or after
@@ -263,8 +279,8 @@ func findCommentEnd(src string, from int) (int, bool) {
 // start as Jinja2's lexer does: string literals, balanced brackets (an end
 // marker inside brackets is an operator), and the end marker with its
 // whitespace control. It returns the content rewritten for the library and
-// the index after the end marker.
-func lexTag(src string, start int, kind byte) (string, int, error) {
+// the index where the end marker starts and the index after it.
+func lexTag(src string, start int, kind byte) (string, int, int, error) {
 	var b strings.Builder
 	var stack []byte
 	afterPipe := false
@@ -272,14 +288,14 @@ func lexTag(src string, start int, kind byte) (string, int, error) {
 		if len(stack) == 0 {
 			if kind == '%' {
 				if end, ok := matchBlockEnd(src, i); ok {
-					return b.String(), end, nil
+					return b.String(), i, end, nil
 				}
 			} else {
 				switch {
 				case strings.HasPrefix(src[i:], "-}}"):
-					return b.String(), skipPySpace(src, i+3), nil
+					return b.String(), i, skipPySpace(src, i+3), nil
 				case strings.HasPrefix(src[i:], "}}"):
-					return b.String(), i + 2, nil
+					return b.String(), i, i + 2, nil
 				}
 			}
 		}
@@ -288,7 +304,7 @@ func lexTag(src string, start int, kind byte) (string, int, error) {
 		case c == '\'' || c == '"':
 			lit, n, err := decodePyString(src[i:])
 			if err != nil {
-				return "", 0, err
+				return "", 0, 0, err
 			}
 			b.WriteString(quoteForLibrary(lit))
 			i += n
@@ -315,10 +331,10 @@ func lexTag(src string, start int, kind byte) (string, int, error) {
 			stack = append(stack, map[byte]byte{'(': ')', '[': ']', '{': '}'}[c])
 		case c == ')' || c == ']' || c == '}':
 			if len(stack) == 0 {
-				return "", 0, fmt.Errorf("unexpected '%c'", c)
+				return "", 0, 0, fmt.Errorf("unexpected '%c'", c)
 			}
 			if want := stack[len(stack)-1]; want != c {
-				return "", 0, fmt.Errorf("unexpected '%c', expected '%c'", c, want)
+				return "", 0, 0, fmt.Errorf("unexpected '%c', expected '%c'", c, want)
 			}
 			stack = stack[:len(stack)-1]
 		}
@@ -327,14 +343,16 @@ func lexTag(src string, start int, kind byte) (string, int, error) {
 		i++
 	}
 	if kind == '%' {
-		return "", 0, errors.New("unexpected end of template: a {% tag is not closed")
+		return "", 0, 0, errors.New("unexpected end of template: a {% tag is not closed")
 	}
-	return "", 0, errors.New("unexpected end of template: a {{ tag is not closed")
+	return "", 0, 0, errors.New("unexpected end of template: a {{ tag is not closed")
 }
 
 // writeBlock writes a statement tag, with the budget calls a for-loop body
-// and a macro body start with, and a macro body ends with.
-func writeBlock(b *strings.Builder, content string) {
+// and a macro body start with, and a macro body ends with. content is the
+// tag as lexTag wrote it, raw its source: if, elif, for and set statements
+// have their expressions rewritten (jinjaexpr.go), others pass as content.
+func writeBlock(b *strings.Builder, content, raw string, line int, sites *[]exprSite) {
 	word := strings.TrimLeftFunc(content, isPySpace)
 	if i := strings.IndexFunc(word, func(r rune) bool { return !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) }); i >= 0 {
 		word = word[:i]
@@ -342,7 +360,9 @@ func writeBlock(b *strings.Builder, content string) {
 	if word == "endmacro" {
 		b.WriteString("{{ " + fnLeave + "() }}")
 	}
-	if word == "for" {
+	if stmt, ok, err := rewriteStatement(raw, line, sites); ok && err == nil {
+		content = stmt
+	} else if word == "for" {
 		content = wrapForIterable(content)
 	}
 	b.WriteString("{% " + content + " %}")

@@ -60,7 +60,7 @@ type RenderOptions struct {
 // order-preserving values (jinjasrc.go says how); a rendering is bounded by
 // RenderLimits and its context.
 type ChatTemplate struct {
-	named   map[string]*jinja.Template // "default", "tool_use", ... for the list form
+	named   map[string]*compiledTemplate // "default", "tool_use", ... for the list form
 	special SpecialTokens
 	source  string // of the default template
 }
@@ -71,24 +71,31 @@ func ParseChatTemplate(source string, special SpecialTokens) (*ChatTemplate, err
 	if err != nil {
 		return nil, err
 	}
-	return &ChatTemplate{named: map[string]*jinja.Template{"default": t}, special: special, source: source}, nil
+	return &ChatTemplate{named: map[string]*compiledTemplate{"default": t}, special: special, source: source}, nil
 }
 
-func compile(source string) (t *jinja.Template, err error) {
+// A compiledTemplate is a template rewritten for and compiled by
+// ardanlabs/jinja, with the sites of its checked operations.
+type compiledTemplate struct {
+	t     *jinja.Template
+	sites []exprSite
+}
+
+func compile(source string) (ct *compiledTemplate, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			t, err = nil, fmt.Errorf("hf: chat template: the Jinja parser panicked: %v", r)
+			ct, err = nil, fmt.Errorf("hf: chat template: the Jinja parser panicked: %v", r)
 		}
 	}()
-	rewritten, err := rewriteTemplate(source)
+	rewritten, sites, err := rewriteTemplateSites(source)
 	if err != nil {
 		return nil, fmt.Errorf("hf: chat template: %w", err)
 	}
-	t, err = jinja.Compile(rewritten)
+	t, err := jinja.Compile(rewritten)
 	if err != nil {
 		return nil, fmt.Errorf("hf: chat template: %w", err)
 	}
-	return t, nil
+	return &compiledTemplate{t: t, sites: sites}, nil
 }
 
 // LoadChatTemplate reads the chat template of a model directory: the file
@@ -228,6 +235,9 @@ func (c *ChatTemplate) render(ctx context.Context, messages jinja.Value, opts Re
 	for name, v := range pyFilters() {
 		data[name] = v
 	}
+	for name, v := range pyOps(tmpl.sites) {
+		data[name] = v
+	}
 	data["raise_exception"] = jinja.NewCallable("raise_exception", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		msg := ""
 		if len(args) > 0 {
@@ -250,7 +260,7 @@ func (c *ChatTemplate) render(ctx context.Context, messages jinja.Value, opts Re
 			out, err = "", fmt.Errorf("hf: chat template: rendering panicked: %v", r)
 		}
 	}()
-	out, err = tmpl.RenderValues(data)
+	out, err = tmpl.t.RenderValues(data)
 	if budget.err != nil {
 		// The budget's error is the cause even where the library reports
 		// it through another error.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,64 +165,39 @@ func runCorpus(t testing.TB) []corpusResult {
 		case g.ErrorKind == "raise_exception":
 			r.identity = r.err != nil && strings.Contains(r.err.Error(), g.Error)
 		default:
-			r.identity = r.err != nil
+			// A checked operation's error must be of the kind Python's.
+			var e *TemplateExprError
+			r.identity = r.err != nil && (!errors.As(r.err, &e) || e.Kind == g.ErrorKind)
 		}
 		results = append(results, r)
 	}
 	return results
 }
 
-// knownDivergences are the corpus cases Jinja2 renders that Go renders
-// differently, with the reason. A listed case that starts to match fails the
-// test, so the list stays true.
-var knownDivergences = map[string]string{
-	// "..."|safe + str: Jinja2's Markup escapes the str it is added to
-	// (&#34; for "), a distinction ardanlabs/jinja's values do not have.
-	"functionary-v3.1/tool_calls_string_args": "Markup concatenation",
-	"functionary-v3.1/tools_only":             "Markup concatenation",
-}
-
 // TestTemplateCorpus renders every template of the corpus with every
 // conversation and compares with Jinja2: a case Jinja2 renders must be
-// byte-identical (but for knownDivergences), and where the template itself
-// raises (raise_exception) Go must return an error carrying its message.
-// Cases where Jinja2 raises a Python TypeError or UndefinedError that Go
-// renders are counted and logged, not failed: ardanlabs/jinja is more
-// lenient than Python there (str + list, iterating none). -v logs the
+// byte-identical; where the template itself raises (raise_exception) Go
+// must return an error carrying its message, and where Jinja2 raises a
+// Python TypeError or UndefinedError Go must return an error too (a
+// *TemplateExprError naming the operation and the types). -v logs the
 // figures.
 func TestTemplateCorpus(t *testing.T) {
 	results := runCorpus(t)
 	var rendered, renderedSame, raised, raisedErr int
-	var lenient []string
 	for _, r := range results {
 		if r.golden.Output != nil {
 			rendered++
 		} else {
 			raised++
 		}
-		_, known := knownDivergences[r.name]
-		if known && r.identity {
-			t.Errorf("%s: listed in knownDivergences but now identical to Jinja2: remove it", r.name)
-		}
 		if !r.identity {
-			switch {
-			case known:
-			case r.golden.Output == nil && r.golden.ErrorKind != "raise_exception":
-				lenient = append(lenient, fmt.Sprintf("%s (%s: %s)", r.name, r.golden.ErrorKind, clip(r.golden.Error, 60)))
-			default:
-				t.Errorf("%s: %s", r.name, describeMiss(r))
-			}
+			t.Errorf("%s: %s", r.name, describeMiss(r))
 			continue
 		}
 		if r.golden.Output != nil {
 			renderedSame++
 		} else {
 			raisedErr++
-		}
-	}
-	if testing.Verbose() {
-		for _, l := range lenient {
-			t.Logf("Jinja2 raises, Go renders: %s", l)
 		}
 	}
 	t.Logf("%d of %d Jinja2-rendered cases byte-identical; %d of %d cases where Jinja2 raises are errors in Go", renderedSame, rendered, raisedErr, raised)

@@ -201,6 +201,7 @@ func FuzzRewriteTemplate(f *testing.F) {
 	f.Add("a {%- if x -%} b {%+ endif +%}\n c {# d -#}  e {% raw %}{{ f }}{% endraw %}")
 	f.Add(`{{ "a\` + "\n" + `b\x41" ~ '\u00e9' }}{{ {'a': {'b': 1}} }}`)
 	f.Add("plain \"text\" \\ with } and % and #\r\n")
+	f.Add("{% for a, b in x.items() if a > 1 recursive %}{{ a + b * -2 }}{% endfor %}{% set ns.x = y not in z %}{{ q|safe + 'r' if s }}")
 	f.Fuzz(func(t *testing.T, src string) {
 		out, err := rewriteTemplate(src)
 		if err != nil || strings.Contains(src, "{") {
