@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,5 +149,54 @@ func TestPatternTimeout(t *testing.T) {
 	}
 	if n, err := tok.Count(context.Background(), []promptsize.Message{{Role: "user", Content: "aaa"}}); err != nil || n == 0 {
 		t.Errorf("Count on a short text = %d, %v; want tokens and no error", n, err)
+	}
+}
+
+// countdownCtx is a context whose Err turns to Canceled after a number of
+// calls: a cancellation that lands at a known point of the work.
+type countdownCtx struct {
+	context.Context
+	left atomic.Int64
+}
+
+func (c *countdownCtx) Err() error {
+	if c.left.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestCountCancelledWhileEncoding checks that Count looks at its context
+// inside the encoding of a long prompt, not only before and after: a
+// context that ends once the template has rendered stops the encoding
+// with its error, and an untouched one counts what CountText counts.
+func TestCountCancelledWhileEncoding(t *testing.T) {
+	tok, err := New(tinyByteLevel(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := ParseChatTemplate("{{ messages[0].content }}", SpecialTokens{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok = tok.WithRendering(ct, RenderOptions{})
+	text := strings.Repeat("aa ab <|x|> ba, 12 ", 1<<16) // 1.2 MB, 400k pieces
+	msgs := []promptsize.Message{{Role: "user", Content: text}}
+
+	n, err := tok.Count(context.Background(), msgs)
+	if err != nil || n != tok.CountText(text) {
+		t.Fatalf("Count = %d, %v; CountText = %d", n, err, tok.CountText(text))
+	}
+
+	// Rendering this template looks at the context a handful of times;
+	// 200 looks leave the encoding at most ~200*64 of its 400k pieces.
+	ctx := &countdownCtx{Context: context.Background()}
+	ctx.left.Store(200)
+	_, err = tok.Count(ctx, msgs)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "encoding stopped") {
+		t.Fatalf("Count with a context ending during encoding: %v, want the context's error from the encoder", err)
+	}
+	if left := ctx.left.Load(); left < -1 {
+		t.Errorf("the encoder looked at the ended context %d more times: it should stop at once", -left-1)
 	}
 }

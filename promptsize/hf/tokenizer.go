@@ -334,14 +334,35 @@ func (t *Tokenizer) Count(ctx context.Context, messages []promptsize.Message) (i
 		return 0, err
 	}
 	sc := t.pool.Get().(*scratch)
+	sc.ctx = ctx
 	ids := t.encode(sc.ids[:0], s, sc)
 	n, err := len(ids), sc.err
-	sc.err = nil
+	sc.err, sc.ctx = nil, nil
 	t.release(sc, ids)
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// ctxCheckEvery is how many pieces encodeSegment encodes between two looks
+// at the context of a Count: a few microseconds of work each.
+const ctxCheckEvery = 64
+
+// stopped reports whether the Count sc belongs to has ended its context,
+// recording the error in sc.err. Encode and CountText have no context.
+func (sc *scratch) stopped() bool {
+	if sc.err != nil {
+		return true
+	}
+	if sc.ctx == nil {
+		return false
+	}
+	if err := sc.ctx.Err(); err != nil {
+		sc.err = fmt.Errorf("hf: encoding stopped: %w", err)
+		return true
+	}
+	return false
 }
 
 // scratch holds the buffers of one Encode call, reused through a pool.
@@ -354,7 +375,8 @@ type scratch struct {
 	pairs         []merge
 	next, prev    []int32
 	heap          []heapEntry
-	err           error // a pre-tokenizer match timeout of this call
+	err           error           // a pre-tokenizer match timeout or the context's end
+	ctx           context.Context // of a Count; nil for Encode and CountText
 }
 
 // Encode returns the token ids of text as Hugging Face's
@@ -406,6 +428,9 @@ func (t *encoder) encode(dst []int32, text string, sc *scratch) []int32 {
 		return t.encodeSegment(dst, text, sc)
 	}
 	for pos := 0; pos < len(text); {
+		if sc.ctx != nil && sc.stopped() {
+			return dst
+		}
 		start, end, id, ok := t.added.next(text, pos)
 		if !ok {
 			return t.encodeSegment(dst, text[pos:], sc)
@@ -426,6 +451,9 @@ func (t *encoder) encodeSegment(dst []int32, seg string, sc *scratch) []int32 {
 	}
 	pieces := append(sc.pieces[:0], seg)
 	for i := range t.pre.steps {
+		if sc.ctx != nil && sc.stopped() {
+			return dst
+		}
 		out := sc.other[:0]
 		for _, p := range pieces {
 			out = t.pre.steps[i].split(out, p, sc)
@@ -434,7 +462,10 @@ func (t *encoder) encodeSegment(dst []int32, seg string, sc *scratch) []int32 {
 		pieces = out
 	}
 	sc.pieces = pieces
-	for _, p := range pieces {
+	for i, p := range pieces {
+		if sc.ctx != nil && i%ctxCheckEvery == 0 && sc.stopped() {
+			break
+		}
 		cacheable := t.cache != nil && len(p) <= maxCachedPiece
 		if cacheable {
 			if ids, ok := t.cache.get(p); ok {
