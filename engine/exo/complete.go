@@ -101,6 +101,14 @@ func body(req engine.Request) ([]byte, []error, error) {
 // one per generated token, even when the token's text is empty), with its
 // token count taken from the usage deltas when every chunk carries usage,
 // else 1.
+//
+// Every number the server reports (usage, generation_stats, the tokens and
+// text a stream carries) is checked against the request with package
+// engine's plausibility bounds before it sizes memory or enters a rate:
+// the first one past its bound fails the request with an error of kind
+// engine.KindImplausibleUsage naming the number and the bound, and the
+// Result keeps what arrived, not to be used as a measurement. At most
+// engine.MaxKeptText bytes of text are kept in Result.Text.
 func (c *Client) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
 	p, err := c.prepare(req)
 	if err != nil {
