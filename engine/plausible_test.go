@@ -126,3 +126,31 @@ func TestKeptText(t *testing.T) {
 		t.Errorf("a write past the bound: %v allocations, %d bytes kept", allocs, len(k.String()))
 	}
 }
+
+// FuzzKeptText writes fuzzed pieces of text after filling a KeptText to
+// within room bytes of its bound: what it keeps is a prefix of what was
+// written, at most MaxKeptText bytes, valid UTF-8 when the input was, and
+// every byte is counted.
+func FuzzKeptText(f *testing.F) {
+	f.Add([]byte("héllo"), []byte("wörld"), uint8(3))
+	f.Add([]byte("\xf0\x9f\x98\x80"), []byte("a"), uint8(2))
+	f.Add([]byte{}, []byte("\xff\xfe"), uint8(0))
+	pad := strings.Repeat("a", engine.MaxKeptText-255)
+	f.Fuzz(func(t *testing.T, a, b []byte, room uint8) {
+		var k engine.KeptText
+		k.WriteString(pad[:len(pad)-int(room)])
+		k.Write(a)
+		k.WriteString(string(b))
+		all := pad[:len(pad)-int(room)] + string(a) + string(b)
+		got := k.String()
+		if len(got) > engine.MaxKeptText || !strings.HasPrefix(all, got) || k.Received() != len(all) {
+			t.Fatalf("kept %d bytes (prefix %v), received %d; wrote %d", len(got), strings.HasPrefix(all, got), k.Received(), len(all))
+		}
+		if utf8.ValidString(all) && !utf8.ValidString(got) {
+			t.Errorf("valid input kept as invalid UTF-8")
+		}
+		if k.Truncated() != (len(got) < len(all)) {
+			t.Errorf("Truncated() = %v with %d of %d kept", k.Truncated(), len(got), len(all))
+		}
+	})
+}
