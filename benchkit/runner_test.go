@@ -55,7 +55,7 @@ func (f *fakeEngine) Complete(ctx context.Context, req engine.Request) (engine.R
 	}
 	var ms []promptsize.Message
 	for _, m := range req.Messages {
-		ms = append(ms, promptsize.Message(m))
+		ms = append(ms, m)
 		if strings.Contains(m.Content, "FAIL") {
 			return res, engine.NewStatusError(503, []byte(`{"error":{"message":"overloaded"}}`))
 		}

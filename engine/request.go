@@ -2,17 +2,16 @@ package engine
 
 import (
 	"net/http"
+
+	"github.com/inferbench/inferbench/promptsize"
 )
 
-// A Message is one turn of a chat request. It has the fields and JSON form
-// of promptsize.Message, so a prompt built there converts with a plain type
-// conversion: engine.Message(m).
-type Message struct {
-	// Role is "system", "user", "assistant" or "tool".
-	Role string `json:"role"`
-	// Content is the turn's text.
-	Content string `json:"content"`
-}
+// A Message is one turn of a chat request: Role ("system", "user",
+// "assistant" or "tool") and Content. It is promptsize.Message itself, so
+// the messages of a built prompt (promptsize.Prompt.Messages) go into a
+// Request as they are, and an engine's token counter takes what a
+// promptsize.Counter takes.
+type Message = promptsize.Message
 
 // A Request is one chat completion to send. The zero value of every optional
 // field means "not set": the adapter leaves it out of the request body and

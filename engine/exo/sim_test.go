@@ -12,7 +12,6 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/enginetest"
 	"github.com/inferbench/inferbench/engine/sim"
-	"github.com/inferbench/inferbench/promptsize"
 )
 
 func newSim(t testing.TB, o sim.Options) *sim.Server {
@@ -131,7 +130,7 @@ func TestSimLifecycle(t *testing.T) {
 	}
 
 	msgs := []engine.Message{{Role: "user", Content: "Count to ten, slowly."}}
-	wantPrompt, err := s.Counter().Count(ctx, []promptsize.Message{{Role: "user", Content: msgs[0].Content}})
+	wantPrompt, err := s.Counter().Count(ctx, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
