@@ -96,16 +96,33 @@
 // is supported: "tool_use" is chosen when tools are given and it exists,
 // else "default".
 //
+// Expressions are parsed with Jinja2's grammar (jinjaexpr.go) and the
+// operations where Python raises and the library would not become checked
+// calls (pyops.go): +, -, *, /, //, %, ** and unary minus compute as Python
+// does; <, <=, >, >= refuse to order a str and an int; "in" on none or a
+// number is a TypeError, on an undefined value false; an attribute or item
+// of an undefined value is an UndefinedError; tojson, length and last of a
+// map/select/reject/... generator are the TypeError Python raises. Such a
+// failure is a *TemplateExprError naming Python's error kind, the line, the
+// operation's source and the types, e.g.
+//
+//	line 14: TypeError: can only concatenate str (not "list") to str, in '<s>' + message['content']
+//
+// A str added to a Markup ("..."|safe, |escape) is HTML-escaped as
+// markupsafe does; Markup-ness is known from the expression's form (a safe
+// filter, or a + with such an operand), not carried by variables. Not
+// modelled: a tuple + tuple prints as a list (the library builds no tuples
+// outside literals), the int keys of a dict literal are strings (so they
+// order as ints against numbers), non-ASCII identifiers, *args in calls.
+//
 // The corpus test (TestTemplateCorpus) renders 54 real templates from
 // public repositories (testdata/templates/index.json: repository, path,
 // commit, sha256) with 12 conversations each and compares with the Jinja2
-// 3.1.6 goldens of scripts/chat_template_goldens.py: 537 of the 539 cases
-// Jinja2 renders are byte-identical (the two others add a str to a
-// "..."|safe Markup, which Jinja2 HTML-escapes), and every case where a
-// template calls raise_exception is an error carrying its message. Where
-// Jinja2 raises a Python TypeError or UndefinedError (str + list, "in" on
-// none, an undefined attribute used), the library is more lenient: 61 of
-// the 109 raising cases are errors in Go, the others render.
+// 3.1.6 goldens of scripts/chat_template_goldens.py: all 539 cases Jinja2
+// renders are byte-identical, and all 109 where it raises are errors in Go
+// (raise_exception with the template's message, the others of Python's
+// kind). TestTemplateExpressions does the same for one-line probes of
+// every operator (testdata/templates/expressions.txt).
 //
 // A rendering is bounded (RenderLimits, ErrTemplateBudget): for-loop
 // iterations, macro calls and range() items together (default 250,000;
@@ -113,9 +130,10 @@
 // nesting (500), and bytes printed (64 MiB, counting output captured by set
 // blocks and macros, so the prompt is no longer). RenderContext and Count
 // stop with the context's error, noticed at the next print, loop iteration
-// or macro call. Not bounded: the size of a value built without a loop
-// (ardanlabs/jinja caps a repeated string or list at 64 MiB; a string
-// doubled in a loop grows within the step budget).
+// or macro call, and by Count every 64 pieces while it encodes. Not
+// bounded: the size of a value built without a loop (ardanlabs/jinja caps
+// a repeated string or list at 64 MiB, str * n and list * n are capped
+// alike; a string doubled in a loop grows within the step budget).
 //
 // # Exactness
 //
