@@ -698,7 +698,9 @@ func getJSON(t *testing.T, url string, v any) int {
 }
 
 func TestStateAndPlacement(t *testing.T) {
-	s := newFast(t, Options{LoadDelay: 300 * time.Millisecond})
+	// The instance loads for 2 s, so that the first look at its runner,
+	// right after the POST, finds it loading even on a loaded machine.
+	s := newFast(t, Options{LoadDelay: 2 * time.Second})
 	var sys map[string]float64
 	node := "12D3KooWSimNode02"
 	if code := getJSON(t, s.URL+"/state/nodeSystem/"+node, &sys); code != 200 {
@@ -794,7 +796,7 @@ func TestStateAndPlacement(t *testing.T) {
 	}
 	runners := tagged["shardAssignments"].(map[string]any)["nodeToRunner"].(map[string]any)
 	seen := map[string]bool{}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, rid := range runners {
 			var st map[string]any
