@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf16"
 )
@@ -117,4 +118,42 @@ func Endless() http.HandlerFunc {
 			}
 		}
 	}
+}
+
+// Leaks reports whether text holds secret in a form a reader could turn
+// back into it: as it is, escaped by EscapeSlashes, EscapeNonASCII or
+// EscapeAll (with lower- or upper-case hex), any of those escaped once
+// more for a JSON string (a results file holding an echo), or percent
+// encoded. It is a check of its own, independent of the redaction under
+// test.
+func Leaks(text, secret string) bool {
+	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret)}
+	for _, esc := range []func(string) string{EscapeSlashes, EscapeNonASCII, EscapeAll} {
+		e := esc(secret)
+		for _, f := range []string{e, upperHex(e)} {
+			forms = append(forms, f, strings.ReplaceAll(f, `\`, `\\`))
+		}
+	}
+	for _, f := range forms {
+		if strings.Contains(text, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// upperHex returns e with the hex digits of its \uXXXX escapes in upper
+// case.
+func upperHex(e string) string {
+	var b strings.Builder
+	for i := 0; i < len(e); i++ {
+		if e[i] == '\\' && i+6 <= len(e) && e[i+1] == 'u' {
+			b.WriteString(`\u`)
+			b.WriteString(strings.ToUpper(e[i+2 : i+6]))
+			i += 5
+			continue
+		}
+		b.WriteByte(e[i])
+	}
+	return b.String()
 }

@@ -19,3 +19,18 @@ func TestEscapesDecodeToTheSecret(t *testing.T) {
 		}
 	}
 }
+
+func TestLeaks(t *testing.T) {
+	const s = "sk-a/bé"
+	for _, text := range []string{
+		"x " + s, EscapeSlashes(s), EscapeAll(s), strings.ToUpper(EscapeAll(s)[:0]) + `\u0073\u006B\u002D\u0061\u002F\u0062\u00E9`,
+		`"msg": "` + strings.ReplaceAll(EscapeSlashes(s), `\`, `\\`) + `"`, "k=sk-a%2Fb%C3%A9",
+	} {
+		if !Leaks(text, s) {
+			t.Errorf("Leaks(%q) is false", text)
+		}
+	}
+	if Leaks("Bearer [REDACTED] sk-a/b", s) {
+		t.Error("Leaks found the secret in text without it")
+	}
+}

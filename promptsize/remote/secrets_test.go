@@ -25,7 +25,8 @@ func authHeader() http.Header {
 // holdsKey reports whether text holds the key, or its start (an excerpt
 // cut in the middle of it), as it is or escaped.
 func holdsKey(text string) bool {
-	return httpsafe.Contains(text, remoteKey, remoteKey[:len("sk-tok/9")])
+	prefix := remoteKey[:len("sk-tok/9")]
+	return hostile.Leaks(text, remoteKey) || hostile.Leaks(text, prefix) || httpsafe.Contains(text, remoteKey, prefix)
 }
 
 // TestTokenizeErrorsRedacted: /tokenize (and llama.cpp's endpoints) answer
