@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/inferbench/inferbench/concurrency"
@@ -216,6 +217,11 @@ func (t Traffic) String() string {
 // LoadRow per request with the client's timing, the server's counts and
 // the schedule.
 //
+// Before the first request goes, Run prewarms min(n, MaxConcurrency)
+// connections (engine.Prewarmer), prepares every request and collects
+// garbage (runtime.GC), so that neither a dial nor a collection started by
+// that work falls inside the first requests' measurement.
+//
 // Set the fields, then call Run, or Sweep and FindMaxRate for several
 // rates. Engine, Model and Builder are required.
 type Load struct {
@@ -418,17 +424,21 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	defer stop()
 
 	// Every request is prepared (validated, encoded, its headers built:
-	// engine.Preparer) before it is due: a burst's in its worker before the
-	// release, an open loop's all before the schedule starts, so that the
-	// lag and the skew measure the sending, not the encoding. An engine
-	// that cannot prepare does that work in Complete, as before. A request
-	// that fails to prepare is a failed row and is not sent.
+	// engine.Preparer) before the schedule starts, so that the lag and the
+	// skew measure the sending, not the encoding. An engine that cannot
+	// prepare does that work in Complete, as before. A request that fails
+	// to prepare is a failed row and is not sent.
 	prepared := make([]engine.Prepared, n)
 	prepErrs := make([]error, n)
-	prepare := func(ctx context.Context, i int) error {
+	for i := range n {
+		// A failure is that request's row, from send.
 		prepared[i], prepErrs[i] = engine.Prepare(ctx, l.Engine, l.request(prompts[i], outs[i]))
-		return prepErrs[i]
 	}
+	// Building and preparing allocate more than anything in the run: a
+	// garbage collection they start would run inside the first requests'
+	// measurement, its mark workers taking a core from the readers of
+	// their first chunks. Collect now, before the clock starts.
+	runtime.GC()
 	send := func(_ context.Context, i int, mark func(time.Time)) (engine.Result, error) {
 		if prepErrs[i] != nil {
 			return engine.Result{}, fmt.Errorf("benchkit: preparing request %d: %w", i, prepErrs[i])
@@ -437,11 +447,8 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	}
 	var run *concurrency.Run[engine.Result]
 	if traffic.Burst > 0 {
-		run = concurrency.StartBurst(ctx, n, send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger, Prepare: prepare})
+		run = concurrency.StartBurst(ctx, n, send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger})
 	} else {
-		for i := range n {
-			_ = prepare(ctx, i) // a failure is that request's row, from send
-		}
 		run = concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{
 			Arrivals:    concurrency.Replay{Offsets: sched},
 			MaxInFlight: traffic.MaxConcurrency,

@@ -7,14 +7,17 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -36,7 +39,13 @@ type paceServer struct {
 
 	mu      sync.Mutex
 	flushes map[string][]time.Time
+	next    atomic.Int64
 }
+
+// paceID is the response id the openai shape's chunks carry; a request
+// without X-Req gets its own id in its place, so that a client that sets
+// no per-request header (benchkit.Load) finds its flushes by response id.
+const paceID = "chatcmpl-8f1b2c3d4e5f40718293a4b5c6d7e8f9"
 
 func (s *paceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -45,7 +54,10 @@ func (s *paceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	io.Copy(io.Discard, r.Body)
 	sh := shape(r.Header.Get("X-Shape"))
-	id := r.Header.Get("X-Req")
+	id, ownID := r.Header.Get("X-Req"), false
+	if id == "" && sh == "openai" {
+		id, ownID = "load-"+strconv.FormatInt(s.next.Add(1), 10), true
+	}
 	fl, ok := w.(http.Flusher)
 	if !ok || (sh != "exo" && sh != "openai") {
 		http.Error(w, "need a flusher and X-Shape exo or openai", http.StatusBadRequest)
@@ -60,7 +72,11 @@ func (s *paceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(time.Until(start.Add(time.Duration(j+1) * s.gap)))
 		k := chunkTokens(j)
 		done += k
-		io.WriteString(w, sh.chunkEvent(" tok", done, 64, true, j == s.chunks-1))
+		ev := sh.chunkEvent(" tok", done, 64, true, j == s.chunks-1)
+		if ownID {
+			ev = strings.Replace(ev, paceID, id, 1)
+		}
+		io.WriteString(w, ev)
 		fl.Flush()
 		at := time.Now()
 		s.mu.Lock() // stored before the next write, so before the client can have read [DONE]
@@ -148,7 +164,127 @@ func runITL(ctx context.Context, cfg config, rep *report) error {
 			addErrRow(rep, name+": per-token ITL error", itl, "< 1ms")
 		}
 	}
+	return runITLLoad(ctx, cfg, ps, srv.URL, rep)
+}
+
+// runITLLoad measures the same errors through benchkit.Load, the code
+// serve-load runs, in serve-load's two ways of sending cfg.itlLoad
+// concurrent streams: --burst N and --rate inf --max-concurrency N (4N
+// requests, so that three quarters start when an earlier one ends). Each
+// run builds its prompts, prewarms and prepares as serve-load does; a
+// recording wrapper keeps each Result by response id, after Send
+// returns, to compare its trace with the server's flushes.
+func runITLLoad(ctx context.Context, cfg config, ps *paceServer, url string, rep *report) error {
+	n := cfg.itlLoad
+	if n <= 0 {
+		return nil
+	}
+	tokens := 0
+	for j := range cfg.itlChunks {
+		tokens += chunkTokens(j)
+	}
+	for _, mode := range []struct {
+		name    string
+		traffic benchkit.Traffic
+		runs    int
+	}{
+		{fmt.Sprintf("--burst %d", n), benchkit.Traffic{Burst: n}, 4},
+		{fmt.Sprintf("--rate inf --max-concurrency %d", n), benchkit.Traffic{Rate: math.Inf(1), NumRequests: 4 * n, MaxConcurrency: n}, 1},
+	} {
+		oa, err := openai.New(url, &openai.Options{MaxBurst: n})
+		if err != nil {
+			return err
+		}
+		rec := &recorder{c: oa, res: map[string]engine.Result{}}
+		load := &benchkit.Load{Engine: rec, Model: "perf", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
+			Request: engine.Request{Header: http.Header{"X-Shape": {"openai"}}}}
+		var ttft, itl []time.Duration
+		dialed := 0
+		for range mode.runs {
+			run, err := load.Run(ctx, benchkit.Lengths{Input: 64, Output: tokens}, mode.traffic, timing.SLO{})
+			if err != nil {
+				oa.CloseIdleConnections()
+				return fmt.Errorf("serve-load %s: %w", mode.name, err)
+			}
+			if run.Summary.Failed > 0 {
+				oa.CloseIdleConnections()
+				return fmt.Errorf("serve-load %s: %d of %d requests failed: %v", mode.name, run.Summary.Failed, run.Summary.Requests, run.Summary.Warnings)
+			}
+			dialed += run.Summary.Dialed
+			rec.mu.Lock()
+			ps.mu.Lock()
+			for _, row := range run.Requests {
+				t, i, err := accuracy(rec.res[row.ResponseID].Trace, ps.flushes[row.ResponseID])
+				if err != nil {
+					ps.mu.Unlock()
+					rec.mu.Unlock()
+					oa.CloseIdleConnections()
+					return fmt.Errorf("serve-load %s, response %q: %w", mode.name, row.ResponseID, err)
+				}
+				ttft = append(ttft, t)
+				itl = append(itl, i...)
+			}
+			ps.mu.Unlock()
+			rec.mu.Unlock()
+		}
+		oa.CloseIdleConnections()
+		name := fmt.Sprintf("serve-load %s, streams of %d chunks %v apart (%d dials)", mode.name, cfg.itlChunks, cfg.itlGap, dialed)
+		addErrRow(rep, name+": TTFT error", ttft, "< 1ms")
+		addErrRow(rep, name+": per-token ITL error", itl, "< 1ms")
+	}
 	return nil
+}
+
+// wordCounter counts a prompt as benchkit's tests do: five tokens of
+// template, two a message, one a word. The pace server ignores prompts.
+var wordCounter = promptsize.CounterFunc(func(_ context.Context, ms []promptsize.Message) (int, error) {
+	n := 5
+	for _, m := range ms {
+		n += 2 + len(strings.Fields(m.Content))
+	}
+	return n, nil
+})
+
+// recorder is an engine that sends through an openai.Client and keeps
+// every Result by response id once Send has returned, outside the
+// measured part.
+type recorder struct {
+	c   *openai.Client
+	mu  sync.Mutex
+	res map[string]engine.Result
+}
+
+func (r *recorder) keep(res engine.Result) {
+	r.mu.Lock()
+	r.res[res.ResponseID] = res
+	r.mu.Unlock()
+}
+
+func (r *recorder) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
+	res, err := r.c.Complete(ctx, req)
+	r.keep(res)
+	return res, err
+}
+
+func (r *recorder) Prepare(ctx context.Context, req engine.Request) (engine.Prepared, error) {
+	p, err := r.c.Prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return recordedSend{p, r}, nil
+}
+
+func (r *recorder) Prewarm(ctx context.Context, n int) error { return r.c.Prewarm(ctx, n) }
+
+type recordedSend struct {
+	p engine.Prepared
+	r *recorder
+}
+
+func (s recordedSend) Send(ctx context.Context) (engine.Result, error) {
+	res, err := s.p.Send(ctx)
+	s.r.keep(res)
+	return res, err
 }
 
 // accuracy returns the TTFT error and the per-token ITL errors of a client

@@ -15,7 +15,9 @@
 //     concurrent loopback streams, with its CPU use;
 //  3. itl: client TTFT and per-token ITL against a loopback server that
 //     records when it flushed each chunk, some chunks carrying several
-//     tokens: error = client instant − server flush instant;
+//     tokens: error = client instant − server flush instant; then the same
+//     through benchkit.Load (serve-load's code) with 16 streams, as
+//     --burst 16 and as --rate inf --max-concurrency 16;
 //  4. prompt: tokenizer calls and time to build exact prompts with
 //     promptsize.Builder on the pure-Go tokenizer, beside promptsize.ExoSearch
 //     on the same Counter;

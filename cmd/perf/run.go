@@ -35,6 +35,7 @@ type config struct {
 	sseStreams int   // concurrent loopback streams
 	sseTokens  int   // tokens per stream
 	itlConc    []int // concurrent streams in the accuracy check
+	itlLoad    int   // concurrent streams of the serve-load (benchkit.Load) check
 	itlChunks  int   // chunks per stream
 	itlGap     time.Duration
 	promptPPs  []int
@@ -136,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		modelsDir: *models, nodeDir: *nodeDir, goTest: *goTest,
 		skewNs: []int{1, 8, 64, 256}, skewBursts: 100,
 		sseStreams: 256, sseTokens: 2000,
-		itlConc: []int{1, 64}, itlChunks: 200, itlGap: 2 * time.Millisecond,
+		itlConc: []int{1, 64}, itlLoad: 16, itlChunks: 200, itlGap: 2 * time.Millisecond,
 		promptPPs: []int{512, 4096, 32768, 131072},
 		tokBytes:  1 << 20,
 		models:    strings.Split(*modelSet, ","),
@@ -144,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.quick {
 		cfg.skewNs, cfg.skewBursts = []int{1, 8}, 3
 		cfg.sseStreams, cfg.sseTokens = 4, 50
-		cfg.itlConc, cfg.itlChunks, cfg.itlGap = []int{1, 2}, 12, time.Millisecond
+		cfg.itlConc, cfg.itlLoad, cfg.itlChunks, cfg.itlGap = []int{1, 2}, 2, 12, time.Millisecond
 		cfg.promptPPs = []int{512}
 		cfg.tokBytes = 16 << 10
 		cfg.goTest = false

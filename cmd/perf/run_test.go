@@ -55,9 +55,10 @@ func TestRunQuick(t *testing.T) {
 	// skew: 5 methods (raw, two adapters prepared, two through
 	// Complete); n=1 gives a round trip and a release-to-send row per
 	// method, n=8 a spread and a p99 row per method. sse: 2 adapters × 2
-	// stream counts × 4 rows. itl: 2 adapters × 2 concurrencies × 2 rows.
+	// stream counts × 4 rows. itl: 2 adapters × 2 concurrencies × 2 rows,
+	// and 2 serve-load modes × 2 rows.
 	// energy: 5 curves.
-	want := map[string]int{"skew": 5*2 + 5*2, "sse": 16, "itl": 8, "energy": 5}
+	want := map[string]int{"skew": 5*2 + 5*2, "sse": 16, "itl": 8 + 4, "energy": 5}
 	missing := false
 	if _, err := os.Stat(filepath.Join(root, "testdata", "models", "qwen3", "tokenizer.json")); err == nil {
 		want["prompt"], want["tokenizer"] = 2, 2
