@@ -4,4 +4,13 @@
 // what was measured and how, and Sinks and renderers that write them as
 // they come (JSONL) and at the end (exo's JSON, CSV, Markdown, a terminal
 // table, and Go's benchmark format for benchstat).
+//
+// For one burst without a Plan, SendPrompts (or SendBurst, for requests
+// built by the caller) is the whole path in one call: it prewarms the
+// engine's connections, prepares every request before the release, sends
+// them at one instant and returns each request's client timing with the
+// burst's dispatch skew and throughput aggregates:
+//
+//	br, err := benchkit.SendPrompts(ctx, eng, model, tg, prompts, nil)
+//	// br.Requests[i].Metrics.TTFT, br.Skew.Max, br.Stats.ThroughputTPS
 package benchkit

@@ -3,11 +3,15 @@ package benchkit_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
 )
 
 // The README's library example: measure the embedded engine's exo API.
@@ -34,4 +38,89 @@ func ExampleRunner() {
 	fmt.Printf("%d rows, %d exact, %d cells, %d failed\n", len(rep.Rows), exact, len(rep.Cells()), rep.Failed())
 	// Output:
 	// 27 rows, 27 exact, 2 cells, 0 failed
+}
+
+// One burst in one call: four token-exact prompts sent to the embedded
+// engine over prewarmed connections, released at one instant.
+func ExampleSendPrompts() {
+	ctx := context.Background()
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer srv.Close()
+	eng, err := exo.New(srv.URL, nil)
+	if err != nil {
+		panic(err)
+	}
+	b := &promptsize.Builder{Counter: srv.Counter()}
+	prompts := make([]promptsize.Prompt, 4)
+	for i := range prompts {
+		if prompts[i], err = b.BuildSalted(ctx, 512, promptsize.Salt(i)); err != nil {
+			panic(err)
+		}
+	}
+	br, err := benchkit.SendPrompts(ctx, eng, srv.Model(), 64, prompts, nil)
+	if err != nil {
+		panic(err)
+	}
+	for i, q := range br.Requests {
+		// q.Metrics holds TTFT, TPOT, E2E and the generation rate.
+		fmt.Printf("request %d: %d tokens, TTFT measured: %t\n", i, q.Metrics.Tokens, q.Metrics.TTFTDefined)
+	}
+	// br.Skew.Max is the spread of the send instants.
+	fmt.Printf("prewarmed %t, %d failed, %d tokens, %d warnings\n", br.Prewarmed, br.Stats.Failed, br.Stats.TotalTokens, len(br.Warnings))
+	// Output:
+	// request 0: 64 tokens, TTFT measured: true
+	// request 1: 64 tokens, TTFT measured: true
+	// request 2: 64 tokens, TTFT measured: true
+	// request 3: 64 tokens, TTFT measured: true
+	// prewarmed true, 0 failed, 256 tokens, 0 warnings
+}
+
+// The burst SendPrompts sends, wired by hand for a harness that must do
+// its own work between the steps: open the connections (engine.Prewarmer),
+// ready every request before the barrier (engine.Prepare inside
+// concurrency.BurstOptions.Prepare), let each send mark the instant its
+// bytes leave (engine.WithSendHook), and release them (concurrency.Burst).
+func Example_handWiredBurst() {
+	ctx := context.Background()
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer srv.Close()
+	eng, err := exo.New(srv.URL, nil)
+	if err != nil {
+		panic(err)
+	}
+	b := &promptsize.Builder{Counter: srv.Counter()}
+	const n = 4
+	reqs := make([]engine.Request, n)
+	for i := range reqs {
+		p, err := b.BuildSalted(ctx, 512, promptsize.Salt(i))
+		if err != nil {
+			panic(err)
+		}
+		// engine.Message is promptsize.Message: the prompt's turns go in whole.
+		reqs[i] = engine.Request{Model: srv.Model(), Messages: p.Messages, MaxTokens: 64, IgnoreEOS: true, Stream: true}
+	}
+	if err := eng.Prewarm(ctx, n); err != nil { // without it, each request dials inside the burst
+		panic(err)
+	}
+	prepared := make([]engine.Prepared, n)
+	opts := &concurrency.BurstOptions{Prepare: func(ctx context.Context, i int) error {
+		var err error
+		prepared[i], err = engine.Prepare(ctx, eng, reqs[i])
+		return err
+	}}
+	br := concurrency.Burst(ctx, n, func(ctx context.Context, i int, mark func(time.Time)) (engine.Result, error) {
+		return prepared[i].Send(engine.WithSendHook(ctx, mark))
+	}, opts)
+	agg := make([]timing.BurstRequest, n)
+	for i, q := range br.Requests {
+		m, err := q.Value.Trace.Metrics()
+		if agg[i].Failed = q.Err != nil || err != nil; !agg[i].Failed {
+			agg[i] = timing.BurstRequest{Tokens: m.Tokens, GenerationTPS: m.GenerationTPS, RateDefined: m.GenerationTPSDefined}
+		}
+	}
+	st := timing.AggregateBurst(agg, br.Wall)
+	// br.Skew is the dispatch skew; st.ThroughputTPS is Σ tokens / wall.
+	fmt.Printf("%d dispatched, %d failed, %d tokens\n", br.Dispatched, st.Failed, st.TotalTokens)
+	// Output:
+	// 4 dispatched, 0 failed, 256 tokens
 }

@@ -1,6 +1,9 @@
-// Command custom-harness is the program to copy to build your own tool: harness.go composes
-// promptsize, an engine, concurrency.Burst, timing and energy by hand, in under 60 lines,
-// against the embedded simulated engine (every figure it prints is simulated).
+// Command custom-harness is the program to copy to build your own tool: harness.go builds
+// token-exact prompts (promptsize), sends them as one prewarmed, barrier-released burst with
+// one call (benchkit.SendPrompts), prints each request's client timing and the burst's skew
+// and aggregates, and integrates the power sampled over the burst (energy), in under 60
+// lines, against the embedded simulated engine (every figure it prints is simulated).
+// benchkit's Example_handWiredBurst shows the same burst wired by hand.
 package main
 
 import (

@@ -18,7 +18,7 @@ func TestNoFlags(t *testing.T) {
 	if first, _, _ := strings.Cut(stderr.String(), "\n"); !strings.Contains(first, "embedded simulated engine") {
 		t.Errorf("first stderr line %q does not name the embedded simulated engine", first)
 	}
-	for _, want := range []string{"request 3: TTFT", "burst of 4", "energy:"} {
+	for _, want := range []string{"request 3: TTFT", "burst of 4", "prewarmed true", "energy:"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
 		}
