@@ -70,23 +70,33 @@
 // against exo (which falls back to local prefill silently) the output says
 // that it cannot tell.
 //
+// --config is read only when it is at most 64 KiB and nested at most 10
+// deep (tables, arrays, inline tables and dotted keys together): a deeper
+// or larger file is refused with status 2 before it is parsed, as the
+// TOML parser's time grows with the square of the nesting.
+//
+// --json-out is locked for the run (a lock file beside it, path.lock): a
+// second run given the same path is refused with status 2, told which run
+// holds it. The previous results there are removed when the run starts,
+// and the new ones written to a temporary file renamed into place.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed (their
-// rows say why) or the run failed, 2 for bad usage (nothing is created),
-// 130 when interrupted (rows measured so far are written).
+// rows say why) or the run failed, 2 for bad usage or a --json-out in use
+// by another run (nothing is created), 130 when interrupted (rows measured
+// so far are written; a second SIGINT or SIGTERM exits at once, without
+// the results JSON and without removing what the run created).
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/inferbench/inferbench/benchkit"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchkit.NotifyContext(context.Background(), "prefill-decode", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {

@@ -333,6 +333,14 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		},
 	}))
 
+	if c.jsonOut != "" && !c.stdout && !c.dryRun {
+		lock, err := claimOutput(c.jsonOut)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
+
 	base := "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port))
 	presetName := ""
 	if c.embedded {
@@ -472,19 +480,37 @@ func writeOutputs(c *config, doc benchkit.DisaggDocument, stdout, stderr io.Writ
 	return errors.Join(errs...)
 }
 
+// claimOutput locks --json-out for the run, so that a second run given
+// the same path is refused (exit 2, naming this one), and removes the
+// previous results there, so that a run that dies never leaves them
+// looking like its own.
+func claimOutput(path string) (*benchkit.OutputLock, error) {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, benchkit.Usagef("--json-out: %v", err)
+		}
+	}
+	lock, err := benchkit.LockOutputs("prefill-decode", path)
+	if errors.Is(err, benchkit.ErrOutputInUse) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, benchkit.Usagef("--json-out: %v", err)
+	}
+	if err := benchkit.ClearResults(path); err != nil {
+		lock.Release()
+		return nil, err
+	}
+	return lock, nil
+}
+
+// writeFile writes a results file whole or not at all: through a
+// temporary file renamed into place.
 func writeFile(path string, write func(io.Writer) error) error {
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return benchkit.WriteFileAtomic(path, write)
 }

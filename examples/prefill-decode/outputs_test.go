@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine/sim"
+)
+
+// TestJSONOutInUseRefused holds --json-out as another run would: the run
+// is refused with status 2 naming the holder, the embedded engine is
+// never started, and the other run's file is left as it was.
+func TestJSONOutInUseRefused(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	if err := os.WriteFile(out, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := benchkit.LockOutputs("other-prefill-decode", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	started := false
+	err = runEnv(context.Background(), []string{"--json-out", out}, &bytes.Buffer{}, &bytes.Buffer{}, env{
+		startEngine: func(context.Context, sim.Options) (*sim.Server, func(), error) {
+			started = true
+			return nil, nil, errors.New("not started in this test")
+		},
+	})
+	if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
+		t.Fatalf("exit %d (%v), want %d", code, err, benchkit.ExitUsage)
+	}
+	if !strings.Contains(err.Error(), "other-prefill-decode (pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("error %q does not name the holder", err)
+	}
+	if started {
+		t.Error("the embedded engine was started for a refused run")
+	}
+	if b, _ := os.ReadFile(out); string(b) != "{}\n" {
+		t.Errorf("the other run's results were changed: %q", b)
+	}
+}
