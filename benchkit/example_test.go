@@ -11,33 +11,46 @@ import (
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/timing"
 )
 
-// The README's library example: measure the embedded engine's exo API.
+// The README's library example: measure the embedded engine's exo API
+// with prompts counted by a real tokenizer (here a small one in testdata;
+// hf.Load takes any Hugging Face model directory). The sim counts with the
+// same tokenizer (sim.Options.Counter), as a real engine counts with its
+// own, so the server's prompt counts match the client's and no row warns
+// of a mismatch.
 func ExampleRunner() {
 	ctx := context.Background()
-	srv := sim.NewServer(sim.Options{Preset: sim.Fast()}) // or any exo cluster / OpenAI server
+	tok, err := hf.Load("testdata/tiny-model") // the model's tokenizer.json and tokenizer_config.json
+	if err != nil {
+		panic(err)
+	}
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast(), Counter: tok}) // or any exo cluster / OpenAI server
 	defer srv.Close()
 	eng, err := exo.New(srv.URL, nil)
 	if err != nil {
 		panic(err)
 	}
 	r := &benchkit.Runner{Engine: eng, Model: srv.Model(),
-		Builder: &promptsize.Builder{Counter: srv.Counter()}, Simulated: true}
+		Builder: &promptsize.Builder{Counter: tok}, Simulated: true}
 	rep, err := r.Run(ctx, benchkit.Plan{PP: []int{512}, TG: []int{64}, Concurrency: []int{1, 8}, Repeat: 3})
 	if err != nil {
 		panic(err)
 	}
-	exact := 0
+	exact, warned := 0, 0
 	for _, row := range rep.Rows {
 		if row.PPTokens == 512 && row.Stats.PromptTokens == 512 && row.Stats.GenerationTokens == 64 {
 			exact++
 		}
+		if len(row.Warnings) > 0 {
+			warned++
+		}
 	}
-	fmt.Printf("%d rows, %d exact, %d cells, %d failed\n", len(rep.Rows), exact, len(rep.Cells()), rep.Failed())
+	fmt.Printf("%d rows, %d exact, %d with warnings, %d cells, %d failed\n", len(rep.Rows), exact, warned, len(rep.Cells()), rep.Failed())
 	// Output:
-	// 27 rows, 27 exact, 2 cells, 0 failed
+	// 27 rows, 27 exact, 0 with warnings, 2 cells, 0 failed
 }
 
 // One burst in one call: four token-exact prompts sent to the embedded
