@@ -133,7 +133,12 @@ VLLM = ("vllm-project/vllm vllm/entrypoints/openai/chat_completion/serving.py@5e
         "(chat_completion_stream_generator: the role chunk in the first iteration of the engine's outputs, with "
         "completion_tokens 0 under continuous usage; one chunk per engine output with previous_num_tokens as "
         "completion_tokens; no chunk while the reasoning parser returns no delta; the final usage chunk with "
-        "choices [] and exclude_none; [DONE] after an error)")
+        "choices [] and exclude_none; [DONE] after an error). Verified there: every chunk is "
+        "model_dump_json(exclude_unset=True), so a field appears when the code passes it, None included: the role "
+        "chunk's choice has index, delta, logprobs, finish_reason and the chunk prompt_token_ids (null without "
+        "return_token_ids, after usage in field order); a content chunk's choice adds token_ids (null); the finish "
+        "chunk's adds stop_reason then token_ids (ChatCompletionResponseStreamChoice's field order: index, delta, "
+        "logprobs, finish_reason, stop_reason, token_ids)")
 VMODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 
@@ -146,6 +151,8 @@ def v_chunk(cid, delta, usage=None, finish=None, role=False, model=VMODEL):
     s = '{"id":"%s","object":"chat.completion.chunk","created":1764600000,"model":"%s","choices":[%s}]' % (cid, model, choice)
     if usage is not None:
         s += ',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (usage[0], usage[0] + usage[1], usage[1])
+    if role:
+        s += ',"prompt_token_ids":null'
     return s + "}"
 
 
@@ -208,8 +215,15 @@ def vllm_error(name, behaviour, legacy):
 SGL = ("sgl-project/sglang python/sglang/srt/entrypoints/openai/serving_chat.py@0c078e6f42685e4918bd79a94a025261c7f38942 "
        "(_generate_chat_stream: the role chunk with the first output, usage null on it; with continuous usage every "
        "chunk carries the cumulative completion_tokens; a step whose text the reasoning parser splits goes out as a "
-       "reasoning_content chunk and a content chunk with the same usage) and protocol.py@9b116dffe828b2dfa7ec0e4d061555b6c354b67a "
-       "(DeltaMessage and ChatCompletionStreamResponse fields, serialised without exclusions)")
+       "reasoning_content chunk and a content chunk with the same usage; content chunks never carry a finish_reason: "
+       "after the last output a separate chunk with an empty delta, the finish_reason and usage null, then the usage "
+       "chunk with choices []) and protocol.py@9b116dffe828b2dfa7ec0e4d061555b6c354b67a (DeltaMessage: role, "
+       "content, reasoning_content, tool_calls, hidden_states dropped when None; ChatCompletionResponseStreamChoice: "
+       "index, delta, logprobs, finish_reason, matched_stop; ChatCompletionStreamResponse: id, object, created, "
+       "model, choices, usage; model_dump_json without exclusions). That protocol.py, the only one read, predates "
+       "continuous_usage_stats; its UsageInfo has no reasoning_tokens: the usage fields here (prompt_tokens, "
+       "total_tokens, completion_tokens, prompt_tokens_details, reasoning_tokens) follow SGLang's later UsageInfo "
+       "and are not verified at the serving_chat.py commit")
 SMODEL = "Qwen/Qwen3-8B"
 
 
@@ -246,9 +260,9 @@ def sglang(name, behaviour, steps, split=None, reasoning_until=None):
         elif split is not None and i < split:
             ev.append(sse(s_chunk(cid, reasoning="".join(pieces), usage=(P, cum))))
         else:
-            ev.append(sse(s_chunk(cid, content="".join(pieces), usage=(P, cum), finish="length" if last else None)))
+            ev.append(sse(s_chunk(cid, content="".join(pieces), usage=(P, cum))))
         if last:
-            ev += [sse(s_final(cid, P, cum)), "data: [DONE]\n\n"]
+            ev += [sse(s_chunk(cid, finish="length")), sse(s_final(cid, P, cum)), "data: [DONE]\n\n"]
         c.emit(t, *ev)
         c.step(t, pieces, True)
     c.first_ms = 40.0  # the role chunk goes out with the first output
@@ -442,7 +456,17 @@ TGI = ("huggingface/text-generation-inference router/src/server.rs@db931fcf42da0
        "the last token's chunk, [DONE]; an error mid-stream is InferError::into_openai_event in router/src/infer/mod.rs: "
        "{\"error\":{\"message\",\"http_status_code\":422}}, then [DONE]); ChatCompletionChunk in router/src/lib.rs (serde "
        "tag \"object\" first, id \"\"); the Python server's detokenizer sends \"\" for a token that ends in a partial UTF-8 "
-       "sequence; axum's Event writes \"data: \"")
+       "sequence. axum's Event (axum 0.6.20 in router/Cargo.toml; sse.rs json_data and field) writes \"data:\" with "
+       "no space before the JSON and before [DONE], so every event here starts \"data:{\" (verified in "
+       "create_event_from_stream_token and chat_completions of router/src/server.rs@003eaec0fbe00aacf03547b317163363cef56ab9, "
+       "the version read: event.json_data(chat_complete), Event::default().data(\"[DONE]\")). That older server.rs "
+       "puts usage on the last token's chunk instead; the layout here, a usage chunk after it, follows db931fc and "
+       "was not read again")
+
+
+def tsse(s):
+    """An event as axum writes it: "data:" then the JSON, no space."""
+    return "data:" + s + "\n\n"
 
 
 def t_chunk(text, finish=None):
@@ -459,16 +483,16 @@ def tgi(name, behaviour, steps, error=False):
         if i:
             t += 18
         last = i == n - 1 and not error
-        ev = [sse(t_chunk(shown, "length" if last else None))]
+        ev = [tsse(t_chunk(shown, "length" if last else None))]
         if last:
-            ev.append(sse('{"object":"chat.completion.chunk","id":"","created":1764600500,"model":"mistralai/Mistral-7B-Instruct-v0.3","system_fingerprint":"3.3.6-native","choices":[],"usage":{"prompt_tokens":14,"completion_tokens":%d,"total_tokens":%d}}' % (n, 14 + n)))
-            ev.append("data: [DONE]\n\n")
+            ev.append(tsse('{"object":"chat.completion.chunk","id":"","created":1764600500,"model":"mistralai/Mistral-7B-Instruct-v0.3","system_fingerprint":"3.3.6-native","choices":[],"usage":{"prompt_tokens":14,"completion_tokens":%d,"total_tokens":%d}}' % (n, 14 + n)))
+            ev.append("data:[DONE]\n\n")
         c.emit(t, *ev)
         c.step(t, [piece], bool(shown))
         if i == 0 and not shown:
             c.first_ms = t
     if error:
-        c.emit(t + 18, sse('{"error":{"message":"Request failed during generation: Server error: CUDA out of memory","http_status_code":422}}'), "data: [DONE]\n\n")
+        c.emit(t + 18, tsse('{"error":{"message":"Request failed during generation: Server error: CUDA out of memory","http_status_code":422}}'), "data:[DONE]\n\n")
         c.finish_truth(None, "-", error_kind="stream_error", error_code="422")
         return c
     c.finish_truth("length", "14/%d" % n)
