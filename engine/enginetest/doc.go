@@ -2,13 +2,18 @@
 // manner of testing/slogtest: an adapter's own tests point it at a server
 // (engine/sim, or a real one) and run
 //
+//	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+//	defer srv.Close()
 //	enginetest.Run(t, enginetest.Config{
-//		Engine: adapter,
-//		Model:  "sim/llama-tiny",
+//		Engine: newAdapter(srv.URL),
+//		Model:  srv.Model(), // the model the server serves
 //		Stream: true,
 //		Bench:  true,
 //		Stats:  enginetest.Both,
 //	})
+//
+// Each finding is reported at the line of the test that called Run, in a
+// subtest named after its check.
 //
 // The Config states what the adapter claims; the kit checks every claim
 // and the contracts of engine.Engine that hold for all adapters: a

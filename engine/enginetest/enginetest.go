@@ -60,7 +60,9 @@ const (
 type Fault struct {
 	// Name labels the case in findings.
 	Name string
-	// Header is added to the request.
+	// Header is set as the request's Request.Header (engine/sim reads its
+	// fault from sim.FaultHeader there), so the adapter must send
+	// Request.Header for the fault to reach the server.
 	Header http.Header
 	// Stream sends the request streamed.
 	Stream bool
@@ -250,7 +252,7 @@ func Check(ctx context.Context, c Config) error {
 }
 
 // Run runs every check as a subtest of t named after it, reporting each
-// finding with t.Error.
+// finding with t.Error at the line of the caller's test that called Run.
 func Run(t *testing.T, c Config) {
 	t.Helper()
 	if err := c.validate(); err != nil {
@@ -259,6 +261,7 @@ func Run(t *testing.T, c Config) {
 	c = c.withDefaults()
 	for _, ch := range checks() {
 		t.Run(ch.name, func(t *testing.T) {
+			t.Helper()
 			for _, err := range ch.run(t.Context(), c) {
 				t.Error(err)
 			}
@@ -534,8 +537,19 @@ func interrupted(ctx context.Context, c Config, at <-chan time.Time, want engine
 	res, err := c.Engine.Complete(tctx, c.request(m, c.CancelMaxTokens))
 	returned := time.Now()
 	if err == nil {
-		return []error{fmt.Errorf("%s request of max_tokens=%d finished in %v without error, want it interrupted after %v (raise CancelMaxTokens)",
-			m, c.CancelMaxTokens, returned.Sub(start).Round(time.Millisecond), c.CancelAfter)}
+		// A request that ended before the context did was too short to
+		// be interrupted; one that ended after it was not stopped.
+		var ended time.Time
+		select {
+		case ended = <-at:
+		default:
+		}
+		if ended.IsZero() || !returned.After(ended) {
+			return []error{fmt.Errorf("%s request of max_tokens=%d finished in %v without error, before the context ended at %v: want it still running then (raise CancelMaxTokens so the request outlasts CancelAfter)",
+				m, c.CancelMaxTokens, returned.Sub(start).Round(time.Millisecond), c.CancelAfter)}
+		}
+		return []error{fmt.Errorf("%s request returned success %v after the context ended, want an error of kind %q wrapping %v: the adapter does not stop on its context (is ctx passed to the HTTP request and the stream reader?)",
+			m, returned.Sub(ended).Round(time.Millisecond), want, wantIs)}
 	}
 	var errs []error
 	if k := engine.KindOf(err); k != want {
@@ -615,7 +629,11 @@ func checkFaults(ctx context.Context, c Config) []error {
 		req := c.request(m, c.MaxTokens)
 		req.Header = f.Header.Clone()
 		res, err := complete(ctx, c, c.Engine, req)
-		if k := engine.KindOf(err); k != f.Want {
+		switch k := engine.KindOf(err); {
+		case err == nil:
+			errs = append(errs, fmt.Errorf("fault %q: the request succeeded, want an error of kind %q; the likely cause is an adapter that does not send Request.Header, which carries the fault (%v)",
+				f.Name, f.Want, f.Header))
+		case k != f.Want:
 			errs = append(errs, fmt.Errorf("fault %q: error kind %q, want %q (error: %v)", f.Name, k, f.Want, err))
 		}
 		if !res.Trace.Start.IsZero() {
