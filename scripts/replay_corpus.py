@@ -291,7 +291,11 @@ LCPP = ("ggml-org/llama.cpp tools/server/server-task.cpp@17f5f8a80d8ac9c18c23ecb
         "per diff; timings on the last chunk; the finish chunk with an empty delta, then usage and timings on a chunk "
         "with choices []); a partial result goes out only once the generated text is whole UTF-8 (process_token in "
         "tools/server/server-context.cpp@fb4026604c67c682f552337ec9b91eced0abd35a), so a first token that is half a "
-        "character sends nothing, not even the role delta (n_decoded is 2 when the text is whole)")
+        "character sends nothing, not even the role delta (n_decoded is 2 when the text is whole). Verified at both "
+        "commits: process_token calls send_partial_response only when validate_utf8(generated_text) covers the whole "
+        "text; to_json_oaicompat_chat adds the {\"role\":\"assistant\",\"content\":null} delta when n_decoded == 1 "
+        "or is_progress, one chunk per diff, each chunk's keys in the order choices, created, id, model, "
+        "system_fingerprint, object, then timings and prompt_progress on the last")
 LID = "chatcmpl-Lq3LrV9mKfT2aB7cD4eG1hJ6kN8pQ0sU"
 
 
