@@ -45,17 +45,24 @@ func Example() {
 }
 
 // A model directory from the Hugging Face hub (tokenizer.json and
-// tokenizer_config.json) loads with Load; gpt-oss ships its chat template
-// separately, so it is given with WithChatTemplateFile.
+// tokenizer_config.json; testdata/tiny-model is a small one) loads with
+// Load. A model that ships its chat template as a separate file (gpt-oss
+// does) gets it with WithChatTemplateFile, whose relative path is relative
+// to the working directory, not to the model directory.
 func ExampleLoad() {
-	tok, err := hf.Load("testdata/models/gptoss",
-		hf.WithChatTemplateFile("gpt-oss-20b.jinja"),
-		hf.WithRenderOptions(hf.RenderOptions{Vars: map[string]any{"reasoning_effort": "low"}}))
+	tok, err := hf.Load("testdata/tiny-model",
+		hf.WithChatTemplateFile("testdata/templates/phi-3.5-mini.jinja"))
 	if err != nil {
-		fmt.Println("no model here:", err != nil)
+		fmt.Println(err)
 		return
 	}
-	n, err := tok.Count(context.Background(), []promptsize.Message{{Role: "user", Content: "Hello"}})
-	fmt.Println(n, err)
-	// Output: no model here: true
+	msgs := []promptsize.Message{{Role: "user", Content: "Hello"}}
+	text, err := tok.Render(msgs, hf.RenderOptions{AddGenerationPrompt: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	n, err := tok.Count(context.Background(), msgs)
+	fmt.Printf("%q: %d tokens, err %v\n", text, n, err)
+	// Output: "<|user|>\nHello<|end|>\n<|assistant|>\n": 17 tokens, err <nil>
 }

@@ -60,8 +60,11 @@ func WithChatTemplate(source string) Option {
 	return func(o *options) { o.template = &source; o.templateFile = "" }
 }
 
-// WithChatTemplateFile reads the chat template from a file instead of the
-// one the model directory declares.
+// WithChatTemplateFile reads the chat template from the file at path
+// instead of the one the model directory declares. A relative path is
+// relative to the process's working directory (as os.ReadFile takes it),
+// not to the model directory: for a template inside the model directory,
+// pass filepath.Join(dir, name).
 func WithChatTemplateFile(path string) Option {
 	return func(o *options) { o.templateFile = path; o.template = nil }
 }

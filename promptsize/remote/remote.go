@@ -65,11 +65,17 @@ func (e *EndpointError) Error() string {
 // Unwrap returns ErrNoEndpoint.
 func (e *EndpointError) Unwrap() error { return ErrNoEndpoint }
 
-// A StatusError reports any other unsuccessful HTTP status.
+// A StatusError reports an unsuccessful HTTP status other than the 404 or
+// 405 of an EndpointError: the server has the endpoint but refused the
+// request (a 400 for an unknown model, a 401 for a missing key, a 5xx).
+// Get it with errors.As and branch on Status.
 type StatusError struct {
+	// Endpoint is the method and URL asked, e.g. "POST http://h:8000/tokenize".
 	Endpoint string
-	Status   int
-	// Body is the start of the response body (at most 300 bytes).
+	// Status is the HTTP status code the server answered.
+	Status int
+	// Body is the start of the response body (at most 300 bytes), with
+	// the Counter's credentials redacted: the server's own explanation.
 	Body string
 }
 
