@@ -115,11 +115,12 @@
 // outside literals), the int keys of a dict literal are strings (so they
 // order as ints against numbers), non-ASCII identifiers, *args in calls.
 //
-// The corpus test (TestTemplateCorpus) renders 54 real templates from
-// public repositories (testdata/templates/index.json: repository, path,
-// commit, sha256) with 12 conversations each and compares with the Jinja2
-// 3.1.6 goldens of scripts/chat_template_goldens.py: all 539 cases Jinja2
-// renders are byte-identical, and all 109 where it raises are errors in Go
+// The corpus test (TestTemplateCorpus) renders 61 real templates from
+// public repositories and npm tokenizer packages
+// (testdata/templates/index.json: repository or package, path, commit or
+// tarball sha1, sha256) with 12 conversations each and compares with the
+// Jinja2 3.1.6 goldens of scripts/chat_template_goldens.py: all 609 cases
+// Jinja2 renders are byte-identical, and all 123 where it raises are errors in Go
 // (raise_exception with the template's message, the others of Python's
 // kind). TestTemplateExpressions does the same for one-line probes of
 // every operator (testdata/templates/expressions.txt).

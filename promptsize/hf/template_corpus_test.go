@@ -27,6 +27,9 @@ type corpusTemplate struct {
 	Path   string `json:"path"`
 	Commit string `json:"commit"`
 	SHA256 string `json:"sha256"`
+	// Note says how the file's bytes were checked against the source, where
+	// more than the sha256 is worth saying (a package, a stored copy).
+	Note string `json:"note"`
 }
 
 type corpusConversation struct {
