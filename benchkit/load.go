@@ -240,6 +240,17 @@ type Load struct {
 	// NoSalt sends unsalted prompts, which an engine that caches prefixes
 	// may partly serve from its cache.
 	NoSalt bool
+	// Nonce goes into every salt (promptsize.RunSalt with the run's
+	// index), so that no request of this Load shares a prefix beyond the
+	// chat template with any request of another invocation, or of another
+	// run of a sweep. Empty: the first run draws a random one
+	// (promptsize.NewNonce) and sets it here.
+	Nonce string
+	// SharedPrefix, when positive, puts the same text of about that many
+	// tokens before every request's salt, for prefix-cache ablations: the
+	// requests then share the chat template and those tokens, and nothing
+	// after them.
+	SharedPrefix int
 	// Request is a template for every request: its Header, Extra and
 	// sampling fields are copied; Model, Messages, MaxTokens, Stream and
 	// IgnoreEOS are the Load's.
@@ -392,7 +403,7 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 		return LoadRun{}, fmt.Errorf("%w: the schedule of %s within %s holds no request", ErrBadLoad, traffic, traffic.Duration)
 	}
 	ins, outs := lengths.Draw(n)
-	prompts, err := l.prompts(ctx, ins)
+	prompts, err := l.prompts(ctx, runIdx, ins)
 	if err != nil {
 		return LoadRun{}, err
 	}
@@ -491,9 +502,16 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	return LoadRun{Summary: ls, Requests: rows}, nil
 }
 
-// prompts builds one exact prompt per request, salted with its index
-// unless NoSalt, before anything is sent.
-func (l *Load) prompts(ctx context.Context, ins []int) ([]promptsize.Prompt, error) {
+// prompts builds one exact prompt per request, salted with the nonce, the
+// run and its index unless NoSalt, before anything is sent.
+func (l *Load) prompts(ctx context.Context, runIdx int, ins []int) ([]promptsize.Prompt, error) {
+	if l.Nonce == "" && !l.NoSalt {
+		l.Nonce = promptsize.NewNonce(nil)
+	}
+	shared, err := sharedPrefix(ctx, l.Builder, l.SharedPrefix)
+	if err != nil {
+		return nil, err
+	}
 	ps := make([]promptsize.Prompt, len(ins))
 	for i, pp := range ins {
 		var p promptsize.Prompt
@@ -501,7 +519,7 @@ func (l *Load) prompts(ctx context.Context, ins []int) ([]promptsize.Prompt, err
 		if l.NoSalt {
 			p, err = l.Builder.Build(ctx, pp)
 		} else {
-			p, err = l.Builder.BuildSalted(ctx, pp, promptsize.Salt(i))
+			p, err = l.Builder.BuildSalted(ctx, pp, shared+promptsize.RunSalt(l.Nonce, runIdx, i))
 		}
 		if err != nil {
 			if errors.Is(err, promptsize.ErrBelowOverhead) || errors.Is(err, promptsize.ErrUnreachable) {

@@ -38,6 +38,9 @@ type LoadMeta struct {
 	// Interrupted is true when the run was stopped early.
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Provenance says where the results came from: the program, the
+	// machine, the command line, the run nonce and the server.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // A LoadDocument is the results file of a load test. A single run puts

@@ -73,6 +73,11 @@ type Runner struct {
 	Model, ModelShortID string
 	// Builder makes the prompts; its Counter must count as the engine does.
 	Builder *promptsize.Builder
+	// Nonce goes into every salt of a salted plan (promptsize.RunSalt),
+	// so that no request shares a prefix beyond the chat template with a
+	// request of another invocation. Empty: Run draws a random one
+	// (promptsize.NewNonce) and sets it here.
+	Nonce string
 	// AllowEOS sends requests without bench semantics (IgnoreEOS false):
 	// the engine may stop before tg tokens. Off by default, so every
 	// request generates exactly tg tokens.
@@ -193,13 +198,16 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 			prompts[pp] = p
 		}
 	}
+	if plan.Salt && r.Nonce == "" {
+		r.Nonce = promptsize.NewNonce(nil)
+	}
 	salt := 0
 	promptFor := func(pp int) (promptsize.Prompt, error) {
 		if !plan.Salt {
 			return prompts[pp], nil
 		}
 		salt++
-		return r.Builder.BuildSalted(ctx, pp, promptsize.Salt(salt))
+		return r.Builder.BuildSalted(ctx, pp, promptsize.RunSalt(r.Nonce, 0, salt))
 	}
 
 	// Measured requests run under their own context, which outlives ctx by

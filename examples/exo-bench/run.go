@@ -84,7 +84,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.preset, "preset", "", "embedded engine preset: "+strings.Join(sim.PresetNames(), ", "))
 	fs.Float64Var(&c.pauseRep, "pause-repeat", -1, "seconds before each burst (default 3 against a cluster, 0 embedded)")
 	fs.Float64Var(&c.pauseGrp, "pause-group", -1, "seconds after each group (default 2 against a cluster, 0 embedded)")
-	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request")
+	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request, led by a random run nonce, so no request shares a prefix beyond the chat template with any other request of this or another run")
 	fs.StringVar(&c.plotPower, "plot-power", "", "write a PNG of each node's sampled power over the run, bursts shaded (prefill and generation when streamed)")
 	fs.StringVar(&c.plot, "plot", "", "write a PNG of generation throughput against concurrency (Σ tokens / wall beside exo's max × N)")
 	if err := fs.Parse(args); err != nil {
@@ -335,8 +335,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:      logger,
 		Runner: benchkit.Runner{
 			Builder: builder, Simulated: simulated, Logger: logger, Grace: seconds(c.grace),
+			Nonce: benchkit.RunNonce(0, false),
 		},
 		MetricsInterval: seconds(c.metricsInterval),
+	}
+	if c.salt {
+		fmt.Fprintf(info, "exo-bench: run nonce %s (leads every request's salt)\n", sweep.Runner.Nonce)
 	}
 	if !c.noMetrics {
 		sweep.Sources = []energy.Source{client.PowerSource()}

@@ -29,7 +29,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	maxIn := fs.Int("max-input-len", 512, "longest prompt")
 	minOut := fs.Int("min-output-len", 16, "shortest reply, in tokens")
 	maxOut := fs.Int("max-output-len", 128, "longest reply")
-	seed := fs.Uint64("seed", 0, "seed of the lengths")
+	seed := fs.Uint64("seed", 0, "seed of the lengths and, when given, of the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
+	sharedPrefix := fs.Int("shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none)")
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
 	timeout := fs.Duration("timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
 	if err := fs.Parse(args); err != nil {
@@ -51,8 +52,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *timeout < 0 {
 		return benchkit.Usagef("--timeout must not be negative, got %v", *timeout)
 	}
+	if *sharedPrefix < 0 {
+		return benchkit.Usagef("--shared-prefix must not be negative, got %d", *sharedPrefix)
+	}
+	seeded := false
+	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
+	prov := &benchkit.Provenance{Nonce: benchkit.RunNonce(*seed, seeded), Seed: *seed, Seeded: seeded, SharedPrefix: *sharedPrefix}
+	meta.Provenance = prov
 
 	// A tokenizer given on the command line is loaded, and the shortest
 	// prompt checked against its chat template's overhead, before anything
@@ -127,7 +135,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	load := &benchkit.Load{Engine: client, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
-		Grace: 10 * time.Second, RequestTimeout: *timeout}
+		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix}
+	fmt.Fprintf(stderr, "offline: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	res, runErr := load.Run(ctx, lengths, traffic, timing.SLO{})
 	if errors.Is(runErr, benchkit.ErrBadLoad) {

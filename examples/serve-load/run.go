@@ -31,6 +31,8 @@ type options struct {
 	burstiness                                      float64
 	maxConcurrency, burst                           int
 	seed                                            uint64
+	seeded                                          bool
+	sharedPrefix                                    int
 	stream                                          bool
 	sloTTFT, sloTPOT, sloITL, sloE2E                float64
 	attainment                                      float64
@@ -62,7 +64,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps: 1 is Poisson, <1 burstier, >1 more regular")
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
 	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
-	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths and the arrival schedule")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths, the arrival schedule and, when given, the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
+	fs.IntVar(&o.sharedPrefix, "shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none; each prompt differs from its first content token)")
 	fs.BoolVar(&o.stream, "stream", true, "stream responses (needed for TTFT, TPOT and ITL)")
 	fs.Float64Var(&o.sloTTFT, "slo-ttft", 0, "TTFT objective in ms for goodput (0: none)")
 	fs.Float64Var(&o.sloTPOT, "slo-tpot", 0, "TPOT objective in ms (0: none)")
@@ -89,6 +92,10 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.seeded = set["seed"]
+	if o.sharedPrefix < 0 {
+		return o, nil, slo, benchkit.Usagef("--shared-prefix must not be negative, got %d", o.sharedPrefix)
+	}
 	if set["pp"] && set["input-len"] || set["tg"] && set["output-len"] {
 		return o, nil, slo, benchkit.Usagef("--pp/--tg and --input-len/--output-len both set; use one pair")
 	}
@@ -178,6 +185,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Stream: o.stream, Lengths: lengths(o), Traffic: traffic(o)}
+	prov := &benchkit.Provenance{Nonce: benchkit.RunNonce(o.seed, o.seeded), Seed: o.seed, Seeded: o.seeded, SharedPrefix: o.sharedPrefix}
+	meta.Provenance = prov
 	if slo != (timing.SLO{}) {
 		meta.SLO = slo.String()
 	}
@@ -288,7 +297,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		RequestTimeout: o.timeout,
 		Grace:          o.grace,
 		Simulated:      meta.Simulated,
+		Nonce:          prov.Nonce,
+		SharedPrefix:   o.sharedPrefix,
 	}
+	fmt.Fprintf(stderr, "serve-load: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
 	if rowsOut != nil {
 		load.OnRow = rowsOut.add
 	}
