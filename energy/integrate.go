@@ -37,8 +37,8 @@ const gapFactor = 3
 //   - an interval inside the window longer than 3 × the trace's median
 //     interval adds an ErrGap warning.
 //
-// Bound is a worst-case error that follows from the samples, under the
-// assumption that between two samples tᵢ, tᵢ₊₁ (h = tᵢ₊₁ − tᵢ apart) the
+// For instantaneous samples, Bound is a worst-case error that follows from
+// the samples, under the assumption that between two samples tᵢ, tᵢ₊₁ (h = tᵢ₊₁ − tᵢ apart) the
 // true power either stays within [min(Pᵢ, Pᵢ₊₁), max(Pᵢ, Pᵢ₊₁)] (a step or
 // any monotone change), or departs from the line between them no more than
 // a curve of curvature Mᵢ would. For each piece [a, b] of an interval that
@@ -71,29 +71,45 @@ const gapFactor = 3
 //
 // with C(tₖ − τ) interpolated linearly between the points already known
 // (when sample intervals leave a gap, polls slower than τ, the gap holds
-// the mean of the two means beside it, bounded by the range of the four
-// means around it), and returns C(End) − C(Start). Overlapping means
-// (polls faster than τ) thus resolve power finer than τ. The result is
-// exact, for any curve, when the samples' intervals tile time (polls every
-// τ) or every tₖ − τ falls on an earlier instant (polls every τ/m), the
-// power is steady over the interval before Start's sample, and Start and
-// End are sample instants, as the runner's polls at each burst's edges
-// make them. Bound adds, for every interpolated point, the points' own
-// bounds and
+// the mean of the two means beside it), and returns C(End) − C(Start).
+// Overlapping means (polls faster than τ) thus resolve power finer than τ.
+// The result is exact, for any curve, when the samples' intervals tile
+// time (polls every τ) or every tₖ − τ falls on an earlier instant (polls
+// every τ/m), the power is steady over the interval before Start's
+// sample, and Start and End are sample instants. Past the reconstructed
+// span the edge mean is held, with an ErrExtrapolated warning; means that
+// would imply negative energy are clamped, with an ErrInvalidTrace
+// warning.
 //
-//	(x − xᵢ)(xᵢ₊₁ − x)/(xᵢ₊₁ − xᵢ) · (hi − lo)
+// For interval means, Bound is not an estimate but the exact worst case:
+// the largest distance from Joules to the energy over the window of any
+// power curve consistent with the samples (computed as the range of
+// C(End) − C(Start) under difference constraints; meanEnergyRange in
+// mean.go spells them out). A curve is consistent when
+//   - each sample's value is its exact mean over an interval of τ whose
+//     end lies within StampError of the sample's instant (the Sampler sets
+//     StampError to half its longest Read; the sim answers within the
+//     Read);
+//   - inside any sample's interval, its power lies within the trace's
+//     Range: [Min, Max] as the source declares them (PowerRanger), else
+//     only ≥ 0, so a step, a pulse or any shape inside an interval is
+//     covered however sharp;
+//   - over a span no sample's interval covers for certain (a gap between
+//     polls slower than τ, a sliver between intervals, the window's parts
+//     before the first interval or after the last), its power lies within
+//     the declared Range, or without one between the least and the
+//     greatest mean of the trace: this is the one assumption the samples
+//     cannot check (past the trace, an ErrExtrapolated warning says it was
+//     made).
 //
-// where [lo, hi] is the range of the mean powers of the step holding x,
-// of its neighbours and of the samples whose intervals overlap it or the
-// intervals beside it (stamped within [xᵢ − τ, xᵢ₊₁ + 2τ]): the
-// assumption is that power within a step stays within what the means
-// around it show, including over the first sample's interval. Past the reconstructed span the edge mean is held,
-// with the extrapolation bound and warning above; means that would imply
-// negative energy are clamped, with the clamped joules added to Bound and
-// an ErrInvalidTrace warning. A source must state the interval and stamp
-// its readings at the interval's end: a reading that lags its stamp (exo
-// relays macmon's once-a-second means through its events) shifts the
-// window by the lag, which no bound here covers.
+// Means that contradict each other under these assumptions (a source that
+// relays readings late: exo's macmon means reach its API up to a second
+// or more after their interval ends, which StampError does not cover) are
+// relaxed until consistent, with an ErrInvalidTrace warning that says by
+// how many joules; the bound then covers a mean that far off. Without a
+// declared Range, a window that ends inside an interval is bounded only by
+// that interval's whole energy, so short windows against long means get
+// wide bounds: that is what the samples know.
 //
 // Integrate validates the trace and the window first (PowerTrace.Validate)
 // and returns their errors; it never panics on bad data.

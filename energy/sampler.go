@@ -73,6 +73,8 @@ type series struct {
 	samples []Sample
 	max     float64 // counter wraparound, for MetricEnergy
 	source  int
+	// stampErr is half the longest Read whose midpoint stamped a sample.
+	stampErr time.Duration
 }
 
 type sourceStats struct {
@@ -202,6 +204,7 @@ type polled struct {
 	readings []Reading
 	err      error
 	at       time.Time
+	half     time.Duration // half the Read's duration
 }
 
 func (s *Sampler) poll(ctx context.Context) error {
@@ -214,7 +217,8 @@ func (s *Sampler) poll(ctx context.Context) error {
 			before := s.clock.Now()
 			r, err := src.Read(ctx)
 			after := s.clock.Now()
-			res[i] = polled{readings: r, err: err, at: before.Add(after.Sub(before) / 2)}
+			half := after.Sub(before) / 2
+			res[i] = polled{readings: r, err: err, at: before.Add(half), half: half}
 		})
 	}
 	wg.Wait()
@@ -241,7 +245,7 @@ func (s *Sampler) poll(ctx context.Context) error {
 			continue
 		}
 		for _, r := range p.readings {
-			s.add(ctx, i, r, p.at)
+			s.add(ctx, i, r, p.at, p.half)
 		}
 	}
 	return errors.Join(errs...)
@@ -249,9 +253,9 @@ func (s *Sampler) poll(ctx context.Context) error {
 
 // add appends a reading to its series. Polls are serialised by pollMu, so
 // only Recording runs beside it; mu guards against that.
-func (s *Sampler) add(ctx context.Context, src int, r Reading, stamp time.Time) {
+func (s *Sampler) add(ctx context.Context, src int, r Reading, stamp time.Time, half time.Duration) {
 	if !r.At.IsZero() {
-		stamp = r.At
+		stamp, half = r.At, 0
 	}
 	k := seriesKey{r.Node, r.Metric}
 	bad := math.IsNaN(r.Value) || math.IsInf(r.Value, 0) ||
@@ -280,6 +284,7 @@ func (s *Sampler) add(ctx context.Context, src int, r Reading, stamp time.Time) 
 	}
 	s.series[k] = sr
 	sr.samples = append(sr.samples, Sample{At: stamp, Value: r.Value})
+	sr.stampErr = max(sr.stampErr, half)
 }
 
 // A Recording is what a Sampler gathered.
@@ -294,6 +299,8 @@ type Recording struct {
 	Warnings []error
 	maxes    map[seriesKey]float64
 	kinds    map[seriesKey]SampleKind
+	ranges   map[seriesKey]PowerRange
+	stampErr map[seriesKey]time.Duration
 }
 
 // A Series is one node's metric over time.
@@ -306,12 +313,17 @@ type Series struct {
 func (s *Sampler) Recording() Recording {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := Recording{maxes: map[seriesKey]float64{}, kinds: map[seriesKey]SampleKind{}}
+	rec := Recording{maxes: map[seriesKey]float64{}, kinds: map[seriesKey]SampleKind{},
+		ranges: map[seriesKey]PowerRange{}, stampErr: map[seriesKey]time.Duration{}}
 	for k, sr := range s.series {
 		rec.Series = append(rec.Series, Series{Node: k.node, Metric: k.metric, Samples: slices.Clone(sr.samples)})
 		rec.maxes[k] = sr.max
+		rec.stampErr[k] = sr.stampErr
 		if pk, ok := s.sources[sr.source].(PowerKinder); ok {
 			rec.kinds[k] = pk.PowerKind()
+		}
+		if pr, ok := s.sources[sr.source].(PowerRanger); ok && k.metric == MetricPower {
+			rec.ranges[k] = pr.PowerRange(k.node)
 		}
 	}
 	slices.SortFunc(rec.Series, func(a, b Series) int {
@@ -332,12 +344,14 @@ func (s *Sampler) Recording() Recording {
 
 // Power returns the MetricPower series as power traces, sorted by node,
 // each with the SampleKind its source declared (PowerKinder;
-// instantaneous otherwise).
+// instantaneous otherwise), the PowerRange it declared for the node
+// (PowerRanger; none otherwise) and the StampError of its reads.
 func (r Recording) Power() []PowerTrace {
 	var out []PowerTrace
 	for _, s := range r.Series {
 		if s.Metric == MetricPower {
-			out = append(out, PowerTrace{Node: s.Node, Samples: s.Samples, Kind: r.kinds[seriesKey{s.Node, s.Metric}]})
+			k := seriesKey{s.Node, s.Metric}
+			out = append(out, PowerTrace{Node: s.Node, Samples: s.Samples, Kind: r.kinds[k], Range: r.ranges[k], StampError: r.stampErr[k]})
 		}
 	}
 	return out

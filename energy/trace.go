@@ -26,6 +26,17 @@ type PowerTrace struct {
 	// value) or means over an interval ending at each instant; Integrate
 	// treats each as what it is.
 	Kind SampleKind
+	// Range is the least and greatest power the node can draw, where its
+	// source declares them (PowerRanger); the zero value declares none.
+	// Integrate bounds the power that interval means leave unresolved by
+	// it.
+	Range PowerRange
+	// StampError is the most a sample's instant may differ from the
+	// instant its value was measured at (for a mean, the end of its
+	// interval): the Sampler sets half the longest Read of the trace's
+	// source, 0 for readings that carry their own instant. Integrate's
+	// bound for interval means covers it.
+	StampError time.Duration
 }
 
 // A Window is the span [Start, End] of a measurement.
@@ -90,9 +101,16 @@ func (e Estimate) Watts() float64 {
 }
 
 // Validate reports whether the trace can be integrated: at least one
-// sample, instants strictly increasing, values finite and non-negative.
+// sample, instants strictly increasing, values finite and non-negative, a
+// valid Range (finite, ≥ 0, Max ≥ Min when known) and StampError ≥ 0.
 // The errors wrap ErrInvalidTrace and name the offending sample.
 func (p PowerTrace) Validate() error {
+	if err := p.Range.validate(p.Node); err != nil {
+		return err
+	}
+	if p.StampError < 0 {
+		return fmt.Errorf("%w: node %q: stamp error %s: expected ≥ 0", ErrInvalidTrace, p.Node, p.StampError)
+	}
 	return validateSamples(p.Node, p.Samples, "W")
 }
 

@@ -82,10 +82,10 @@ func readOnce(ctx context.Context, src energy.Source) ([]energy.Reading, error) 
 	rs, err := src.Read(ctx)
 	done := time.Now()
 	if err != nil {
-		return nil, fmt.Errorf("Read: %w", err)
+		return nil, fmt.Errorf("calling Read: %w", err)
 	}
 	if len(rs) == 0 {
-		return nil, errors.New("Read returned no readings and no error; expected at least one reading")
+		return nil, errors.New("a Read call returned no readings and no error; expected at least one reading")
 	}
 	var errs []error
 	seen := map[key]bool{}
@@ -154,10 +154,10 @@ func checkCancelled(ctx context.Context, src energy.Source) error {
 	cancel()
 	rs, err := src.Read(c)
 	if err == nil {
-		return fmt.Errorf("Read with a cancelled context returned %d readings and no error; expected an error wrapping context.Canceled", len(rs))
+		return fmt.Errorf("a Read call with a cancelled context returned %d readings and no error; expected an error wrapping context.Canceled", len(rs))
 	}
 	if !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Read with a cancelled context: expected an error wrapping context.Canceled, found %w", err)
+		return fmt.Errorf("a Read call with a cancelled context: expected an error wrapping context.Canceled, found %w", err)
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func keys(rs []energy.Reading) map[key]bool {
 func checkConcurrent(ctx context.Context, src energy.Source) error {
 	first, err := src.Read(ctx)
 	if err != nil {
-		return fmt.Errorf("Read: %w", err)
+		return fmt.Errorf("calling Read: %w", err)
 	}
 	want := keys(first)
 	const goroutines, reads = 8, 3
@@ -212,11 +212,11 @@ func checkCounter(ctx context.Context, src energy.Source) error {
 	}
 	r1, err := src.Read(ctx)
 	if err != nil {
-		return fmt.Errorf("Read: %w", err)
+		return fmt.Errorf("calling Read: %w", err)
 	}
 	r2, err := src.Read(ctx)
 	if err != nil {
-		return fmt.Errorf("Read: %w", err)
+		return fmt.Errorf("calling Read: %w", err)
 	}
 	prev := map[string]float64{}
 	for _, r := range r1 {
