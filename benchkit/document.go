@@ -55,6 +55,8 @@ type Meta struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Warnings are the run's own warnings (plan cautions, engine notes).
 	Warnings []string `json:"warnings,omitempty"`
+	// Provenance says where the results came from.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // A CellRecord is a CellSummary in the results file: each interval as
@@ -64,7 +66,17 @@ type Meta struct {
 // per-request rates, exo_aggregate_tps is max(per-request generation TPS)
 // × N, throughput_tps is Σ generated tokens / burst wall time, ttft_s the
 // mean client TTFT, energy_j the client energy of the repeat and
-// j_per_token that over its generated tokens. The placement fields name
+// j_per_token that over its generated tokens. server_energy_j is the
+// server's own energy of each repeat (exo's power_usage.total_energy_joules
+// of the burst's longest request, every node of the cluster) and
+// server_j_per_token that over the repeat's generated tokens, both n = 0
+// where the server reported none; server_prefill_s is the per-repeat mean
+// of the server's prompt_tokens / prompt_tps. client_energy_window_short
+// is true when some repeat's client energy window was shorter than
+// ShortWindowFactor sample intervals (its rows carry energy_window_short,
+// and tables leave energy_j out); client_energy_short_window_s is then the
+// shortest such window and client_energy_sample_interval_s the samples'
+// resolution. The placement fields name
 // the placement the cell ran on, with the rows' names for them; a sweep of
 // several placements has one record per placement and cell.
 type CellRecord struct {
@@ -86,8 +98,15 @@ type CellRecord struct {
 	TTFTS           IntervalJSON `json:"ttft_s"`
 	EnergyJ         IntervalJSON `json:"energy_j"`
 	JPerToken       IntervalJSON `json:"j_per_token"`
-	PeakMemoryBytes int64        `json:"peak_memory_bytes"`
-	Warnings        []string     `json:"warnings,omitempty"`
+	ServerEnergyJ   IntervalJSON `json:"server_energy_j"`
+	ServerJPerToken IntervalJSON `json:"server_j_per_token"`
+	ServerPrefillS  IntervalJSON `json:"server_prefill_s"`
+	// The client energy's short-window flag and its figures; see above.
+	ClientEnergyWindowShort     bool     `json:"client_energy_window_short,omitempty"`
+	ClientEnergyShortWindowS    float64  `json:"client_energy_short_window_s,omitempty"`
+	ClientEnergySampleIntervalS float64  `json:"client_energy_sample_interval_s,omitempty"`
+	PeakMemoryBytes             int64    `json:"peak_memory_bytes"`
+	Warnings                    []string `json:"warnings,omitempty"`
 }
 
 // IntervalJSON is a repeat-level confidence interval in a results file.
@@ -110,7 +129,11 @@ func (s CellSummary) Record() CellRecord {
 		PromptTPS: intervalJSON(s.PromptTPS), GenerationTPS: intervalJSON(s.GenerationTPS),
 		ExoAggregateTPS: intervalJSON(s.ExoAggregateTPS), ThroughputTPS: intervalJSON(s.ThroughputTPS),
 		TTFTS: intervalJSON(s.TTFTS), EnergyJ: intervalJSON(s.EnergyJ), JPerToken: intervalJSON(s.JPerToken),
-		PeakMemoryBytes: s.PeakMemoryBytes, Warnings: s.Warnings,
+		ServerEnergyJ: intervalJSON(s.ServerEnergyJ), ServerJPerToken: intervalJSON(s.ServerJPerToken),
+		ServerPrefillS:          intervalJSON(s.ServerPrefillS),
+		ClientEnergyWindowShort: s.EnergyWindowShort, ClientEnergyShortWindowS: s.ShortWindowS,
+		ClientEnergySampleIntervalS: s.SampleIntervalS,
+		PeakMemoryBytes:             s.PeakMemoryBytes, Warnings: s.Warnings,
 	}
 }
 

@@ -21,8 +21,9 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func fp(v float64) *float64 { return &v }
 func ip(v int) *int         { return &v }
 
-// fixtureRows is a small run: cell pp=64/tg=8 at concurrency 1 (2 repeats)
-// and concurrency 2 (2 repeats, one request failed in the second).
+// fixtureRows is a small run: cell pp=64/tg=8 at concurrency 1 (2 repeats,
+// with the server's power_usage and short client energy windows) and
+// concurrency 2 (2 repeats, one request failed in the second).
 func fixtureRows() []Row {
 	stats := func(ptps, gtps float64) *engine.ServerStats {
 		return &engine.ServerStats{PromptTPS: ptps, GenerationTPS: gtps, PromptTokens: 64, GenerationTokens: 8, PeakMemoryBytes: 3 << 30, PrefixCacheHit: engine.PrefixCacheNone}
@@ -34,7 +35,13 @@ func fixtureRows() []Row {
 		x.ElapsedS = elapsed
 		x.Stats = stats(ptps, gtps)
 		x.E2ES = fp(elapsed)
-		x.Energy = &Energy{WindowS: elapsed, Joules: 10 * elapsed, AvgWatts: 10, ErrorBoundJ: fp(0.5), Shared: conc > 1}
+		x.Energy = &Energy{WindowS: elapsed, Joules: 10 * elapsed, AvgWatts: 10, ErrorBoundJ: fp(0.5), Shared: conc > 1, Source: "client", SampleIntervalS: 0.25}
+		if conc == 1 {
+			// The server's own energy, over a span a little shorter than
+			// the client's window; the windows are under 3 × 0.25 s.
+			x.PowerUsage = &engine.PowerUsage{ElapsedSeconds: elapsed - 0.01, TotalEnergyJoules: 12 * elapsed, TotalAvgSysPowerWatts: 12}
+			x.EnergyWindowShort = true
+		}
 		if conc > 1 {
 			x.ConcurrentIndex = ip(idx)
 			x.SendOffsetS, x.DispatchSkewS = float64(idx)*0.001, 0.001
