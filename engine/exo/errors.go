@@ -108,7 +108,8 @@ type NotReadyError struct {
 	// Waited is how long the wait lasted.
 	Waited time.Duration
 	// Seen is the instance's last observed state: "absent" when it never
-	// appeared, "present" while it still existed (waiting for gone).
+	// appeared, "present" while it still existed (waiting for gone),
+	// "unknown" when exo answered no poll of a wait for gone.
 	Seen string
 	// Runners maps each runner id to the tag of its last observed status
 	// ("RunnerLoading 12/48", "RunnerWarmingUp", "absent").

@@ -181,29 +181,34 @@ func (c *Client) WaitReady(ctx context.Context, id string, timeout time.Duration
 
 // WaitGone polls GET /instance/{id} every Options.PollInterval until exo
 // answers 404. It fails with a *NotReadyError when timeout passes (zero
-// means no timeout but the context's) or ctx ends first.
+// means no timeout but the context's) or ctx ends first; its Seen is
+// "present" when exo last answered with the instance and "unknown" when
+// exo answered no poll before the wait ended.
 func (c *Client) WaitGone(ctx context.Context, id string, timeout time.Duration) error {
 	start := time.Now()
 	wctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
+	seen := "unknown"
 	for {
 		_, err := c.Instance(wctx, id)
-		if errors.Is(err, ErrNotFound) {
+		switch {
+		case errors.Is(err, ErrNotFound):
 			return nil
-		}
-		if err != nil && wctx.Err() == nil {
-			return err
-		}
-		if wctx.Err() == nil {
+		case err == nil:
+			seen = "present"
 			err = sleep(wctx, c.poll)
 		}
-		if wctx.Err() != nil {
-			var cause error
-			if ctx.Err() != nil {
-				cause = ctx.Err()
-			}
-			return &NotReadyError{InstanceID: id, Want: "gone", Waited: time.Since(start), Seen: "present", Err: cause}
+		if err == nil {
+			continue
 		}
+		if wctx.Err() == nil {
+			return err
+		}
+		var cause error
+		if ctx.Err() != nil {
+			cause = ctx.Err()
+		}
+		return &NotReadyError{InstanceID: id, Want: "gone", Waited: time.Since(start), Seen: seen, Err: cause}
 	}
 }
 

@@ -251,8 +251,23 @@ func TestCreateDeleteWaitGone(t *testing.T) {
 	c2, _ := newTestClient(t, stuck.handler(), nil)
 	err = c2.WaitGone(ctx, "i-pr2", 20*time.Millisecond)
 	var nr *NotReadyError
-	if !errors.As(err, &nr) || nr.Want != "gone" || nr.Err != nil {
-		t.Errorf("WaitGone on a stuck instance = %v, want a NotReadyError for gone", err)
+	if !errors.As(err, &nr) || nr.Want != "gone" || nr.Seen != "present" || nr.Err != nil {
+		t.Errorf("WaitGone on a stuck instance = %v, want a NotReadyError for gone with the instance present", err)
+	}
+}
+
+// TestWaitGoneUnanswered checks that a wait for gone on an exo that answers
+// no poll says the instance's state is unknown, not that it is present.
+func TestWaitGoneUnanswered(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /instance/{id}", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // hang until the client gives up
+	})
+	c, _ := newTestClient(t, mux, nil)
+	err := c.WaitGone(context.Background(), "i-pr2", 20*time.Millisecond)
+	var nr *NotReadyError
+	if !errors.As(err, &nr) || nr.Want != "gone" || nr.Seen != "unknown" || nr.Err != nil {
+		t.Errorf("WaitGone on a silent exo = %v, want a NotReadyError for gone with the instance unknown", err)
 	}
 }
 
