@@ -251,24 +251,53 @@ func TestCreateDeleteWaitGone(t *testing.T) {
 	c2, _ := newTestClient(t, stuck.handler(), nil)
 	err = c2.WaitGone(ctx, "i-pr2", 20*time.Millisecond)
 	var nr *NotReadyError
-	if !errors.As(err, &nr) || nr.Want != "gone" || nr.Seen != "present" || nr.Err != nil {
-		t.Errorf("WaitGone on a stuck instance = %v, want a NotReadyError for gone with the instance present", err)
+	if !errors.As(err, &nr) || nr.Want != "gone" || nr.Err != nil {
+		t.Errorf("WaitGone on a stuck instance = %v, want a NotReadyError for gone", err)
 	}
 }
 
-// TestWaitGoneUnanswered checks that a wait for gone on an exo that answers
-// no poll says the instance's state is unknown, not that it is present.
-func TestWaitGoneUnanswered(t *testing.T) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /instance/{id}", func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done() // hang until the client gives up
+// TestWaitGoneSeen checks what a wait for gone says it last saw: the
+// instance present when exo answered with it, unknown when exo answered no
+// poll at all.
+func TestWaitGoneSeen(t *testing.T) {
+	in := twoRunner(t)
+	t.Run("present", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var mu sync.Mutex
+		polls := 0
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /instance/{id}", func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			polls++
+			first := polls == 1
+			mu.Unlock()
+			if first {
+				writeJSON(w, 200, []byte(in))
+				return
+			}
+			cancel() // the caller gives up during the second poll
+			<-r.Context().Done()
+		})
+		c, _ := newTestClient(t, mux, nil)
+		err := c.WaitGone(ctx, "i-pr2", 0)
+		var nr *NotReadyError
+		if !errors.As(err, &nr) || nr.Want != "gone" || nr.Seen != "present" || !errors.Is(err, context.Canceled) {
+			t.Errorf("WaitGone cancelled after exo answered = %v, want a NotReadyError for gone with the instance present, wrapping context.Canceled", err)
+		}
 	})
-	c, _ := newTestClient(t, mux, nil)
-	err := c.WaitGone(context.Background(), "i-pr2", 20*time.Millisecond)
-	var nr *NotReadyError
-	if !errors.As(err, &nr) || nr.Want != "gone" || nr.Seen != "unknown" || nr.Err != nil {
-		t.Errorf("WaitGone on a silent exo = %v, want a NotReadyError for gone with the instance unknown", err)
-	}
+	t.Run("unknown", func(t *testing.T) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /instance/{id}", func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // hang until the client gives up
+		})
+		c, _ := newTestClient(t, mux, nil)
+		err := c.WaitGone(context.Background(), "i-pr2", 20*time.Millisecond)
+		var nr *NotReadyError
+		if !errors.As(err, &nr) || nr.Want != "gone" || nr.Seen != "unknown" || nr.Err != nil {
+			t.Errorf("WaitGone on a silent exo = %v, want a NotReadyError for gone with the instance unknown", err)
+		}
+	})
 }
 
 func TestTasks(t *testing.T) {
