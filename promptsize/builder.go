@@ -383,6 +383,9 @@ func (b *Builder) build(ctx context.Context, target int, salt string) (Prompt, e
 	tails := b.atoms()
 	var tried []string
 	for _, src := range srcs {
+		if err := ctx.Err(); err != nil {
+			return Prompt{}, fmt.Errorf("promptsize: build of pp=%d stopped after %d counter calls: %w", target, s.calls, err)
+		}
 		b.mu.Lock()
 		rate, ok := b.rates[src.rateKey()]
 		b.mu.Unlock()

@@ -34,13 +34,15 @@ func requestMessages(system, content string) []Message {
 }
 
 // count returns the token count of the request whose user message is
-// content, calling the Counter only for content not counted before.
+// content, calling the Counter only for content not counted before. Every
+// step of the search comes through here, so it is where the build hears
+// its context: a cancelled one stops it even when the count is memoised.
 func (s *searcher) count(content string) (int, error) {
-	if n, ok := s.memo[content]; ok {
-		return n, nil
-	}
 	if err := s.ctx.Err(); err != nil {
 		return 0, fmt.Errorf("promptsize: build stopped after %d counter calls: %w", s.calls, err)
+	}
+	if n, ok := s.memo[content]; ok {
+		return n, nil
 	}
 	if s.calls >= maxCallsPerBuild {
 		return 0, fmt.Errorf("promptsize: gave up after %d counter calls; expected a count that grows with the content", s.calls)
