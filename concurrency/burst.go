@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // BurstOptions configure a burst. A nil *BurstOptions, like the zero
@@ -22,6 +23,12 @@ type BurstOptions struct {
 	Prepare func(ctx context.Context, i int) error
 	// Logger receives a Debug record when the burst ends; nil logs nothing.
 	Logger *slog.Logger
+	// OnStart, when set, receives the release instant (Summary.Start)
+	// once, just before the release, so that a caller can place the
+	// offsets of its results on another timeline (a start shared by
+	// several processes) as they arrive. It is not called for a burst
+	// cancelled before its release. It must return quickly.
+	OnStart func(start time.Time)
 }
 
 // BurstResult is a finished burst: every request in index order and the
@@ -104,6 +111,9 @@ func StartBurst[T any](ctx context.Context, n int, send SendFunc[T], opts *Burst
 		case <-allReady:
 			if ctx.Err() == nil {
 				rec.start = rec.clock.Now()
+				if o.OnStart != nil {
+					o.OnStart(rec.start)
+				}
 				close(release)
 			}
 		case <-ctx.Done():

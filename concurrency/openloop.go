@@ -30,6 +30,11 @@ type OpenLoop struct {
 	Clock Clock
 	// Logger receives a Debug record when the run ends; nil logs nothing.
 	Logger *slog.Logger
+	// OnStart, when set, receives the run's start instant (Summary.Start)
+	// once, before any request is dispatched, so that a caller can place
+	// the offsets of its results on another timeline (a start shared by
+	// several processes) as they arrive. It must return quickly.
+	OnStart func(start time.Time)
 }
 
 // resultBuffer is the results channel's buffer for open and closed loops:
@@ -58,6 +63,9 @@ func StartOpenLoop[T any](ctx context.Context, cfg OpenLoop, send SendFunc[T]) *
 		slots = make(chan struct{}, cfg.MaxInFlight)
 	}
 	rec.start = rec.clock.Now()
+	if cfg.OnStart != nil {
+		cfg.OnStart(rec.start)
+	}
 	go func() {
 		var wg sync.WaitGroup
 		s := scheduler{a: cfg.Arrivals, count: cfg.Count, within: cfg.Duration}
