@@ -24,22 +24,26 @@
 // endpoint, the model list and /tokenize, never across a redirect, and is
 // redacted from every message and file however the server echoes it.
 //
+// --json-out is locked for the run (a second run given it is refused,
+// told which run holds it), the previous file is removed when the run
+// starts, and the new one is renamed into place whole at the end.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed, 2 for
-// bad flags (nothing is sent), 130 when interrupted.
+// bad flags or a --json-out in use by another run (nothing is sent), 130
+// when interrupted (a second SIGINT or SIGTERM exits at once, without the
+// results JSON).
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/inferbench/inferbench/benchkit"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchkit.NotifyContext(context.Background(), "offline", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {

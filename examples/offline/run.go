@@ -81,6 +81,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
 	}
 
+	// --json-out is this run's until it ends: a second run given it is
+	// refused (exit 2), and the previous results go now, so that a run
+	// that dies never leaves them looking like its own.
+	if *jsonOut != "" {
+		lock, err := benchkit.LockOutputs("offline", *jsonOut)
+		if errors.Is(err, benchkit.ErrOutputInUse) {
+			return err
+		}
+		if err != nil {
+			return benchkit.Usagef("--json-out: %v", err)
+		}
+		defer lock.Release()
+		if err := benchkit.ClearResults(*jsonOut); err != nil {
+			return err
+		}
+	}
+
 	url := *baseURL
 	if url == "" {
 		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", sim.Options{Preset: sim.Fast()})
@@ -162,15 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *jsonOut != "" {
 		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
-		f, err := os.Create(*jsonOut)
-		if err != nil {
-			return errors.Join(runErr, err)
-		}
-		err = benchkit.WriteLoadJSON(f, doc)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := benchkit.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return benchkit.WriteLoadJSON(w, doc) }); err != nil {
 			return errors.Join(runErr, err)
 		}
 	}
