@@ -169,6 +169,8 @@ type RunHeader struct {
 	Host    string `json:"host,omitempty"`
 	// Started is the run's start, RFC 3339.
 	Started string `json:"started"`
+	// Provenance, when set, says where the rows come from.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // runHeaderLine is a RunHeader's line.

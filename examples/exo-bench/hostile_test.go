@@ -77,6 +77,9 @@ func runAgainst(t *testing.T, s *hostile.Server, model, tokDir string, stream bo
 		if !json.Valid(l) {
 			t.Errorf("JSONL line is not valid JSON: %.200s", l)
 		}
+		if _, header := benchkit.ParseRunHeader(l); header {
+			continue
+		}
 		lines = append(lines, l)
 	}
 	return code, doc, lines, after.TotalAlloc - before.TotalAlloc

@@ -62,13 +62,21 @@ func TestDefaultRunWritesExactRows(t *testing.T) {
 	if doc.Meta == nil || !doc.Meta.Simulated || len(doc.SystemMetrics) == 0 || len(doc.Cluster) == 0 {
 		t.Errorf("meta %+v, system metrics %d nodes, cluster %d bytes", doc.Meta, len(doc.SystemMetrics), len(doc.Cluster))
 	}
-	// The JSONL file has one line per row.
+	// The JSONL file has a run header with the provenance, then one line
+	// per row.
 	jl, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(jl), "\n"); n != 16 {
-		t.Errorf("JSONL has %d lines, want 16", n)
+	first, _, _ := strings.Cut(string(jl), "\n")
+	if h, ok := benchkit.ParseRunHeader([]byte(first)); !ok || h.Provenance == nil || h.Provenance.GoVersion == "" || len(h.Provenance.Command) == 0 {
+		t.Errorf("JSONL line 1 is not a run header with the provenance: %.300s", first)
+	}
+	if doc.Meta.Provenance == nil || doc.Meta.Provenance.Server == nil || len(doc.Meta.Provenance.Server.Nodes) == 0 {
+		t.Errorf("results JSON: provenance %+v, want the cluster's node identities", doc.Meta.Provenance)
+	}
+	if n := strings.Count(string(jl), "\n"); n != 17 {
+		t.Errorf("JSONL has %d lines, want a header and 16 rows", n)
 	}
 }
 

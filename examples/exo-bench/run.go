@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,7 +31,7 @@ type config struct {
 	instanceMeta, sharding                                                  string
 	port, repeat, warmup, minNodes, maxNodes                                int
 	pp, tg, concurrency                                                     benchkit.IntList
-	stdout, dryRun, allCombinations, stream, noMetrics                      bool
+	stdout, dryRun, allCombinations, stream, noMetrics, noHostInfo          bool
 	prefixCache, forceDownload, reuse, dangerDelete, salt                   bool
 	metricsInterval, timeout, settle, pauseRep, pauseGrp                    float64
 	grace                                                                   float64
@@ -66,6 +67,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.allCombinations, "all-combinations", false, "every pp with every tg")
 	fs.BoolVar(&c.stream, "stream", false, "stream responses (client TTFT, TPOT, ITL)")
 	fs.BoolVar(&c.noMetrics, "no-system-metrics", false, "do not sample node metrics")
+	fs.BoolVar(&c.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.Float64Var(&c.metricsInterval, "metrics-interval", 1, "seconds between node metric samples")
 	fs.BoolVar(&c.prefixCache, "use-prefix-cache", false, "let the engine reuse cached prefixes")
 	fs.Float64Var(&c.timeout, "timeout", 7200, "seconds a request may take")
@@ -253,6 +255,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		info = stderr
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prov := benchkit.NewProvenance(append([]string{"exo-bench"}, args...), c.noHostInfo)
 
 	var counter promptsize.Counter
 	tokenizerNote := ""
@@ -262,6 +265,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
+		if err := benchkit.HashTokenizerDir(prov, c.tokenizer); err != nil {
+			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
+		}
 		// The plan is checked against the template's overhead before the
 		// cluster is asked anything.
 		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: counter})
@@ -339,6 +345,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		},
 		MetricsInterval: seconds(c.metricsInterval),
 	}
+	prov.Nonce = sweep.Runner.Nonce
 	if c.salt {
 		fmt.Fprintf(info, "exo-bench: run nonce %s (leads every request's salt)\n", sweep.Runner.Nonce)
 	}
@@ -365,6 +372,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer f.Close()
+		// A run header line first: where the rows come from
+		// (benchkit.ParseRunHeader reads it; row readers skip it).
+		h := benchkit.NewRunHeader("exo-bench")
+		h.Provenance = prov
+		if c.noHostInfo {
+			h.Host = ""
+		}
+		b, err := json.Marshal(map[string]any{"run_header": h})
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			return err
+		}
 		sinks = append(sinks, benchkit.NewJSONLSink(f))
 	}
 	if c.format == "jsonl" {
@@ -389,7 +410,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			Model: card.FullID(), Tokenizer: tokenizerNote, Plan: plan,
 			Started: started.UTC().Format(time.RFC3339), Finished: time.Now().UTC().Format(time.RFC3339),
 			Interrupted: res.Interrupted, Warnings: res.Warnings,
+			Provenance: prov,
 		},
+	}
+	if nodes := benchkit.ExoNodes(res.Cluster); len(nodes) > 0 {
+		prov.Server = &benchkit.ServerInfo{Nodes: nodes}
 	}
 	cells := benchkit.SummarizeCells(res.Rows)
 	for _, cs := range cells {
@@ -464,7 +489,7 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary
 	case "csv":
 		return benchkit.WriteCSV(stdout, doc.Runs)
 	case "benchfmt":
-		cfg := [][2]string{{"engine", "exo"}, {"model", doc.Meta.Model}}
+		cfg := append([][2]string{{"engine", "exo"}, {"model", doc.Meta.Model}}, doc.Meta.Provenance.Config()...)
 		if sim {
 			cfg = append(cfg, [2]string{"simulated", doc.Meta.Preset})
 		}

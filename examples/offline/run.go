@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 0, "seed of the lengths and, when given, of the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
 	sharedPrefix := fs.Int("shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none)")
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
+	noHostInfo := fs.Bool("no-host-info", false, "leave the host name out of the results file")
 	timeout := fs.Duration("timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return &benchkit.UsageError{Err: err}
@@ -59,7 +60,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
-	prov := &benchkit.Provenance{Nonce: benchkit.RunNonce(*seed, seeded), Seed: *seed, Seeded: seeded, SharedPrefix: *sharedPrefix}
+	var secret string
+	if *apiKeyEnv != "" {
+		secret = os.Getenv(*apiKeyEnv)
+	}
+	prov := benchkit.NewProvenance(append([]string{"offline"}, args...), *noHostInfo, secret)
+	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = benchkit.RunNonce(*seed, seeded), *seed, seeded, *sharedPrefix
 	meta.Provenance = prov
 
 	// A tokenizer given on the command line is loaded, and the shortest
@@ -79,6 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return benchkit.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (--min-input-len)", *tokenizer, lo, overhead)
 		}
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
+		if err := benchkit.HashTokenizerDir(prov, *tokenizer); err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
+		}
 	}
 
 	// --json-out is this run's until it ends: a second run given it is
@@ -151,6 +160,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	si := benchkit.ProbeServer(ctx, nil, url, benchkit.AuthHeader(*apiKeyEnv), 5*time.Second)
+	prov.Server = &si
 	load := &benchkit.Load{Engine: client, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix}
 	fmt.Fprintf(stderr, "offline: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)

@@ -33,7 +33,7 @@ type options struct {
 	seed                                            uint64
 	seeded                                          bool
 	sharedPrefix                                    int
-	stream                                          bool
+	stream, noHostInfo                              bool
 	sloTTFT, sloTPOT, sloITL, sloE2E                float64
 	attainment                                      float64
 	findMaxRate                                     bool
@@ -82,6 +82,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
 	fs.DurationVar(&o.timeout, "timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
+	fs.BoolVar(&o.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	var slo timing.SLO
 	if err := fs.Parse(args); err != nil {
@@ -185,7 +186,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Stream: o.stream, Lengths: lengths(o), Traffic: traffic(o)}
-	prov := &benchkit.Provenance{Nonce: benchkit.RunNonce(o.seed, o.seeded), Seed: o.seed, Seeded: o.seeded, SharedPrefix: o.sharedPrefix}
+	var secret string
+	if o.apiKeyEnv != "" {
+		secret = os.Getenv(o.apiKeyEnv)
+	}
+	prov := benchkit.NewProvenance(append([]string{"serve-load"}, args...), o.noHostInfo, secret)
+	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = benchkit.RunNonce(o.seed, o.seeded), o.seed, o.seeded, o.sharedPrefix
 	meta.Provenance = prov
 	if slo != (timing.SLO{}) {
 		meta.SLO = slo.String()
@@ -211,6 +217,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return benchkit.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (the shortest prompt the lengths allow)", o.tokenizer, lo, overhead)
 		}
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
+		if err := benchkit.HashTokenizerDir(prov, o.tokenizer); err != nil {
+			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
+		}
 	}
 
 	// The results files are this run's until it ends: a second run given
@@ -221,13 +230,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer lock.Release()
-	var rowsOut *jsonlFile
-	if o.jsonl != "" {
-		if rowsOut, err = appendJSONL(o.jsonl); err != nil {
-			return &benchkit.UsageError{Err: err}
-		}
-		defer rowsOut.close()
-	}
 
 	// The target: the given server, or the embedded engine. The embedded
 	// one lives until the end of run, past an interrupt, so requests in
@@ -287,6 +289,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if client, err = openai.New(baseURL, &clientOpts); err != nil {
 			return err
 		}
+	}
+
+	si := benchkit.ProbeServer(ctx, nil, baseURL, benchkit.AuthHeader(o.apiKeyEnv), 5*time.Second)
+	prov.Server = &si
+	// The rows file is opened once the provenance is whole, for its run
+	// header; nothing has been sent yet.
+	var rowsOut *jsonlFile
+	if o.jsonl != "" {
+		if rowsOut, err = appendJSONL(o.jsonl, prov, o.noHostInfo); err != nil {
+			return &benchkit.UsageError{Err: err}
+		}
+		defer rowsOut.close()
 	}
 
 	load := &benchkit.Load{
@@ -443,8 +457,13 @@ type jsonlFile struct {
 	err error
 }
 
-func appendJSONL(path string) (*jsonlFile, error) {
-	f, err := benchkit.AppendJSONL(path, benchkit.NewRunHeader("serve-load"))
+func appendJSONL(path string, prov *benchkit.Provenance, noHost bool) (*jsonlFile, error) {
+	h := benchkit.NewRunHeader("serve-load")
+	h.Provenance = prov
+	if noHost {
+		h.Host = ""
+	}
+	f, err := benchkit.AppendJSONL(path, h)
 	if err != nil {
 		return nil, fmt.Errorf("--jsonl: %w", err)
 	}
