@@ -116,6 +116,7 @@ func TestNotifyContextStuckWriteDoesNotHoldExit(t *testing.T) {
 	}
 	// The hold is released for the tests that follow.
 	done := make(chan struct{})
+	//lint:ignore SA2001 locking and unlocking at once is the wait for the exit's late hold to end
 	go func() { rowWrites.Lock(); rowWrites.Unlock(); close(done) }()
 	<-done
 }

@@ -735,7 +735,7 @@ func checkModels(ctx context.Context, c Config) []error {
 	defer cancel()
 	models, err := l.Models(lctx)
 	if err != nil {
-		return []error{fmt.Errorf("Models: want success, got %w", err)}
+		return []error{fmt.Errorf("a Models call: want success, got %w", err)}
 	}
 	var ids []string
 	for _, m := range models {
@@ -744,7 +744,7 @@ func checkModels(ctx context.Context, c Config) []error {
 		}
 		ids = append(ids, m.ID)
 	}
-	return []error{fmt.Errorf("Models lists %q, want it to include the served model %q", ids, c.Model)}
+	return []error{fmt.Errorf("a Models call lists %q, want it to include the served model %q", ids, c.Model)}
 }
 
 // checkCountTokens: an engine that is a TokenCounter counts the kit's

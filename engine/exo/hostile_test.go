@@ -25,7 +25,7 @@ func hostileRequest(stream bool) engine.Request {
 // safety deadline far beyond what an honest answer takes, and returns the
 // result, the error and the bytes the process allocated meanwhile (the
 // server's allocations included).
-func completeAgainst(t *testing.T, h http.Handler, req engine.Request) (engine.Result, error, uint64) {
+func completeAgainst(t *testing.T, h http.Handler, req engine.Request) (engine.Result, uint64, error) {
 	t.Helper()
 	s := hostile.New(t, h)
 	c, err := New(s.URL, fastOptions())
@@ -39,7 +39,7 @@ func completeAgainst(t *testing.T, h http.Handler, req engine.Request) (engine.R
 	runtime.ReadMemStats(&before)
 	res, err := c.Complete(ctx, req)
 	runtime.ReadMemStats(&after)
-	return res, err, after.TotalAlloc - before.TotalAlloc
+	return res, after.TotalAlloc - before.TotalAlloc, err
 }
 
 // wantImplausible checks that err is of kind implausible_usage and names
@@ -85,7 +85,7 @@ func TestHostileStreamUsage(t *testing.T) {
 		{"negative prompt", []hostile.Usage{u(-7, 1)}, []string{"-7"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err, alloc := completeAgainst(t, hostile.UsageStream(tc.usages...), hostileRequest(true))
+			res, alloc, err := completeAgainst(t, hostile.UsageStream(tc.usages...), hostileRequest(true))
 			wantImplausible(t, err, tc.nums...)
 			last := tc.usages[len(tc.usages)-1]
 			if res.Usage == nil || int64(res.Usage.CompletionTokens) != last.Completion || int64(res.Usage.PromptTokens) != last.Prompt {
@@ -119,7 +119,7 @@ func TestHostileStreamStats(t *testing.T) {
 		{"prompt_tokens 1e9", hostile.ExoStats(100, 20, 1e9, 4), []string{"1000000000", "4168"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err, _ := completeAgainst(t, hostile.StatsStream(4, tc.stats), hostileRequest(true))
+			res, _, err := completeAgainst(t, hostile.StatsStream(4, tc.stats), hostileRequest(true))
 			wantImplausible(t, err, tc.nums...)
 			if res.ServerStats == nil || len(res.Trace.Chunks) != 4 {
 				t.Errorf("stats %v, %d chunks; want the stats and the 4 chunks received", res.ServerStats, len(res.Trace.Chunks))
@@ -147,7 +147,7 @@ func TestHostileBody(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := hostile.CompletionBody("t t t", tc.usage, tc.stats)
-			res, err, _ := completeAgainst(t, hostile.JSON(http.StatusOK, body), hostileRequest(false))
+			res, _, err := completeAgainst(t, hostile.JSON(http.StatusOK, body), hostileRequest(false))
 			wantImplausible(t, err, tc.nums...)
 			if res.ServerStats == nil || res.Text != "t t t" {
 				t.Errorf("stats %v, text %q: want what was received", res.ServerStats, res.Text)
@@ -164,7 +164,7 @@ func TestHostileTextFlood(t *testing.T) {
 	for _, chunk := range []int{64, 4096, 512 << 10} {
 		t.Run(fmt.Sprintf("%dB chunks", chunk), func(t *testing.T) {
 			f := &hostile.Flood{ChunkBytes: chunk, Total: 200 << 20}
-			res, err, alloc := completeAgainst(t, f, hostileRequest(true))
+			res, alloc, err := completeAgainst(t, f, hostileRequest(true))
 			wantImplausible(t, err, "32")
 			if len(res.Text) > engine.MaxKeptText {
 				t.Errorf("kept %d bytes of text", len(res.Text))
@@ -191,7 +191,7 @@ func TestKeptTextBounded(t *testing.T) {
 	}
 	req := hostileRequest(true)
 	req.MaxTokens = n
-	res, err, _ := completeAgainst(t, hostile.SSE(false, events...), req)
+	res, _, err := completeAgainst(t, hostile.SSE(false, events...), req)
 	if err != nil {
 		t.Fatal(err)
 	}

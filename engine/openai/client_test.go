@@ -674,7 +674,7 @@ func TestCounterEstimates(t *testing.T) {
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" two\"}}]}\n\n" +
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" three four\"}}]}\n\n" +
 		"data: [DONE]\n\n"
-	res, err, _ := parseRecorded(t, []byte(body), &Options{Counter: wordCounter}, engine.Request{})
+	res, _, err := parseRecorded(t, []byte(body), &Options{Counter: wordCounter}, engine.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,7 +691,7 @@ func TestCounterEstimates(t *testing.T) {
 
 	// A failing counter leaves the counts unknown, with a warning.
 	failing := func(context.Context, string) (int, error) { return 0, errors.New("tokenizer offline") }
-	res, err, _ = parseRecorded(t, []byte(body), &Options{CountText: failing}, engine.Request{})
+	res, _, err = parseRecorded(t, []byte(body), &Options{CountText: failing}, engine.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +708,7 @@ func TestUsageThatDoesNotGrow(t *testing.T) {
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}],\"usage\":{\"completion_tokens\":1}}\n\n" +
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}],\"usage\":{\"completion_tokens\":4}}\n\n" +
 		"data: [DONE]\n\n"
-	res, err, _ := parseRecorded(t, []byte(body), nil, engine.Request{})
+	res, _, err := parseRecorded(t, []byte(body), nil, engine.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}

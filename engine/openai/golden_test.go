@@ -81,7 +81,7 @@ type golden struct {
 
 // parseRecorded reads a recorded stream through readStream with a step
 // clock and returns what it produced.
-func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request) (engine.Result, error, golden) {
+func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request) (engine.Result, golden, error) {
 	t.Helper()
 	clk := newStepClock()
 	o := Options{}
@@ -110,7 +110,7 @@ func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request)
 		g.ErrorKind = engine.KindOf(rerr)
 		g.Error = rerr.Error()
 	}
-	return res, rerr, g
+	return res, g, rerr
 }
 
 // TestGoldenStreams parses recorded bodies in the exact shapes of vLLM,
@@ -174,7 +174,7 @@ func TestGoldenStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, rerr, g := parseRecorded(t, body, tc.opts, tc.req)
+			res, g, rerr := parseRecorded(t, body, tc.opts, tc.req)
 			if got := engine.KindOf(rerr); got != tc.kind {
 				t.Fatalf("error kind %q (%v), want %q", got, rerr, tc.kind)
 			}

@@ -37,7 +37,7 @@ func TestImplausibleStreamUsage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err, _ := parseRecorded(t, []byte(tc.body+"data: [DONE]\n\n"), nil, engine.Request{MaxTokens: 16})
+			res, _, err := parseRecorded(t, []byte(tc.body+"data: [DONE]\n\n"), nil, engine.Request{MaxTokens: 16})
 			if engine.KindOf(err) != engine.KindImplausibleUsage {
 				t.Fatalf("error %v, want kind implausible_usage", err)
 			}
@@ -100,7 +100,7 @@ func TestEndlessText(t *testing.T) {
 func TestTextCut(t *testing.T) {
 	part := strings.Repeat("y", 600<<10)
 	body := chunkWithUsage(part, 1) + chunkWithUsage(part, 2) + chunkWithUsage(part, 3) + "data: [DONE]\n\n"
-	res, err, _ := parseRecorded(t, []byte(body), nil, engine.Request{MaxTokens: 16})
+	res, _, err := parseRecorded(t, []byte(body), nil, engine.Request{MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestLlamaCppTimings(t *testing.T) {
 	for _, w := range r.writes {
 		body = append(body, w.data...)
 	}
-	res, err, _ := parseRecorded(t, body, nil, engine.Request{MaxTokens: r.maxTokens})
+	res, _, err := parseRecorded(t, body, nil, engine.Request{MaxTokens: r.maxTokens})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -706,10 +706,6 @@ func TestStateAndPlacement(t *testing.T) {
 	if code := getJSON(t, s.URL+"/state/nodeSystem/"+node, &sys); code != 200 {
 		t.Fatalf("nodeSystem: %d", code)
 	}
-	keys := []string{}
-	for k := range sys {
-		keys = append(keys, k)
-	}
 	if len(sys) != 5 || sys["sysPower"] != Fast().Hardware.IdleWatts {
 		t.Errorf("nodeSystem of an idle node = %v: want exactly 5 fields and idle power", sys)
 	}

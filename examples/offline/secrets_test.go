@@ -26,7 +26,7 @@ func leaks(text string) bool {
 
 // runOffline runs offline against srv with the given flags (after a small
 // load) and returns its error, every text it wrote, and its results.
-func runOffline(t *testing.T, srv *hostile.Server, args ...string) (error, map[string]string, benchkit.LoadDocument) {
+func runOffline(t *testing.T, srv *hostile.Server, args ...string) (map[string]string, benchkit.LoadDocument, error) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.json")
 	var stdout, stderr bytes.Buffer
@@ -43,7 +43,7 @@ func runOffline(t *testing.T, srv *hostile.Server, args ...string) (error, map[s
 			t.Fatalf("results JSON: %v", err)
 		}
 	}
-	return err, texts, doc
+	return texts, doc, err
 }
 
 // TestEscapedKeyNeverLeaks: a 401 echoing the Authorization header
@@ -55,7 +55,7 @@ func TestEscapedKeyNeverLeaks(t *testing.T) {
 		"slashes": hostile.EscapeSlashes, "non-ASCII": hostile.EscapeNonASCII, "all": hostile.EscapeAll,
 	} {
 		srv := hostile.New(t, hostile.EchoAuth(http.StatusUnauthorized, esc))
-		err, texts, doc := runOffline(t, srv, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t), "--api-key-env", "INFERBENCH_TEST_OFFLINE_KEY")
+		texts, doc, err := runOffline(t, srv, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t), "--api-key-env", "INFERBENCH_TEST_OFFLINE_KEY")
 		if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
 			t.Fatalf("%s: exit %d (%v), want %d", name, code, err, benchkit.ExitFailed)
 		}
@@ -81,7 +81,7 @@ func TestEscapedKeyNeverLeaks(t *testing.T) {
 func TestTokenizeCarriesTheKey(t *testing.T) {
 	t.Setenv("INFERBENCH_TEST_OFFLINE_KEY", offlineKey)
 	srv := hostile.New(t, hostile.EchoAuth(http.StatusUnauthorized, hostile.EscapeAll))
-	err, texts, _ := runOffline(t, srv, "--model", "m", "--api-key-env", "INFERBENCH_TEST_OFFLINE_KEY")
+	texts, _, err := runOffline(t, srv, "--model", "m", "--api-key-env", "INFERBENCH_TEST_OFFLINE_KEY")
 	if err == nil || !strings.Contains(err.Error(), "/tokenize") || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("run = %v, want the /tokenize 401", err)
 	}
@@ -112,7 +112,7 @@ func TestEveryWaitBounded(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := hostile.New(t, c.h)
-			err, _, doc := runOffline(t, srv, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t), "--timeout", "300ms", "--num-seqs", "1")
+			_, doc, err := runOffline(t, srv, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t), "--timeout", "300ms", "--num-seqs", "1")
 			if code := benchkit.ExitCode(err); code != benchkit.ExitFailed || len(doc.Requests) != 1 {
 				t.Fatalf("exit %d (%v), %d rows; want %d and 1 row", code, err, len(doc.Requests), benchkit.ExitFailed)
 			}

@@ -172,7 +172,7 @@ func spans(text []byte, secrets []string) [][2]int {
 
 // hasEscape reports whether b may hold an escape decode would change.
 func hasEscape(b []byte) bool {
-	return bytes.IndexByte(b, '\\') >= 0 || bytes.IndexByte(b, '%') >= 0 || bytes.Index(b, []byte("&#")) >= 0
+	return bytes.IndexByte(b, '\\') >= 0 || bytes.IndexByte(b, '%') >= 0 || bytes.Contains(b, []byte("&#"))
 }
 
 // merge sorts spans and joins those that overlap or touch.

@@ -43,8 +43,7 @@ func TestNoRedirects(t *testing.T) {
 
 func TestSameOrigin(t *testing.T) {
 	other := hostile.New(t, hostile.JSON(200, `{"where":"other"}`))
-	var src *hostile.Server
-	src = hostile.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	src := hostile.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/here":
 			hostile.Redirect(http.StatusTemporaryRedirect, "/there")(w, r)

@@ -278,7 +278,7 @@ func checkUnchanged(ctx context.Context, c promptsize.Counter, opts *Options) []
 		return []error{fmt.Errorf("counting a system and a user message: %w", err)}
 	}
 	if !slices.Equal(msgs, orig) {
-		return []error{fmt.Errorf("Count changed its messages from %q to %q; expected them untouched", orig, msgs)}
+		return []error{fmt.Errorf("a Count call changed its messages from %q to %q; expected them untouched", orig, msgs)}
 	}
 	return nil
 }
@@ -323,10 +323,10 @@ func checkCancel(ctx context.Context, c promptsize.Counter, opts *Options) []err
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
-			return []error{fmt.Errorf("Count with a cancelled context returned %v; expected an error wrapping context.Canceled", err)}
+			return []error{fmt.Errorf("a Count call with a cancelled context returned %v; expected an error wrapping context.Canceled", err)}
 		}
 	case <-time.After(opts.cancelWithin()):
-		return []error{fmt.Errorf("Count with a cancelled context had not returned after %v", opts.cancelWithin())}
+		return []error{fmt.Errorf("a Count call with a cancelled context had not returned after %v", opts.cancelWithin())}
 	}
 	return nil
 }

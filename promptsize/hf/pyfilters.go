@@ -255,6 +255,7 @@ func filterItems(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, err
 	case v.IsUndefined():
 		return jinja.NewList(nil), nil
 	case !v.IsDict():
+		//lint:ignore ST1005 Jinja2's own message, verbatim: it is what users search for
 		return jinja.Undefined(), errors.New("Can only get item pairs from a mapping.")
 	}
 	d := v.AsDict()
