@@ -30,3 +30,20 @@ func (f CounterFunc) Count(ctx context.Context, messages []Message) (int, error)
 }
 
 var _ Counter = CounterFunc(nil)
+
+// A TokenEnder is a Counter that can also tokenize plain text (no chat
+// template, no special tokens added) and say where each token ends. A
+// client that counts generated text checks for it (a type assertion) to
+// attribute the tokens of a whole stream to its chunks from one call,
+// instead of counting every prefix of the text.
+//
+// TokenEnds appends to dst, for each token of text in order, the byte
+// offset in text just past the token's last byte, and returns dst. The
+// offsets never decrease and the last is at most len(text); the number
+// appended is the text's token count. A token that text's bytes cannot be
+// traced to exactly (a normalizer that rewrote them, an unknown token)
+// may be given a later offset, up to the end of the stretch the tokenizer
+// rewrote, never an earlier one.
+type TokenEnder interface {
+	TokenEnds(ctx context.Context, text string, dst []int) ([]int, error)
+}

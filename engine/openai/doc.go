@@ -37,10 +37,15 @@
 //
 //  1. Options.CountText, a plain-text tokenizer, or Options.Counter, a chat
 //     Counter, applied to the generated text after the stream has ended (so
-//     counting never delays reading): with N(s) the count of text s and
-//     p_i the text of content chunks 0 through i,
-//     tokens(chunk i) = max(1, N(p_i) − Σ tokens(chunks before i)),
+//     counting never delays reading): with K_i the tokens counted in the
+//     text of content chunks 0 through i,
+//     tokens(chunk i) = max(1, K_i − Σ tokens(chunks before i)),
 //     a chunk with text having carried at least one token.
+//     A Counter that is a [promptsize.TokenEnder] (promptsize/hf's
+//     Tokenizer) encodes the text once and K_i is the number of its tokens
+//     that end by the end of chunk i; any other counter counts each chunk
+//     with a bounded left context (at least 512 bytes), so the cost is
+//     linear in the text: one count per chunk, none of the whole text.
 //     A Result Warning wrapping [ErrEstimatedTokens] says so.
 //  2. Without a counter, the final usage's completion_tokens N is shared
 //     among the chunks by text length, at least one each (exactly one

@@ -392,8 +392,8 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 // warnings that qualify them.
 //
 // With K_i the cumulative count known at content chunk i (the chunk's
-// usage.completion_tokens, else N(p_i), the counted tokens of the text of
-// chunks 0…i) and A_i the tokens given to chunks before i:
+// usage.completion_tokens, else the counted tokens of the text of chunks
+// 0…i, from countChunks) and A_i the tokens given to chunks before i:
 //
 //	tokens_i = max(1, K_i − A_i)
 //
@@ -422,10 +422,10 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 		}
 	}
 	var warns []error
-	var counted []int // N(p_i), −1 where unknown; nil without a counter
+	var counted []int // K_i of countChunks, −1 where unknown; nil without a counter
 	if withUsage < n {
 		var err error
-		counted, err = c.countPrefixes(ctx, st)
+		counted, err = c.countChunks(ctx, st)
 		if err != nil {
 			warns = append(warns, fmt.Errorf("%w: counting the text of %d chunks: %w", ErrUnknownTokens, n-withUsage, err))
 			counted = nil
@@ -570,13 +570,59 @@ func apportion(chunks []timing.Chunk, idx []int, ends []int, left int) {
 	}
 }
 
-// countPrefixes returns N(p_i) for every content chunk i, the token count
-// of the text of chunks 0…i, −1 for a chunk whose text was not all kept
-// (past engine.MaxKeptText), or nil when no counter is configured.
-// Counting whole prefixes rather than each chunk alone keeps the merges a
-// tokenizer makes across chunk boundaries; it costs O(n²) in the text
-// length, paid after the stream has ended.
-func (c *Client) countPrefixes(ctx context.Context, st *streamState) ([]int, error) {
+// countContext is how many bytes of the text before a chunk countChunks
+// keeps in the text it counts with the chunk, at least, when the counter
+// cannot say where tokens end: far more than any tokenizer merges across.
+const countContext = 512
+
+// countChunks returns K_i for every content chunk i, the tokens the
+// counter finds in the text of chunks 0…i, −1 for a chunk whose text was
+// not all kept (past engine.MaxKeptText), or nil when no counter is
+// configured. It runs after the stream has ended, and its cost is linear
+// in the text:
+//
+//   - a Counter that is a promptsize.TokenEnder encodes the whole text
+//     once; K_i is the number of its tokens that end within chunks 0…i;
+//   - otherwise (CountText, or a Counter such as a server's /tokenize),
+//     K_i = K_{i−1} + N(text[s:end_i]) − N(text[s:end_{i−1}]), where s is
+//     a chunk boundary at least countContext bytes before end_{i−1}, moved
+//     forward only once the counted text has grown past 2·countContext.
+//     Both counts start at s, so what the tokenizer does at s cancels and
+//     K_i equals N(prefix i) whenever no token or merge reaches back
+//     countContext bytes; with s = 0 (texts under 1 KiB) it is N(prefix i)
+//     exactly. One count per chunk, each of at most about 3·countContext
+//     bytes and the chunk, and one more each time s moves.
+func (c *Client) countChunks(ctx context.Context, st *streamState) ([]int, error) {
+	text := st.text.String()
+	kept := len(st.ends)
+	for kept > 0 && st.ends[kept-1] > len(text) {
+		kept--
+	}
+	if c.opts.CountText == nil {
+		if te, ok := c.opts.Counter.(promptsize.TokenEnder); ok {
+			out := make([]int, len(st.ends))
+			last := 0
+			if kept > 0 {
+				last = st.ends[kept-1]
+			}
+			ends, err := te.TokenEnds(ctx, text[:last], nil)
+			if err != nil {
+				return nil, fmt.Errorf("openai: counting %d bytes of generated text: %w", last, err)
+			}
+			k := 0
+			for i, end := range st.ends {
+				if i >= kept {
+					out[i] = -1
+					continue
+				}
+				for k < len(ends) && ends[k] <= end {
+					k++
+				}
+				out[i] = k
+			}
+			return out, nil
+		}
+	}
 	count := c.opts.CountText
 	if count == nil && c.opts.Counter != nil {
 		ctr := c.opts.Counter
@@ -592,18 +638,40 @@ func (c *Client) countPrefixes(ctx context.Context, st *streamState) ([]int, err
 	if count == nil {
 		return nil, nil
 	}
-	text := st.text.String()
 	out := make([]int, len(st.ends))
+	s, j := 0, 0 // the window's start, a chunk boundary, and the first chunk after it
+	prevN, k := 0, 0
 	for i, end := range st.ends {
-		if end > len(text) {
+		if i >= kept {
 			out[i] = -1
 			continue
 		}
-		n, err := count(ctx, text[:end])
-		if err != nil {
-			return nil, fmt.Errorf("openai: counting %d bytes of generated text: %w", end, err)
+		prevEnd := 0
+		if i > 0 {
+			prevEnd = st.ends[i-1]
 		}
-		out[i] = n
+		if end-s > 2*countContext && prevEnd-s > countContext {
+			ns := s
+			for j < i && st.ends[j] <= prevEnd-countContext {
+				ns = st.ends[j]
+				j++
+			}
+			if ns > s {
+				s = ns
+				n, err := count(ctx, text[s:prevEnd])
+				if err != nil {
+					return nil, fmt.Errorf("openai: counting %d bytes of generated text: %w", prevEnd-s, err)
+				}
+				prevN = n
+			}
+		}
+		n, err := count(ctx, text[s:end])
+		if err != nil {
+			return nil, fmt.Errorf("openai: counting %d bytes of generated text: %w", end-s, err)
+		}
+		k += n - prevN
+		prevN = n
+		out[i] = k
 	}
 	return out, nil
 }

@@ -35,6 +35,7 @@ type encoder struct {
 	pool     sync.Pool // *scratch
 	special  SpecialTokens
 	maxID    int // bound on ids: the tables indexed by id are this long at most
+	tokenLensState
 }
 
 var _ promptsize.Counter = (*Tokenizer)(nil)
