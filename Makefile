@@ -4,10 +4,12 @@ GO ?= go
 # The toolchain every target uses; Go 1.26 fetches it from the module proxy.
 export GOTOOLCHAIN := go1.27.3
 
-.PHONY: test testdata vet unit fuzz bench
+.PHONY: test testdata tidy vet staticcheck unit fuzz bench
 
-# test fetches missing test data, then vets and runs every test with the race detector.
-test: testdata vet unit
+# test fetches missing test data, then runs the gates (go.mod tidy, go vet,
+# staticcheck) and every test with the race detector. Each gate fails the
+# run on its first finding.
+test: testdata tidy vet staticcheck unit
 
 testdata:
 	@bash scripts/testdata.sh
@@ -17,6 +19,22 @@ testdata:
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags hftokenizers ./promptsize/hfcgo/...
+
+# tidy fails when go.mod or go.sum differs from what `go mod tidy` writes
+# (printing the diff): a dependency marked or left wrongly, the tool
+# directive's dependencies included. Run `go mod tidy` to fix it.
+tidy:
+	$(GO) mod tidy -diff
+
+# staticcheck runs the version pinned by go.mod's tool directive, with the
+# default checks and the exceptions written beside the code (//lint:ignore
+# with its reason). It keeps its results in the user cache directory
+# ($XDG_CACHE_HOME or ~/.cache, then staticcheck/; STATICCHECK_CACHE moves
+# it), so a second run rechecks only the packages that changed. Like vet,
+# it also checks the cgo tokenizer backend, which type-checks without linking.
+staticcheck:
+	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags hftokenizers ./promptsize/hfcgo/...
 
 unit:
 	$(GO) test -race -timeout 20m ./...
