@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -31,77 +30,24 @@ func chunkTokens(j int) int {
 	return 1
 }
 
-// paceServer streams chunks on a schedule, one every gap, flushing each,
-// and records the instant each Flush returned, by the request's X-Req.
-type paceServer struct {
-	chunks int
-	gap    time.Duration
-
-	mu      sync.Mutex
-	flushes map[string][]time.Time
-	next    atomic.Int64
-}
-
-// paceID is the response id the openai shape's chunks carry; a request
-// without X-Req gets its own id in its place, so that a client that sets
-// no per-request header (benchkit.Load) finds its flushes by response id.
-const paceID = "chatcmpl-8f1b2c3d4e5f40718293a4b5c6d7e8f9"
-
-func (s *paceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		io.WriteString(w, "{}")
-		return
-	}
-	io.Copy(io.Discard, r.Body)
-	sh := shape(r.Header.Get("X-Shape"))
-	id, ownID := r.Header.Get("X-Req"), false
-	if id == "" && sh == "openai" {
-		id, ownID = "load-"+strconv.FormatInt(s.next.Add(1), 10), true
-	}
-	fl, ok := w.(http.Flusher)
-	if !ok || (sh != "exo" && sh != "openai") {
-		http.Error(w, "need a flusher and X-Shape exo or openai", http.StatusBadRequest)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	start := time.Now()
-	done := 0
-	for j := range s.chunks {
-		time.Sleep(time.Until(start.Add(time.Duration(j+1) * s.gap)))
-		k := chunkTokens(j)
-		done += k
-		ev := sh.chunkEvent(" tok", done, 64, true, j == s.chunks-1)
-		if ownID {
-			ev = strings.Replace(ev, paceID, id, 1)
-		}
-		io.WriteString(w, ev)
-		fl.Flush()
-		at := time.Now()
-		s.mu.Lock() // stored before the next write, so before the client can have read [DONE]
-		s.flushes[id] = append(s.flushes[id], at)
-		s.mu.Unlock()
-		if r.Context().Err() != nil {
-			return
-		}
-	}
-	io.WriteString(w, sh.tail(64, done))
-	fl.Flush()
-}
-
 // runITL compares the client's chunk instants with the server's flush
-// instants, on one clock (one process): TTFT error is the first chunk's
-// client instant − its flush instant; ITL error is each per-token gap of
-// the client's Trace.ITL − the same gap computed from the flush instants
-// with the same token counts.
+// instants: TTFT error is the first chunk's client instant − its flush
+// instant; ITL error is each per-token gap of the client's Trace.ITL − the
+// same gap computed from the flush instants with the same token counts.
+// The server is this binary started again (startPace), so that its
+// goroutines do not share the measuring process's scheduler: in one
+// process the server's flushes of a burst's first chunks ran before any
+// reader was scheduled and the figure measured that. Both processes read
+// CLOCK_REALTIME, the server's instants come back as wall-clock times.
 func runITL(ctx context.Context, cfg config, rep *report) error {
-	ps := &paceServer{chunks: cfg.itlChunks, gap: cfg.itlGap, flushes: map[string][]time.Time{}}
-	srv, err := listen(ps)
+	srv, err := startPace(ctx)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	paceHeader := func(sh shape) http.Header {
+		return http.Header{"X-Shape": {string(sh)}, "X-Chunks": {strconv.Itoa(cfg.itlChunks)}, "X-Gap": {cfg.itlGap.String()}}
+	}
 	maxConc := 0
 	for _, c := range cfg.itlConc {
 		maxConc = max(maxConc, c)
@@ -138,33 +84,35 @@ func runITL(ctx context.Context, cfg config, rep *report) error {
 				}
 				res := concurrency.Burst(ctx, conc, func(ctx context.Context, i int, mark func(time.Time)) (out, error) {
 					id := strconv.FormatInt(nextID.Add(1), 10)
+					h := paceHeader(a.sh)
+					h.Set("X-Req", id)
 					req := engine.Request{Model: "perf", Messages: []engine.Message{{Role: "user", Content: "pace"}},
-						MaxTokens: 1 << 20, Stream: true, Header: http.Header{"X-Shape": {string(a.sh)}, "X-Req": {id}}}
+						MaxTokens: 1 << 20, Stream: true, Header: h}
 					r, err := a.eng.Complete(engine.WithSendHook(ctx, mark), req)
 					return out{id, r}, err
 				}, nil)
 				if res.Failed > 0 {
 					return fmt.Errorf("%s conc=%d: %d of %d streams failed, first: %v", a.sh, conc, res.Failed, conc, firstErr(res.Requests))
 				}
-				ps.mu.Lock()
+				flushes, err := srv.takeFlushes(ctx)
+				if err != nil {
+					return err
+				}
 				for _, r := range res.Requests {
-					fl := ps.flushes[r.Value.id]
-					t, i, err := accuracy(r.Value.res.Trace, fl)
+					t, i, err := accuracy(r.Value.res.Trace, flushes[r.Value.id])
 					if err != nil {
-						ps.mu.Unlock()
 						return fmt.Errorf("%s conc=%d: %w", a.sh, conc, err)
 					}
 					ttft = append(ttft, t)
 					itl = append(itl, i...)
 				}
-				ps.mu.Unlock()
 			}
 			name := fmt.Sprintf("%s, %d stream(s) of %d chunks %v apart", a.sh, conc, cfg.itlChunks, cfg.itlGap)
 			addErrRow(rep, name+": TTFT error", ttft, "")
 			addErrRow(rep, name+": per-token ITL error", itl, "< 1ms")
 		}
 	}
-	return runITLLoad(ctx, cfg, ps, srv.URL, rep)
+	return runITLLoad(ctx, cfg, srv, paceHeader("openai"), rep)
 }
 
 // runITLLoad measures the same errors through benchkit.Load, the code
@@ -174,7 +122,7 @@ func runITL(ctx context.Context, cfg config, rep *report) error {
 // run builds its prompts, prewarms and prepares as serve-load does; a
 // recording wrapper keeps each Result by response id, after Send
 // returns, to compare its trace with the server's flushes.
-func runITLLoad(ctx context.Context, cfg config, ps *paceServer, url string, rep *report) error {
+func runITLLoad(ctx context.Context, cfg config, srv *paceProcess, header http.Header, rep *report) error {
 	n := cfg.itlLoad
 	if n <= 0 {
 		return nil
@@ -191,13 +139,13 @@ func runITLLoad(ctx context.Context, cfg config, ps *paceServer, url string, rep
 		{fmt.Sprintf("--burst %d", n), benchkit.Traffic{Burst: n}, 4},
 		{fmt.Sprintf("--rate inf --max-concurrency %d", n), benchkit.Traffic{Rate: math.Inf(1), NumRequests: 4 * n, MaxConcurrency: n}, 1},
 	} {
-		oa, err := openai.New(url, &openai.Options{MaxBurst: n})
+		oa, err := openai.New(srv.URL, &openai.Options{MaxBurst: n})
 		if err != nil {
 			return err
 		}
 		rec := &recorder{c: oa, res: map[string]engine.Result{}}
 		load := &benchkit.Load{Engine: rec, Model: "perf", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
-			Request: engine.Request{Header: http.Header{"X-Shape": {"openai"}}}}
+			Request: engine.Request{Header: header}}
 		var ttft, itl []time.Duration
 		dialed := 0
 		for range mode.runs {
@@ -211,12 +159,15 @@ func runITLLoad(ctx context.Context, cfg config, ps *paceServer, url string, rep
 				return fmt.Errorf("serve-load %s: %d of %d requests failed: %v", mode.name, run.Summary.Failed, run.Summary.Requests, run.Summary.Warnings)
 			}
 			dialed += run.Summary.Dialed
+			flushes, err := srv.takeFlushes(ctx)
+			if err != nil {
+				oa.CloseIdleConnections()
+				return err
+			}
 			rec.mu.Lock()
-			ps.mu.Lock()
 			for _, row := range run.Requests {
-				t, i, err := accuracy(rec.res[row.ResponseID].Trace, ps.flushes[row.ResponseID])
+				t, i, err := accuracy(rec.res[row.ResponseID].Trace, flushes[row.ResponseID])
 				if err != nil {
-					ps.mu.Unlock()
 					rec.mu.Unlock()
 					oa.CloseIdleConnections()
 					return fmt.Errorf("serve-load %s, response %q: %w", mode.name, row.ResponseID, err)
@@ -224,7 +175,6 @@ func runITLLoad(ctx context.Context, cfg config, ps *paceServer, url string, rep
 				ttft = append(ttft, t)
 				itl = append(itl, i...)
 			}
-			ps.mu.Unlock()
 			rec.mu.Unlock()
 		}
 		oa.CloseIdleConnections()

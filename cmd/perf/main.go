@@ -15,7 +15,8 @@
 //     concurrent loopback streams, with its CPU use;
 //  3. itl: client TTFT and per-token ITL against a loopback server that
 //     records when it flushed each chunk, some chunks carrying several
-//     tokens: error = client instant − server flush instant; then the same
+//     tokens: error = client instant − server flush instant; the server is
+//     this binary started again in a process of its own; then the same
 //     through benchkit.Load (serve-load's code) with 16 streams, as
 //     --burst 16 and as --rate inf --max-concurrency 16;
 //  4. prompt: tokenizer calls and time to build exact prompts with
@@ -45,6 +46,9 @@ import (
 )
 
 func main() {
+	if os.Getenv(paceEnv) != "" {
+		os.Exit(servePace(os.Stdin, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

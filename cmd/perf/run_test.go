@@ -239,3 +239,12 @@ func TestSpeedPick(t *testing.T) {
 		t.Errorf("siTok = %q, want \"410k 1.23M\"", got)
 	}
 }
+
+// TestMain lets the test binary serve as the itl section's pace server
+// process, as the perf binary does: the section starts os.Executable.
+func TestMain(m *testing.M) {
+	if os.Getenv(paceEnv) != "" {
+		os.Exit(servePace(os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
