@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/inferbench/inferbench/concurrency"
@@ -270,6 +271,16 @@ type Load struct {
 	Clock concurrency.Clock
 	// Logger receives debug records; nil logs nothing.
 	Logger *slog.Logger
+	// Segment, when split, sends only this segment's share of the plan
+	// (Segment says which requests); the zero Segment sends all of it.
+	// A split plan needs a shared Nonce, and its cap on requests in
+	// flight is shared out (Segment.Share). See docs/DISTRIBUTED.md.
+	Segment Segment
+	// StartAt, when set, is a start instant shared by every segment: Run
+	// waits for it on the wall clock before the schedule starts, and
+	// every row's offsets are from it (a late start shows in the schedule
+	// lag), its intended instant on the shared timeline in IntendedAt.
+	StartAt time.Time
 }
 
 // LoadRow is one request of a load test. Durations are in seconds;
@@ -341,6 +352,8 @@ type LoadRow struct {
 	// for a request that succeeded.
 	ErrorKind string `json:"error_kind,omitempty"`
 	Error     string `json:"error"`
+	// PlanFields name the plan, the segment and the shared timeline.
+	PlanFields
 }
 
 // Failed reports whether the row records a failed request.
@@ -402,18 +415,26 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	if n == 0 {
 		return LoadRun{}, fmt.Errorf("%w: the schedule of %s within %s holds no request", ErrBadLoad, traffic, traffic.Duration)
 	}
+	if err := l.checkSegment(n, traffic); err != nil {
+		return LoadRun{}, err
+	}
+	// own are the requests of the plan this segment sends (all of them
+	// without a segment); everything below is indexed by plan request.
+	own := l.Segment.norm().Indices(n)
+	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
 	ins, outs := lengths.Draw(n)
-	prompts, err := l.prompts(ctx, runIdx, ins)
+	prompts, err := l.prompts(ctx, runIdx, ins, own)
 	if err != nil {
 		return LoadRun{}, err
 	}
+	plan := l.planFields(runIdx, lengths, traffic, n)
 	// Connections are opened before the schedule starts: a burst's n, an
 	// open loop's min(n, MaxConcurrency) (all n when uncapped), so that no
 	// request of the first wave dials inside its measurement.
 	if pw, ok := l.Engine.(engine.Prewarmer); ok {
-		warm := n
+		warm := len(own)
 		if traffic.Burst == 0 && traffic.MaxConcurrency > 0 {
-			warm = min(n, traffic.MaxConcurrency)
+			warm = min(len(own), traffic.MaxConcurrency)
 		}
 		if err := pw.Prewarm(ctx, warm); err != nil {
 			l.log(ctx, slog.LevelWarn, "prewarm failed; requests may dial inside the measurement", "n", warm, "err", err)
@@ -441,7 +462,7 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	// to prepare is a failed row and is not sent.
 	prepared := make([]engine.Prepared, n)
 	prepErrs := make([]error, n)
-	for i := range n {
+	for _, i := range own {
 		// A failure is that request's row, from send.
 		prepared[i], prepErrs[i] = engine.Prepare(ctx, l.Engine, l.request(prompts[i], outs[i]))
 	}
@@ -450,7 +471,17 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	// measurement, its mark workers taking a core from the readers of
 	// their first chunks. Collect now, before the clock starts.
 	runtime.GC()
-	send := func(_ context.Context, i int, mark func(time.Time)) (engine.Result, error) {
+	if err := l.waitStart(ctx); err != nil {
+		return LoadRun{}, err
+	}
+	var startShift atomic.Int64 // the runner's start − StartAt, ns
+	onStart := func(start time.Time) {
+		if !l.StartAt.IsZero() {
+			startShift.Store(int64(start.Sub(l.StartAt)))
+		}
+	}
+	send := func(_ context.Context, j int, mark func(time.Time)) (engine.Result, error) {
+		i := own[j]
 		if prepErrs[i] != nil {
 			return engine.Result{}, fmt.Errorf("benchkit: preparing request %d: %w", i, prepErrs[i])
 		}
@@ -458,13 +489,18 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	}
 	var run *concurrency.Run[engine.Result]
 	if traffic.Burst > 0 {
-		run = concurrency.StartBurst(ctx, n, send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger})
+		run = concurrency.StartBurst(ctx, len(own), send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger, OnStart: onStart})
 	} else {
+		offs := make([]time.Duration, len(own))
+		for j, i := range own {
+			offs[j] = sched[i]
+		}
 		run = concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{
-			Arrivals:    concurrency.Replay{Offsets: sched},
+			Arrivals:    concurrency.Replay{Offsets: offs},
 			MaxInFlight: traffic.MaxConcurrency,
 			Clock:       l.Clock,
 			Logger:      l.Logger,
+			OnStart:     onStart,
 		}, send)
 	}
 	var rate *float64
@@ -478,8 +514,10 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 		if !q.Dispatched && ctx.Err() != nil && errors.Is(q.Err, ctx.Err()) {
 			continue
 		}
+		q.Index = own[q.Index]
 		row := l.row(q, prompts[q.Index], ins[q.Index], outs[q.Index])
 		row.Run, row.Rate = runIdx, rate
+		l.placeRow(&row, plan, prompts[q.Index], time.Duration(startShift.Load()))
 		if l.OnRow != nil {
 			l.OnRow(row)
 		}
@@ -489,14 +527,14 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	ls := SummarizeLoad(rows, slo)
 	ls.Traffic = traffic.String()
 	ls.RequestRate = rate
-	ls.Scheduled = n
+	ls.Scheduled = len(own)
 	ls.PeakInFlight = sum.PeakInFlight
 	for _, w := range sum.Warnings {
 		ls.Warnings = append(ls.Warnings, w.Error())
 	}
 	if sum.Err != nil {
 		ls.Interrupted = true
-		ls.Warnings = append(ls.Warnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, n))
+		ls.Warnings = append(ls.Warnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(own)))
 		return LoadRun{Summary: ls, Requests: rows}, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 	}
 	return LoadRun{Summary: ls, Requests: rows}, nil
@@ -504,7 +542,7 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 
 // prompts builds one exact prompt per request, salted with the nonce, the
 // run and its index unless NoSalt, before anything is sent.
-func (l *Load) prompts(ctx context.Context, runIdx int, ins []int) ([]promptsize.Prompt, error) {
+func (l *Load) prompts(ctx context.Context, runIdx int, ins, own []int) ([]promptsize.Prompt, error) {
 	if l.Nonce == "" && !l.NoSalt {
 		l.Nonce = promptsize.NewNonce(nil)
 	}
@@ -513,7 +551,8 @@ func (l *Load) prompts(ctx context.Context, runIdx int, ins []int) ([]promptsize
 		return nil, err
 	}
 	ps := make([]promptsize.Prompt, len(ins))
-	for i, pp := range ins {
+	for _, i := range own {
+		pp := ins[i]
 		var p promptsize.Prompt
 		var err error
 		if l.NoSalt {
