@@ -10,6 +10,12 @@
 // the last response. It measures how fast the engine is, not how any one
 // request fares (see serve-load for that).
 //
+// Generated tokens are the server's usage.completion_tokens. A reply that
+// carries no usage is counted, after the run, with the counter the prompts
+// were built with (--tokenizer, the server's /tokenize, or the embedded
+// engine's); its row and the summary then say so in a warning beginning
+// "client-counted completion_tokens" that names the counter.
+//
 // With no flags it measures the embedded simulated engine on 127.0.0.1;
 // its figures are simulated.
 //

@@ -162,7 +162,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	si := benchkit.ProbeServer(ctx, nil, url, benchkit.AuthHeader(*apiKeyEnv), 5*time.Second)
 	prov.Server = &si
-	load := &benchkit.Load{Engine: client, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
+	keeper := newReplyKeeper(client)
+	load := &benchkit.Load{Engine: keeper, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix}
 	fmt.Fprintf(stderr, "offline: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
@@ -172,6 +173,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	meta.Interrupted = ctx.Err() != nil
+	// Replies without usage (offline does not stream) are counted by the
+	// prompts' counter, now that nothing is being measured.
+	countUnreported(context.WithoutCancel(ctx), counter, meta.Tokenizer, keeper, &res)
 	s := res.Summary
 	label := ""
 	if meta.Simulated {

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// replyKeeper is the engine offline sends through: an openai.Client that
+// keeps, by response id, the text of every reply that carried no usage
+// (and no streamed chunks), so that countUnreported can count it after
+// the run, outside the measured window.
+type replyKeeper struct {
+	c *openai.Client
+
+	mu    sync.Mutex
+	texts map[string]string // response id → text of a reply without usage
+	seen  map[string]int    // response id → replies that carried it
+}
+
+func newReplyKeeper(c *openai.Client) *replyKeeper {
+	return &replyKeeper{c: c, texts: map[string]string{}, seen: map[string]int{}}
+}
+
+func (k *replyKeeper) keep(res engine.Result) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.seen[res.ResponseID]++
+	if res.Usage == nil && len(res.Trace.Chunks) == 0 && res.Text != "" {
+		k.texts[res.ResponseID] = res.Text
+	}
+}
+
+// Complete sends req and keeps its reply's text when it carries no usage.
+func (k *replyKeeper) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
+	res, err := k.c.Complete(ctx, req)
+	k.keep(res)
+	return res, err
+}
+
+// Prepare prepares req; its Send keeps the reply's text as Complete does.
+func (k *replyKeeper) Prepare(ctx context.Context, req engine.Request) (engine.Prepared, error) {
+	p, err := k.c.Prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return keptSend{p, k}, nil
+}
+
+// Prewarm opens n connections ahead of the run.
+func (k *replyKeeper) Prewarm(ctx context.Context, n int) error { return k.c.Prewarm(ctx, n) }
+
+type keptSend struct {
+	p engine.Prepared
+	k *replyKeeper
+}
+
+func (s keptSend) Send(ctx context.Context) (engine.Result, error) {
+	res, err := s.p.Send(ctx)
+	s.k.keep(res)
+	return res, err
+}
+
+// warnCounted opens the row warning of a completion count the client
+// made, and the summary's.
+const warnCounted = "client-counted completion_tokens"
+
+// countUnreported gives every completed row whose reply carried no usage
+// (no server count, completion_tokens 0) the count of its text by
+// counter, after the run: the row's completion_tokens become that count,
+// the row and the summary say where it came from (source names the
+// counter), and the summary's token totals and throughputs follow. A row
+// whose response id is empty or shared by several replies cannot be
+// matched to its text and stays at 0, and the summary says so.
+func countUnreported(ctx context.Context, counter promptsize.Counter, source string, k *replyKeeper, run *benchkit.LoadRun) {
+	if counter == nil {
+		return
+	}
+	before := benchkit.SummarizeLoad(run.Requests, timing.SLO{})
+	rows := run.Requests
+	counted, unmatched := 0, 0
+	var firstErr error
+	for i := range rows {
+		r := &rows[i]
+		if r.Failed() || r.ServerPromptTokens != nil || r.CompletionTokens != 0 {
+			continue
+		}
+		k.mu.Lock()
+		text, ok := k.texts[r.ResponseID]
+		unique := k.seen[r.ResponseID] == 1
+		k.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if r.ResponseID == "" || !unique {
+			unmatched++
+			continue
+		}
+		n, err := countText(ctx, counter, text)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		r.CompletionTokens = n
+		// The short-generation check ran on 0 tokens; run it on the count.
+		short := len(r.Warnings)
+		r.Warnings = slices.DeleteFunc(r.Warnings, func(w string) bool {
+			return strings.HasPrefix(w, "short generation: 0 generated,")
+		})
+		if short > len(r.Warnings) && n < r.TGTarget {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("short generation: %d generated, %d asked for", n, r.TGTarget))
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the reply carried no usage; %d tokens counted in its text by %s", warnCounted, n, source))
+		counted++
+	}
+	if counted == 0 && unmatched == 0 && firstErr == nil {
+		return
+	}
+	after := benchkit.SummarizeLoad(rows, timing.SLO{})
+	s := &run.Summary
+	s.TotalOutputTokens, s.OutputThroughput, s.TotalThroughput = after.TotalOutputTokens, after.OutputThroughput, after.TotalThroughput
+	// Replace the summary warnings the counts changed (short generations).
+	s.Warnings = slices.DeleteFunc(s.Warnings, func(w string) bool {
+		return slices.Contains(before.Warnings, w) && !slices.Contains(after.Warnings, w)
+	})
+	for _, w := range after.Warnings {
+		if !slices.Contains(s.Warnings, w) {
+			s.Warnings = append(s.Warnings, w)
+		}
+	}
+	if counted > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %d of %d completed replies carried no usage; their completion_tokens were counted in their text by %s after the run", warnCounted, counted, s.Completed, source))
+	}
+	if unmatched > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d replies carried no usage and a response id that is empty or not unique: their text could not be matched to a row, and their completion_tokens stay 0", unmatched))
+	}
+	if firstErr != nil {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("counting the text of replies without usage failed: %v; their completion_tokens stay 0", firstErr))
+	}
+}
+
+// countText counts generated text with counter: through its token ends
+// when it has them (plain text), else as the difference its chat template
+// makes between an assistant message of text and an empty one.
+func countText(ctx context.Context, counter promptsize.Counter, text string) (int, error) {
+	if te, ok := counter.(promptsize.TokenEnder); ok {
+		ends, err := te.TokenEnds(ctx, text, nil)
+		return len(ends), err
+	}
+	base, err := counter.Count(ctx, []promptsize.Message{{Role: "assistant", Content: ""}})
+	if err != nil {
+		return 0, err
+	}
+	n, err := counter.Count(ctx, []promptsize.Message{{Role: "assistant", Content: text}})
+	if err != nil {
+		return 0, err
+	}
+	return max(0, n-base), nil
+}
