@@ -421,13 +421,15 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	// own are the requests of the plan this segment sends (all of them
 	// without a segment); everything below is indexed by plan request.
 	own := l.Segment.norm().Indices(n)
-	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
 	ins, outs := lengths.Draw(n)
 	prompts, err := l.prompts(ctx, runIdx, ins, own)
 	if err != nil {
 		return LoadRun{}, err
 	}
+	// The plan is the whole one (its cap included); this segment's cap is
+	// its share of it.
 	plan := l.planFields(runIdx, lengths, traffic, n)
+	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
 	// Connections are opened before the schedule starts: a burst's n, an
 	// open loop's min(n, MaxConcurrency) (all n when uncapped), so that no
 	// request of the first wave dials inside its measurement.
