@@ -38,6 +38,10 @@ type LoadMeta struct {
 	// Interrupted is true when the run was stopped early.
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Client is each run's client health (CheckClient); ClientSaturated
+	// is true when any run's client was the bottleneck.
+	Client          []ClientHealth `json:"client_health,omitempty"`
+	ClientSaturated bool           `json:"client_saturated"`
 	// Provenance says where the results came from: the program, the
 	// machine, the command line, the run nonce and the server.
 	Provenance *Provenance `json:"provenance,omitempty"`

@@ -19,6 +19,7 @@ const (
 	ExitOK          = 0   // every request succeeded
 	ExitFailed      = 1   // some requests failed (rows say why), or the run did
 	ExitUsage       = 2   // bad flags: nothing was sent
+	ExitSaturated   = 3   // the client itself was the bottleneck (ErrClientSaturated)
 	ExitInterrupted = 130 // SIGINT or SIGTERM: measured rows were written
 )
 
@@ -42,8 +43,9 @@ func Usagef(format string, args ...any) error {
 // ExitCode maps a program's error to its exit status: nil is ExitOK;
 // a *UsageError, or any error wrapping ErrBadLoad, ErrBadPlan or
 // ErrOutputInUse (checked before anything was sent), is ExitUsage; an error wrapping
-// context.Canceled is ExitInterrupted; anything else, ErrRequestsFailed
-// included, is ExitFailed.
+// context.Canceled is ExitInterrupted; one wrapping ErrClientSaturated
+// (and no failed request) is ExitSaturated; anything else,
+// ErrRequestsFailed included, is ExitFailed.
 func ExitCode(err error) int {
 	var ue *UsageError
 	switch {
@@ -53,6 +55,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
+	case errors.Is(err, ErrClientSaturated) && !errors.Is(err, ErrRequestsFailed):
+		return ExitSaturated
 	}
 	return ExitFailed
 }

@@ -9,11 +9,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -33,7 +35,7 @@ type options struct {
 	seed                                            uint64
 	seeded                                          bool
 	sharedPrefix                                    int
-	stream, noHostInfo                              bool
+	stream, noHostInfo, allowSaturated              bool
 	sloTTFT, sloTPOT, sloITL, sloE2E                float64
 	attainment                                      float64
 	findMaxRate                                     bool
@@ -82,6 +84,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
 	fs.DurationVar(&o.timeout, "timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
+	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.BoolVar(&o.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	var slo timing.SLO
@@ -180,7 +183,17 @@ func traffic(o options) benchkit.Traffic {
 		Duration: o.duration, MaxConcurrency: o.maxConcurrency, Seed: o.seed}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, stdout, stderr, hooks{})
+}
+
+// hooks let tests change what run does: wrap wraps the engine requests go
+// to (a slowed client).
+type hooks struct {
+	wrap func(engine.Engine) engine.Engine
+}
+
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
 	o, rates, slo, err := parse(args, stderr)
 	if err != nil {
 		return err
@@ -315,11 +328,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		SharedPrefix:   o.sharedPrefix,
 	}
 	fmt.Fprintf(stderr, "serve-load: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
+	if h.wrap != nil {
+		load.Engine = h.wrap(load.Engine)
+	}
 	if rowsOut != nil {
 		load.OnRow = rowsOut.add
 	}
 	started := time.Now()
 	meta.Started = started.UTC().Format(time.RFC3339)
+	cpu0, cpuOK := benchkit.ProcessCPU()
 	var runs []benchkit.LoadRun
 	var maxRate *benchkit.MaxRate
 	var runErr error
@@ -349,6 +366,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	meta.Interrupted = ctx.Err() != nil
+	var cpuOverWall *float64
+	if cpu1, ok := benchkit.ProcessCPU(); ok && cpuOK {
+		v := (cpu1 - cpu0).Seconds() / time.Since(started).Seconds()
+		cpuOverWall = &v
+	}
+	for _, r := range runs {
+		ch := benchkit.CheckClient(r, o.maxConcurrency > 0)
+		ch.CPUOverWall = cpuOverWall
+		meta.Client = append(meta.Client, ch)
+		meta.ClientSaturated = meta.ClientSaturated || ch.Saturated
+	}
 	err = report(o, meta, runs, maxRate, slo, stdout, stderr)
 	if rowsOut != nil {
 		err = errors.Join(err, rowsOut.close())
@@ -366,7 +394,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if failed > 0 && !o.findMaxRate {
 		return fmt.Errorf("%w: %d requests", benchkit.ErrRequestsFailed, failed)
 	}
+	if meta.ClientSaturated && !o.allowSaturated {
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, saturationReasons(meta.Client))
+	}
 	return nil
+}
+
+// saturationReasons joins the reasons of the saturated runs.
+func saturationReasons(hs []benchkit.ClientHealth) string {
+	var rs []string
+	for _, h := range hs {
+		if h.Saturated {
+			rs = append(rs, fmt.Sprintf("run %d: %s", h.Run, h.Reason))
+		}
+	}
+	return strings.Join(rs, "; ")
 }
 
 // report writes the results: stdout in the chosen format, the JSON file
@@ -385,6 +427,9 @@ func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate 
 		errs = append(errs, benchkit.WriteLoadMarkdown(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
 	default:
 		errs = append(errs, benchkit.WriteLoadTable(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
+	}
+	if meta.ClientSaturated && o.format != "json" {
+		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", saturationReasons(meta.Client))
 	}
 	if maxRate != nil && o.format != "json" {
 		if maxRate.RateRPS > 0 {

@@ -1,0 +1,160 @@
+package benchkit
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// ErrClientSaturated is wrapped by the error of a program whose load
+// generator could not keep up (ClientHealth.Saturated): its latencies
+// include its own queueing. Programs exit with ExitSaturated unless told
+// to allow it (--allow-saturated).
+var ErrClientSaturated = errors.New("the client was the bottleneck")
+
+// Saturation thresholds: a run's client is saturated when the p99 of its
+// schedule lag (actual − intended send, less any dial) exceeds
+// max(SaturationMinLag, SaturationGapShare × the mean intended gap), or
+// when it sent at less than SaturationMinRateShare of the intended rate.
+// A schedule that sends everything at once (an infinite rate, a burst)
+// has no gap: its bound is max(SaturationMinLag, SaturationSkewPerRequest
+// × n), the dispatch skew of handing n requests to the network.
+//
+// Calibrated with the embedded engine on a shared 2-core machine: 32
+// requests at once lagged 2.4 ms at p99 and 200 lagged 53 ms (bound
+// 100 ms); at 10 requests/s the p50 was 0.9 ms, though one request in 40
+// could lag 28 ms while other work ran; at 5000 requests/s the client
+// achieved 404 requests/s with a p99 lag of 4.4 s.
+const (
+	SaturationMinLag         = 5 * time.Millisecond
+	SaturationGapShare       = 0.10
+	SaturationMinRateShare   = 0.90
+	SaturationSkewPerRequest = 500 * time.Microsecond
+)
+
+// ClientHealth is how well the load generator kept to its schedule in one
+// run. Durations are in seconds.
+type ClientHealth struct {
+	// Run is the run's index in a sweep or search.
+	Run int `json:"run"`
+	// LagP50S, LagP99S and LagMaxS are quantiles of the schedule lag:
+	// when each request's bytes began to go out less when it was meant
+	// to, less the wait for a new connection (a dial is the network's,
+	// not the client's).
+	LagP50S float64 `json:"schedule_lag_p50_s"`
+	LagP99S float64 `json:"schedule_lag_p99_s"`
+	LagMaxS float64 `json:"schedule_lag_max_s"`
+	// LagBoundS is the p99 lag allowed: max(SaturationMinLag,
+	// SaturationGapShare × the mean intended gap), or for everything at
+	// once max(SaturationMinLag, SaturationSkewPerRequest × n).
+	LagBoundS float64 `json:"schedule_lag_bound_s"`
+	// IntendedRate and AchievedRate are the send rates the schedule asked
+	// for and the client kept, (n − 1) / (last − first send), requests/s;
+	// null when the schedule sends everything at once.
+	IntendedRate *float64 `json:"intended_rate"`
+	AchievedRate *float64 `json:"achieved_rate"`
+	// CPUOverWall is the process's CPU time (user + system, getrusage)
+	// over the wall time of the measurement; null where unknown. Near the
+	// number of cores, the client had no CPU to spare.
+	CPUOverWall *float64 `json:"cpu_over_wall,omitempty"`
+	// Capped is true when a concurrency cap held requests back; their lag
+	// is then the server's, and the gate is not applied.
+	Capped bool `json:"capped,omitempty"`
+	// Saturated is true when a threshold was crossed; Reason says which.
+	Saturated bool   `json:"client_saturated"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// CheckClient measures a run's client health from its rows (their
+// intended and actual send offsets and dial waits). capped says a
+// concurrency cap was in force.
+func CheckClient(run LoadRun, capped bool) ClientHealth {
+	var h ClientHealth
+	var lags, intended, sent []float64
+	for _, r := range run.Requests {
+		if r.SendOffsetS == 0 && r.Failed() {
+			continue // never went out
+		}
+		lag := r.SendOffsetS - r.IntendedSendS
+		if r.ConnectS != nil {
+			lag -= *r.ConnectS
+		}
+		lags = append(lags, max(lag, 0))
+		intended = append(intended, r.IntendedSendS)
+		sent = append(sent, r.SendOffsetS)
+	}
+	if len(run.Requests) > 0 {
+		h.Run = run.Requests[0].Run
+	}
+	return checkClient(h, lags, intended, sent, capped)
+}
+
+func checkClient(h ClientHealth, lags, intended, sent []float64, capped bool) ClientHealth {
+	h.Capped = capped
+	if len(lags) == 0 {
+		return h
+	}
+	slices.Sort(lags)
+	slices.Sort(intended)
+	slices.Sort(sent)
+	h.LagP50S, h.LagP99S, h.LagMaxS = quantile(lags, 0.5), quantile(lags, 0.99), lags[len(lags)-1]
+	n := len(intended)
+	span := intended[n-1] - intended[0]
+	meanGap := 0.0
+	if n > 1 {
+		meanGap = span / float64(n-1)
+	}
+	h.LagBoundS = max(SaturationMinLag.Seconds(), SaturationGapShare*meanGap)
+	if span == 0 {
+		h.LagBoundS = max(SaturationMinLag.Seconds(), SaturationSkewPerRequest.Seconds()*float64(n))
+	}
+	if n > 1 && span > 0 {
+		ir := float64(n-1) / span
+		h.IntendedRate = &ir
+		if s := sent[n-1] - sent[0]; s > 0 {
+			ar := float64(n-1) / s
+			h.AchievedRate = &ar
+		}
+	}
+	if capped {
+		return h
+	}
+	switch {
+	case h.LagP99S > h.LagBoundS:
+		h.Saturated = true
+		h.Reason = fmt.Sprintf("schedule lag p99 %.1f ms > %.1f ms (max(%v, %.0f%% of the mean gap %.1f ms))",
+			h.LagP99S*1e3, h.LagBoundS*1e3, SaturationMinLag, SaturationGapShare*100, meanGap*1e3)
+		if span == 0 {
+			h.Reason = fmt.Sprintf("schedule lag p99 %.1f ms > %.1f ms (max(%v, %v × %d requests sent at once))",
+				h.LagP99S*1e3, h.LagBoundS*1e3, SaturationMinLag, SaturationSkewPerRequest, n)
+		}
+	case h.IntendedRate != nil && h.AchievedRate != nil && *h.AchievedRate < SaturationMinRateShare**h.IntendedRate:
+		h.Saturated = true
+		h.Reason = fmt.Sprintf("achieved %.4g requests/s < %.0f%% of the intended %.4g/s", *h.AchievedRate, SaturationMinRateShare*100, *h.IntendedRate)
+	}
+	return h
+}
+
+// quantile is the linearly interpolated p-quantile of sorted xs.
+func quantile(xs []float64, p float64) float64 {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	pos := p * float64(len(xs)-1)
+	i := int(math.Floor(pos))
+	if i >= len(xs)-1 {
+		return xs[len(xs)-1]
+	}
+	f := pos - float64(i)
+	return xs[i]*(1-f) + xs[i+1]*f
+}
+
+// A CPUClock reads the process's CPU time (user + system); ok is false
+// where the platform cannot tell.
+type CPUClock func() (cpu time.Duration, ok bool)
+
+// ProcessCPU is the CPUClock of this process (getrusage where there is
+// one).
+var _ CPUClock = ProcessCPU

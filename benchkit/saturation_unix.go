@@ -1,0 +1,17 @@
+//go:build unix
+
+package benchkit
+
+import (
+	"syscall"
+	"time"
+)
+
+// ProcessCPU returns the process's user + system CPU time (getrusage).
+func ProcessCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine"
+)
+
+// slowClient holds every request back by delay before it is handed to the
+// engine: a load generator that cannot keep up, whatever the machine.
+func slowClient(delay time.Duration) func(engine.Engine) engine.Engine {
+	return func(e engine.Engine) engine.Engine {
+		return engine.Func(func(ctx context.Context, req engine.Request) (engine.Result, error) {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return engine.Result{}, ctx.Err()
+			}
+			return e.Complete(ctx, req)
+		})
+	}
+}
+
+// TestServeLoadSaturationGate: a client slowed by 40 ms a request, at
+// 50 requests/s (a bound of max(5 ms, 10 % of 20 ms)), exits 3 and says
+// why in the table and the results JSON; --allow-saturated exits 0 with
+// the same record; at 2 requests/s (a bound of 50 ms) an unslowed client
+// exits 0.
+func TestServeLoadSaturationGate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rate      string
+		slow      time.Duration
+		allow     bool
+		wantExit  int
+		saturated bool
+	}{
+		{"slowed client", "50", 40 * time.Millisecond, false, benchkit.ExitSaturated, true},
+		{"slowed client allowed", "50", 40 * time.Millisecond, true, benchkit.ExitOK, true},
+		{"easy rate", "2", 0, false, benchkit.ExitOK, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run.json")
+			args := []string{"--rate", tc.rate, "--num-requests", "4", "--pp", "64", "--tg", "2", "--seed", "3", "--json-out", out}
+			if tc.allow {
+				args = append(args, "--allow-saturated")
+			}
+			var h hooks
+			if tc.slow > 0 {
+				h.wrap = slowClient(tc.slow)
+			}
+			var stdout, stderr bytes.Buffer
+			err := runWith(context.Background(), args, &stdout, &stderr, h)
+			if got := benchkit.ExitCode(err); got != tc.wantExit {
+				t.Fatalf("exit %d (%v), want %d\nstdout:\n%s", got, err, tc.wantExit, stdout.String())
+			}
+			doc := readDoc(t, out)
+			if doc.Meta.ClientSaturated != tc.saturated || len(doc.Meta.Client) != 1 {
+				t.Fatalf("results JSON: client_saturated %v, health %+v; want %v", doc.Meta.ClientSaturated, doc.Meta.Client, tc.saturated)
+			}
+			ch := doc.Meta.Client[0]
+			if tc.saturated {
+				if !strings.Contains(ch.Reason, "schedule lag p99") || ch.LagP99S < tc.slow.Seconds() {
+					t.Errorf("reason %q, lag p99 %g s; want the lag, at least the %v delay", ch.Reason, ch.LagP99S, tc.slow)
+				}
+				if !strings.Contains(stdout.String(), "CLIENT SATURATED") {
+					t.Errorf("the table does not say the client was saturated:\n%s", stdout.String())
+				}
+				if !tc.allow && !strings.Contains(err.Error(), "schedule lag p99") {
+					t.Errorf("error %q does not give the reason", err)
+				}
+			} else if strings.Contains(stdout.String(), "CLIENT SATURATED") {
+				t.Errorf("an easy run reported saturation:\n%s", stdout.String())
+			}
+		})
+	}
+}
