@@ -45,6 +45,9 @@ type LoadMeta struct {
 	// Provenance says where the results came from: the program, the
 	// machine, the command line, the run nonce and the server.
 	Provenance *Provenance `json:"provenance,omitempty"`
+	// Segment, when the run sent one segment of a split plan, says which,
+	// from what shared start, and on what clocks (docs/DISTRIBUTED.md).
+	Segment *SegmentHeader `json:"segment,omitempty"`
 }
 
 // A LoadDocument is the results file of a load test. A single run puts

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/inferbench/inferbench/timing"
 )
@@ -44,8 +45,21 @@ type SegmentHeader struct {
 	StartAt string `json:"start_at,omitempty"`
 	// Traffic describes the whole plan's arrivals (Traffic.String).
 	Traffic string `json:"traffic,omitempty"`
+	// MaxConcurrency is the whole plan's cap on requests in flight (0:
+	// none); with a cap the saturation gate is not applied.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
 	// Clock is the host's clocks (ReadClockInfo).
 	Clock ClockInfo `json:"clock"`
+}
+
+// NewSegmentHeader describes segment seg of a plan with traffic, from the
+// shared start startAt (zero: none), on this host's clocks.
+func NewSegmentHeader(seg Segment, startAt time.Time, traffic Traffic) *SegmentHeader {
+	h := &SegmentHeader{Segment: seg.norm(), Traffic: traffic.String(), MaxConcurrency: traffic.MaxConcurrency, Clock: ReadClockInfo()}
+	if !startAt.IsZero() {
+		h.StartAt = startAt.UTC().Format(time.RFC3339Nano)
+	}
+	return h
 }
 
 // A SegmentFile is one rows file to merge: the JSONL a segment wrote
@@ -68,6 +82,9 @@ type MergedSegment struct {
 	Clock *ClockInfo `json:"clock,omitempty"`
 	// Summary is SummarizeUnion of this segment's rows alone.
 	Summary LoadSummary `json:"summary"`
+	// Client is the saturation gate (CheckClient) of this segment's
+	// rows: whether its host kept to its share of the schedule.
+	Client ClientHealth `json:"client"`
 }
 
 // A MergedLoad is the one result of a plan run as segments: every figure
@@ -82,6 +99,11 @@ type MergedLoad struct {
 	// (never averages of the segments'), throughput and goodput over the
 	// union's window, from the shared start to the last response.
 	Summary LoadSummary `json:"summary"`
+	// Client is the saturation gate over every row, on the shared
+	// timeline (a segment that started late lags in it); Saturated is
+	// true when it or any segment's gate tripped.
+	Client    ClientHealth `json:"client"`
+	Saturated bool         `json:"client_saturated"`
 	// PerSegment summarises each segment alone, by segment index.
 	PerSegment []MergedSegment `json:"per_segment"`
 	// Requests are the rows of every segment by plan index.
@@ -158,9 +180,15 @@ type segmentRunHeader struct {
 // a warning; any other line that is not a row of a plan (no plan_hash),
 // or a row whose plan, segment or shared start differs from the rows
 // before it in the same run, is an error wrapping ErrSegmentRows that
-// names the file and line.
+// names the file and line. A results document (--json-out, indented JSON
+// whose first line is "{") is read as one run: its requests, and every
+// run's under "runs".
 func readSegmentRuns(name string, r io.Reader) (runs []segmentRun, warnings []string, err error) {
-	sc := bufio.NewScanner(r)
+	br := bufio.NewReaderSize(r, 64<<10)
+	if head, _ := br.Peek(3); bytes.HasPrefix(head, []byte("{\n")) || bytes.HasPrefix(head, []byte("{\r\n")) {
+		return readSegmentDocument(name, br)
+	}
+	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
 	var cur *segmentRun
 	var bad error // a bad line, an error unless it was the last
@@ -188,28 +216,13 @@ func readSegmentRuns(name string, r io.Reader) (runs []segmentRun, warnings []st
 			bad = fmt.Errorf("%w: %s line %d is neither a run header nor a row: %v", ErrSegmentRows, name, lineNo, err)
 			continue
 		}
-		if row.PlanHash == "" {
-			return nil, nil, fmt.Errorf("%w: %s line %d: a row without plan_hash (not a load row, or written before rows named their plan)", ErrSegmentRows, name, lineNo)
-		}
-		if row.Index < 0 || row.PlanRequests < 1 || row.Index >= row.PlanRequests {
-			return nil, nil, fmt.Errorf("%w: %s line %d: request %d of a plan of %d requests", ErrSegmentRows, name, lineNo, row.Index, row.PlanRequests)
-		}
-		if !row.Segment.Owns(row.Index) {
-			return nil, nil, fmt.Errorf("%w: %s line %d: request %d is not segment %s's (request k goes in segment k mod %d)", ErrSegmentRows, name, lineNo, row.Index, row.Segment, row.Segment.Count)
-		}
 		if cur == nil {
 			runs = append(runs, segmentRun{file: name, line: lineNo})
 			cur = &runs[len(runs)-1]
 		}
-		if len(cur.rows) > 0 {
-			f := cur.rows[0]
-			if row.PlanHash != f.PlanHash || row.Segment != f.Segment || row.StartAt != f.StartAt || row.PlanRequests != f.PlanRequests {
-				return nil, nil, fmt.Errorf("%w: %s line %d: a row of plan %s, segment %s, start %q follows rows of plan %s, segment %s, start %q in the same run (line %d)",
-					ErrSegmentRows, name, lineNo, short(row.PlanHash), row.Segment, row.StartAt, short(f.PlanHash), f.Segment, f.StartAt, cur.lines[0])
-			}
+		if err := cur.add(row, fmt.Sprintf("%s line %d", name, lineNo), lineNo); err != nil {
+			return nil, nil, err
 		}
-		cur.rows = append(cur.rows, row)
-		cur.lines = append(cur.lines, lineNo)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%w: read %s: %v", ErrSegmentRows, name, err)
@@ -218,6 +231,51 @@ func readSegmentRuns(name string, r io.Reader) (runs []segmentRun, warnings []st
 		warnings = append(warnings, fmt.Sprintf("%s: the last line was cut short (a run killed mid-write?) and is left out", name))
 	}
 	return runs, warnings, nil
+}
+
+// readSegmentDocument reads a results document as one run.
+func readSegmentDocument(name string, r io.Reader) ([]segmentRun, []string, error) {
+	var doc LoadDocument
+	dec := json.NewDecoder(io.LimitReader(r, 16*maxLineBytes))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s is not a results document: %v", ErrSegmentRows, name, err)
+	}
+	run := segmentRun{file: name, line: 1, header: &segmentRunHeader{Segment: doc.Meta.Segment}}
+	if doc.Meta.Provenance != nil {
+		run.header.Host = doc.Meta.Provenance.Host
+	}
+	rows := doc.Requests
+	for _, lr := range doc.Runs {
+		rows = append(rows, lr.Requests...)
+	}
+	for i, row := range rows {
+		if err := run.add(row, fmt.Sprintf("%s request %d", name, i+1), i+1); err != nil {
+			return nil, nil, err
+		}
+	}
+	return []segmentRun{run}, nil, nil
+}
+
+// add checks row, found at where, and appends it to the run.
+func (cur *segmentRun) add(row LoadRow, where string, line int) error {
+	switch {
+	case row.PlanHash == "":
+		return fmt.Errorf("%w: %s: a row without plan_hash (not a load row, or written before rows named their plan)", ErrSegmentRows, where)
+	case row.Index < 0 || row.PlanRequests < 1 || row.Index >= row.PlanRequests:
+		return fmt.Errorf("%w: %s: request %d of a plan of %d requests", ErrSegmentRows, where, row.Index, row.PlanRequests)
+	case !row.Segment.Owns(row.Index):
+		return fmt.Errorf("%w: %s: request %d is not segment %s's (request k goes in segment k mod %d)", ErrSegmentRows, where, row.Index, row.Segment, row.Segment.Count)
+	}
+	if len(cur.rows) > 0 {
+		f := cur.rows[0]
+		if row.PlanHash != f.PlanHash || row.Segment != f.Segment || row.StartAt != f.StartAt || row.PlanRequests != f.PlanRequests {
+			return fmt.Errorf("%w: %s: a row of plan %s, segment %s, start %q follows rows of plan %s, segment %s, start %q in the same run (line %d)",
+				ErrSegmentRows, where, short(row.PlanHash), row.Segment, row.StartAt, short(f.PlanHash), f.Segment, f.StartAt, cur.lines[0])
+		}
+	}
+	cur.rows = append(cur.rows, row)
+	cur.lines = append(cur.lines, line)
+	return nil
 }
 
 // short abbreviates a plan hash for messages.
@@ -298,6 +356,12 @@ func MergeSegments(files []SegmentFile, slo timing.SLO) (MergedLoad, error) {
 		return MergedLoad{}, fmt.Errorf("%w: segment %s of %d has no rows in the files given (%d files)", ErrMissingSegment, strings.Join(missing, ", "), count, len(files))
 	}
 
+	capped := false
+	for _, r := range bySeg {
+		if h := r.header; h != nil && h.Segment != nil && h.Segment.MaxConcurrency > 0 {
+			capped = true
+		}
+	}
 	n := first.PlanRequests
 	seen := make([]int, n) // line+1 of the row of each request
 	m := MergedLoad{PlanHash: first.PlanHash, Segments: count, StartAt: first.StartAt}
@@ -318,6 +382,8 @@ func MergeSegments(files []SegmentFile, slo timing.SLO) (MergedLoad, error) {
 				ms.Summary.Traffic = h.Segment.Traffic
 			}
 		}
+		ms.Client = CheckClient(LoadRun{Requests: r.rows}, capped)
+		m.Saturated = m.Saturated || ms.Client.Saturated
 		m.PerSegment = append(m.PerSegment, ms)
 		m.Requests = append(m.Requests, r.rows...)
 	}
@@ -325,6 +391,8 @@ func MergeSegments(files []SegmentFile, slo timing.SLO) (MergedLoad, error) {
 	m.Summary = SummarizeUnion(m.Requests, slo)
 	m.Summary.Scheduled = n
 	m.Summary.Traffic = m.PerSegment[0].Summary.Traffic
+	m.Client = CheckClient(LoadRun{Requests: m.Requests}, capped)
+	m.Saturated = m.Saturated || m.Client.Saturated
 	if len(m.Requests) < n {
 		m.Summary.Interrupted = true
 		warnings = append(warnings, fmt.Sprintf("%d of the plan's %d requests have no row: a segment was interrupted or its file is cut", n-len(m.Requests), n))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -205,4 +206,50 @@ func FuzzReadSegmentRuns(f *testing.F) {
 		}
 		_, _ = MergeSegments([]SegmentFile{{Name: "fuzz", R: bytes.NewReader(data)}}, timing.SLO{})
 	})
+}
+
+// TestMergeDocuments checks that results documents (--json-out) merge
+// like rows files, with the host from their provenance.
+func TestMergeDocuments(t *testing.T) {
+	var docs [][]byte
+	for i := range 2 {
+		seg := Segment{i, 2}
+		rows := synthRows("p", seg, 5, func(int) float64 { return 0.3 })
+		meta := LoadMeta{Tool: "inferbench", Provenance: &Provenance{Host: fmt.Sprintf("node-%d", i)}, Segment: NewSegmentHeader(seg, time.Time{}, Traffic{Burst: 5})}
+		var b bytes.Buffer
+		if err := WriteLoadJSON(&b, NewLoadDocument(meta, []LoadRun{{Summary: SummarizeLoad(rows, timing.SLO{}), Requests: rows}}, nil)); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, b.Bytes())
+	}
+	m, err := MergeSegments(files(docs...), timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Summary.Requests != 5 || m.PerSegment[1].Host != "node-1" || m.Summary.Traffic != "burst(n=5)" || m.PerSegment[0].Clock == nil || m.PerSegment[0].Clock.Monotonic == "" {
+		t.Errorf("merged %d requests, host %q, traffic %q, clock %+v", m.Summary.Requests, m.PerSegment[1].Host, m.Summary.Traffic, m.PerSegment[0].Clock)
+	}
+	if _, err := MergeSegments(files(docs[0]), timing.SLO{}); !errors.Is(err, ErrMissingSegment) || !strings.Contains(err.Error(), "segment 1/2") {
+		t.Errorf("one document of two: %v; want segment 1/2 missing", err)
+	}
+}
+
+// TestMergeSaturationPerSegment checks the saturation gate per segment
+// and over the union: a segment whose requests all left a second late
+// trips both.
+func TestMergeSaturationPerSegment(t *testing.T) {
+	ttft := func(int) float64 { return 0.1 }
+	late := synthRows("p", Segment{1, 2}, 40, ttft)
+	for i := range late {
+		late[i].SendOffsetS += 1
+		late[i].DoneS += 1
+	}
+	m, err := MergeSegments(files(jsonlOf(t, "a", synthRows("p", Segment{0, 2}, 40, ttft)), jsonlOf(t, "b", late)), timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.PerSegment[0].Client.Saturated || !m.PerSegment[1].Client.Saturated || !m.Client.Saturated || !m.Saturated {
+		t.Errorf("gates: segment 0 %v, segment 1 %v, union %v (%s), merge %v; want false, true, true, true",
+			m.PerSegment[0].Client.Saturated, m.PerSegment[1].Client.Saturated, m.Client.Saturated, m.Client.Reason, m.Saturated)
+	}
 }

@@ -171,6 +171,9 @@ type RunHeader struct {
 	Started string `json:"started"`
 	// Provenance, when set, says where the rows come from.
 	Provenance *Provenance `json:"provenance,omitempty"`
+	// Segment, when the run sent one segment of a split plan, says which,
+	// from what shared start, and on what clocks (docs/DISTRIBUTED.md).
+	Segment *SegmentHeader `json:"segment,omitempty"`
 }
 
 // runHeaderLine is a RunHeader's line.
