@@ -273,7 +273,9 @@ func TestServeLoadServerRestarted(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var stdout, stderr bytes.Buffer
-		done <- run(context.Background(), []string{"--base-url", srv.VLLMURL, "--model", srv.Model(),
+		// --allow-saturated: a restart, not the client's schedule, is
+		// under test (a loaded machine may lag a send past the gate).
+		done <- run(context.Background(), []string{"--allow-saturated", "--base-url", srv.VLLMURL, "--model", srv.Model(),
 			"--pp", "40", "--tg", "4", "--num-requests", "12", "--rate", "10", "--seed", "1",
 			"--jsonl", jsonl, "--json-out", filepath.Join(dir, "out.json")}, &stdout, &stderr)
 	}()

@@ -188,9 +188,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // hooks let tests change what run does: wrap wraps the engine requests go
-// to (a slowed client).
+// to (a slowed client); clock, when set, is the schedule's clock (a fake
+// one makes every send exactly punctual).
 type hooks struct {
-	wrap func(engine.Engine) engine.Engine
+	wrap  func(engine.Engine) engine.Engine
+	clock concurrency.Clock
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
@@ -330,6 +332,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	fmt.Fprintf(stderr, "serve-load: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
 	if h.wrap != nil {
 		load.Engine = h.wrap(load.Engine)
+	}
+	if h.clock != nil {
+		load.Clock = h.clock
 	}
 	if rowsOut != nil {
 		load.OnRow = rowsOut.add
