@@ -355,3 +355,25 @@ func (l *Load) waitStart(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ResolveSplit reads a program's split flags: --segment (segFlag, "i/N"),
+// --segments (count, with the index from JOB_COMPLETION_INDEX; see
+// SegmentFromEnv, which getenv is handed to) and --start-at (startAt,
+// RFC 3339). A split plan needs seeded (--seed given): the run nonce in
+// every prompt is then drawn from the seed, so every segment sends the
+// prompts the one plan holds; without it each segment would draw a nonce
+// of its own. Each error wraps ErrBadSegment.
+func ResolveSplit(segFlag string, count int, startAt string, seeded bool, getenv func(string) string) (Segment, time.Time, error) {
+	seg, err := SegmentFromEnv(segFlag, count, getenv)
+	if err != nil {
+		return Segment{}, time.Time{}, err
+	}
+	at, err := ParseStartAt(startAt)
+	if err != nil {
+		return Segment{}, time.Time{}, err
+	}
+	if seg.Split() && !seeded {
+		return Segment{}, time.Time{}, fmt.Errorf("%w: segment %s needs --seed: every segment must draw the same lengths, schedule and run nonce", ErrBadSegment, seg)
+	}
+	return seg, at, nil
+}

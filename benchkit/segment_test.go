@@ -310,3 +310,20 @@ func TestPlanHash(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveSplit(t *testing.T) {
+	none := func(string) string { return "" }
+	seg, at, err := ResolveSplit("1/4", 0, "2026-05-01T12:00:00Z", true, none)
+	if err != nil || seg != (Segment{1, 4}) || !at.Equal(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)) {
+		t.Errorf("ResolveSplit = %v, %v, %v", seg, at, err)
+	}
+	if _, _, err := ResolveSplit("1/4", 0, "", false, none); !errors.Is(err, ErrBadSegment) || !strings.Contains(err.Error(), "--seed") {
+		t.Errorf("a split without --seed: %v; want ErrBadSegment naming --seed", err)
+	}
+	if _, _, err := ResolveSplit("", 0, "noon", true, none); !errors.Is(err, ErrBadSegment) {
+		t.Errorf("a bad --start-at: %v", err)
+	}
+	if seg, _, err := ResolveSplit("", 0, "", false, none); err != nil || seg.Split() {
+		t.Errorf("no split: %v, %v", seg, err)
+	}
+}

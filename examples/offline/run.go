@@ -34,6 +34,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
 	noHostInfo := fs.Bool("no-host-info", false, "leave the host name out of the results file")
 	timeout := fs.Duration("timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
+	segment := fs.String("segment", "", "send only segment i/N of the plan: request k when k mod N = i (needs --seed; docs/DISTRIBUTED.md)")
+	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+	startAt := fs.String("start-at", "", "release the requests at this RFC 3339 wall time, shared by every segment")
 	if err := fs.Parse(args); err != nil {
 		return &benchkit.UsageError{Err: err}
 	}
@@ -60,6 +63,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
+	seg, start, err := benchkit.ResolveSplit(*segment, *segments, *startAt, seeded, nil)
+	if err != nil {
+		return &benchkit.UsageError{Err: err}
+	}
+	if seg.Split() || !start.IsZero() {
+		meta.Segment = benchkit.NewSegmentHeader(seg, start, traffic)
+	}
 	var secret string
 	if *apiKeyEnv != "" {
 		secret = os.Getenv(*apiKeyEnv)
@@ -164,7 +174,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	prov.Server = &si
 	keeper := newReplyKeeper(client)
 	load := &benchkit.Load{Engine: keeper, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
-		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix}
+		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start}
+	if seg.Split() || !start.IsZero() {
+		fmt.Fprintf(stderr, "offline: segment %s of the plan, shared start %s\n", seg, meta.Segment.StartAt)
+	}
 	fmt.Fprintf(stderr, "offline: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	res, runErr := load.Run(ctx, lengths, traffic, timing.SLO{})
