@@ -42,6 +42,7 @@ type options struct {
 	searchStart, searchMax, searchFactor, searchTol float64
 	jsonOut, jsonl, format, plotPath                string
 	timeout, grace                                  time.Duration
+	split                                           splitFlags
 }
 
 // parse reads and checks every flag; it returns a *benchkit.UsageError
@@ -87,6 +88,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.BoolVar(&o.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
+	addSplitFlags(fs, &o.split)
 	var slo timing.SLO
 	if err := fs.Parse(args); err != nil {
 		return o, nil, slo, &benchkit.UsageError{Err: err}
@@ -157,6 +159,9 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 			return o, nil, slo, benchkit.Usagef("--sim-preset: %v", err)
 		}
 	}
+	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate); err != nil {
+		return o, nil, slo, err
+	}
 	if o.findMaxRate {
 		rates = nil
 	}
@@ -184,6 +189,9 @@ func traffic(o options) benchkit.Traffic {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "merge" {
+		return runMerge(ctx, args[1:], stdout, stderr)
+	}
 	return runWith(ctx, args, stdout, stderr, hooks{})
 }
 
@@ -312,7 +320,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	// header; nothing has been sent yet.
 	var rowsOut *jsonlFile
 	if o.jsonl != "" {
-		if rowsOut, err = appendJSONL(o.jsonl, prov, o.noHostInfo); err != nil {
+		if rowsOut, err = appendJSONL(o.jsonl, prov, o.noHostInfo, o.split.header(traffic(o), rates)); err != nil {
 			return &benchkit.UsageError{Err: err}
 		}
 		defer rowsOut.close()
@@ -328,6 +336,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		Simulated:      meta.Simulated,
 		Nonce:          prov.Nonce,
 		SharedPrefix:   o.sharedPrefix,
+		Segment:        o.split.seg,
+		StartAt:        o.split.start,
+	}
+	if meta.Segment = o.split.header(traffic(o), rates); meta.Segment != nil {
+		fmt.Fprintf(stderr, "serve-load: segment %s of the plan, shared start %q\n", o.split.seg, meta.Segment.StartAt)
 	}
 	fmt.Fprintf(stderr, "serve-load: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
 	if h.wrap != nil {
@@ -507,8 +520,9 @@ type jsonlFile struct {
 	err error
 }
 
-func appendJSONL(path string, prov *benchkit.Provenance, noHost bool) (*jsonlFile, error) {
+func appendJSONL(path string, prov *benchkit.Provenance, noHost bool, seg *benchkit.SegmentHeader) (*jsonlFile, error) {
 	h := benchkit.NewRunHeader("serve-load")
+	h.Segment = seg
 	h.Provenance = prov
 	if noHost {
 		h.Host = ""

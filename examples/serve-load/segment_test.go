@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// readSegmentRows reads the rows of a --jsonl file, skipping its run header.
+func readSegmentRows(t *testing.T, path string) (rows []benchkit.LoadRow, header benchkit.RunHeader) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		if h, ok := benchkit.ParseRunHeader(sc.Bytes()); ok {
+			header = h
+			continue
+		}
+		var r benchkit.LoadRow
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, header
+}
+
+// TestSegmentsAsProcesses runs one plan as one serve-load and as four
+// (--segment i/4, one --start-at) against one embedded engine, then
+// `serve-load merge`s the four rows files: the union of the schedules is
+// the single schedule request for request (intended instants, lengths,
+// prompt hashes), and the merged summary is the summary of the union of
+// rows. Merging three of the four, or one twice, exits 2 naming the
+// segment.
+func TestSegmentsAsProcesses(t *testing.T) {
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	slo := timing.SLO{TTFT: time.Minute}
+	plan := []string{"--base-url", srv.VLLMURL, "--model", srv.Model(), "--input-len", "80", "--output-len", "5", "--range-ratio", "0.5",
+		"--rate", "300", "--burstiness", "0.7", "--num-requests", "20", "--seed", "5", "--slo-ttft", "60000", "--allow-saturated", "--format", "json"}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	single := filepath.Join(dir, "single.jsonl")
+	var stderr bytes.Buffer
+	if err := run(ctx, append(append([]string{}, plan...), "--jsonl", single), &bytes.Buffer{}, &stderr); err != nil {
+		t.Fatalf("single: %v\n%s", err, stderr.String())
+	}
+	start := time.Now().Add(100 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	paths := make([]string, 4)
+	errs := make([]error, 4)
+	logs := make([]bytes.Buffer, 4)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("rows-%d.jsonl", i))
+		args := append(append([]string{}, plan...), "--segment", fmt.Sprintf("%d/4", i), "--start-at", start, "--jsonl", paths[i])
+		wg.Go(func() { errs[i] = run(ctx, args, &bytes.Buffer{}, &logs[i]) })
+	}
+	wg.Wait()
+	var union []benchkit.LoadRow
+	for i := range 4 {
+		if errs[i] != nil {
+			t.Fatalf("segment %d: %v\n%s", i, errs[i], logs[i].String())
+		}
+		rows, h := readSegmentRows(t, paths[i])
+		if h.Segment == nil || h.Segment.Segment != (benchkit.Segment{Index: i, Count: 4}) || h.Segment.StartAt == "" || h.Segment.Clock.Monotonic == "" || h.Host == "" {
+			t.Errorf("segment %d's run header: host %q, segment %+v", i, h.Host, h.Segment)
+		}
+		union = append(union, rows...)
+	}
+	singleRows, _ := readSegmentRows(t, single)
+	type planned struct {
+		Intended   float64
+		PP, TG     int
+		Prompt     string
+		Plan       string
+		Segment    int
+		IntendedAt bool
+	}
+	key := func(rows []benchkit.LoadRow, split bool) map[int]planned {
+		m := map[int]planned{}
+		for _, r := range rows {
+			p := planned{Intended: r.IntendedSendS, PP: r.PPTarget, TG: r.TGTarget, Prompt: r.PromptSHA256, Plan: r.PlanHash, IntendedAt: r.IntendedAt != ""}
+			if split {
+				p.Segment, p.IntendedAt = r.Segment.Index-r.Index%4, !p.IntendedAt // 0 and false when right
+			}
+			m[r.Index] = p
+		}
+		return m
+	}
+	if len(singleRows) != 20 || len(union) != 20 {
+		t.Fatalf("%d single rows, %d segment rows; want 20 each", len(singleRows), len(union))
+	}
+	if diff := cmp.Diff(key(singleRows, false), key(union, true)); diff != "" {
+		t.Errorf("the union of the segments is not the single schedule (-single +segments):\n%s", diff)
+	}
+
+	var out bytes.Buffer
+	mergedPath := filepath.Join(dir, "merged.json")
+	if err := run(ctx, append([]string{"merge", "--slo-ttft", "60000", "--allow-saturated", "--format", "json", "--json-out", mergedPath}, paths...), &out, &stderr); err != nil {
+		t.Fatalf("merge: %v\n%s", err, stderr.String())
+	}
+	var m benchkit.MergedLoad
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := benchkit.SummarizeUnion(union, slo)
+	want.Scheduled, want.Traffic = 20, "gamma(rate=300/s, burstiness=0.7)"
+	// JSON drops the summary's zero-length slices to null and back.
+	want.Warnings = append([]string(nil), want.Warnings...)
+	if diff := cmp.Diff(want, m.Summary); diff != "" {
+		t.Errorf("merged summary differs from the union's (-union +merged):\n%s", diff)
+	}
+	if b, err := os.ReadFile(mergedPath); err != nil || !bytes.Equal(b, out.Bytes()) {
+		t.Errorf("--json-out differs from stdout's JSON (%v)", err)
+	}
+
+	for name, c := range map[string]struct {
+		files []string
+		want  string
+	}{
+		"missing":    {[]string{paths[0], paths[1], paths[3]}, "segment 2/4"},
+		"duplicated": {[]string{paths[0], paths[1], paths[2], paths[3], paths[1]}, "segment 1/4 appears twice"},
+		"other plan": {[]string{paths[0], paths[1], paths[2], single}, "single.jsonl"},
+	} {
+		err := run(ctx, append([]string{"merge"}, c.files...), &bytes.Buffer{}, &bytes.Buffer{})
+		if code := benchkit.ExitCode(err); code != benchkit.ExitUsage || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("merge %s: %v (exit %d); want exit 2 naming %q", name, err, code, c.want)
+		}
+	}
+}
+
+// TestSegmentFlagsRefused checks the split flags' usage errors: no seed,
+// a sweep, a bad start or segment.
+func TestSegmentFlagsRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--segment", "1/2"}, "--seed"},
+		{[]string{"--segment", "1/2", "--seed", "1", "--rate", "1,2"}, "one --rate"},
+		{[]string{"--segment", "2/2", "--seed", "1"}, "segment 2/2"},
+		{[]string{"--start-at", "tomorrow"}, "RFC 3339"},
+		{[]string{"--segments", "3", "--seed", "1"}, "JOB_COMPLETION_INDEX"},
+	} {
+		_, _, _, err := parse(c.args, &bytes.Buffer{})
+		if benchkit.ExitCode(err) != benchkit.ExitUsage || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("parse(%q) = %v; want a usage error naming %q", c.args, err, c.want)
+		}
+	}
+}
