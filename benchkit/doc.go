@@ -13,4 +13,7 @@
 //
 //	br, err := benchkit.SendPrompts(ctx, eng, model, tg, prompts, nil)
 //	// br.Requests[i].Metrics.TTFT, br.Skew.Max, br.Stats.ThroughputTPS
+//
+// exo's prefill/decode disaggregation benchmark, built on the Runner, is
+// package benchkit/disagg.
 package benchkit

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/disagg"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -280,7 +281,7 @@ func (c *config) validate() error {
 	case c.prefill.node != "" && c.prefill.node == c.decode.node:
 		return benchkit.Usagef("--prefill-node and --decode-node both name %q: the two instances need different nodes", c.prefill.node)
 	}
-	if err := benchkit.CheckDisaggPlan(c.plan()); err != nil {
+	if err := disagg.CheckPlan(c.plan()); err != nil {
 		return &benchkit.UsageError{Err: err}
 	}
 	return nil
@@ -405,9 +406,9 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		return &benchkit.UsageError{Err: err}
 	}
 
-	pair, err := benchkit.SelectDisaggPair(ctx, client,
-		benchkit.DisaggSide{Card: prefillCard, Node: c.prefill.node, Filter: c.prefill.filter},
-		benchkit.DisaggSide{Card: decodeCard, Node: c.decode.node, Filter: c.decode.filter},
+	pair, err := disagg.SelectPair(ctx, client,
+		disagg.Side{Card: prefillCard, Node: c.prefill.node, Filter: c.prefill.filter},
+		disagg.Side{Card: decodeCard, Node: c.decode.node, Filter: c.decode.filter},
 		seconds(c.settle))
 	if err != nil {
 		return err
@@ -417,9 +418,9 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		fmt.Fprintf(stdout, "DECODE:  %s\n", pair.Describe("decode"))
 		fmt.Fprintf(stdout, "LINK:    would link prefill instance %s to decode instance %s ({\"prefill_instances\": [%q], \"decode_instances\": [%q]})\n",
 			pair.Prefill.Instance.ID, pair.Decode.Instance.ID, pair.Prefill.Instance.ID, pair.Decode.Instance.ID)
-		phases := benchkit.PhaseDisaggregated
+		phases := disagg.PhaseDisaggregated
 		if c.compareBaseline {
-			phases = strings.Join([]string{benchkit.PhasePrefillAlone, benchkit.PhaseDisaggregated, benchkit.PhaseDecodeAlone}, ", ")
+			phases = strings.Join([]string{disagg.PhasePrefillAlone, disagg.PhaseDisaggregated, disagg.PhaseDecodeAlone}, ", ")
 		}
 		fmt.Fprintf(stdout, "dry run: nothing created; a run would measure %s with pp=%s tg=%s\n", phases, c.pp.String(), c.tg.String())
 		return nil
@@ -427,20 +428,20 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	logger.Info("PREFILL: " + pair.Describe("prefill"))
 	logger.Info("DECODE: " + pair.Describe("decode"))
 
-	d := &benchkit.Disagg{
+	d := &disagg.Benchmark{
 		Client: client, Pair: pair, CompareBaseline: c.compareBaseline, NoProbe: c.noProbe, Settle: seconds(c.settle),
 		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
 		Runner:      benchkit.Runner{Builder: builder, Simulated: c.embedded, Logger: logger},
 		Logger:      logger,
 	}
-	meta := benchkit.DisaggMeta{
+	meta := disagg.Meta{
 		Tool: "inferbench prefill-decode", Engine: "exo", BaseURL: base, Simulated: c.embedded, Preset: presetName,
 		Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"), Tokenizer: tokenizerNote,
 		Plan: plan, CompareBaseline: c.compareBaseline, Started: time.Now().UTC().Format(time.RFC3339),
 	}
 	res, runErr := d.Run(ctx, plan)
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
-	doc := benchkit.NewDisaggDocument(meta, res)
+	doc := disagg.NewDocument(meta, res)
 	if err := writeOutputs(c, doc, stdout, stderr); err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -462,10 +463,10 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	return nil
 }
 
-func writeOutputs(c *config, doc benchkit.DisaggDocument, stdout, stderr io.Writer) error {
+func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) error {
 	var errs []error
 	if c.jsonOut != "" && !c.stdout {
-		if err := writeFile(c.jsonOut, func(w io.Writer) error { return benchkit.WriteDisaggJSON(w, doc) }); err != nil {
+		if err := writeFile(c.jsonOut, func(w io.Writer) error { return disagg.WriteJSON(w, doc) }); err != nil {
 			errs = append(errs, err)
 		} else {
 			fmt.Fprintf(stderr, "prefill-decode: results: %s\n", c.jsonOut)
@@ -473,9 +474,9 @@ func writeOutputs(c *config, doc benchkit.DisaggDocument, stdout, stderr io.Writ
 	}
 	switch {
 	case c.stdout || c.format == "json":
-		errs = append(errs, benchkit.WriteDisaggJSON(stdout, doc))
+		errs = append(errs, disagg.WriteJSON(stdout, doc))
 	default:
-		errs = append(errs, benchkit.WriteDisaggTable(stdout, doc, c.format == "md"))
+		errs = append(errs, disagg.WriteTable(stdout, doc, c.format == "md"))
 	}
 	return errors.Join(errs...)
 }

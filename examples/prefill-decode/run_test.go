@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/disagg"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 )
@@ -72,13 +73,13 @@ func assertClean(t *testing.T, s *sim.Server) {
 	}
 }
 
-func readDoc(t *testing.T, path string) benchkit.DisaggDocument {
+func readDoc(t *testing.T, path string) disagg.Document {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc benchkit.DisaggDocument
+	var doc disagg.Document
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
