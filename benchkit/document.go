@@ -57,6 +57,11 @@ type Meta struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Provenance says where the results came from.
 	Provenance *Provenance `json:"provenance,omitempty"`
+	// SaturatedBursts are the bursts whose dispatch skew exceeded its
+	// bound (CheckBursts); ClientSaturated is true when there is one:
+	// the client, not the server, set those bursts' figures.
+	SaturatedBursts []BurstHealth `json:"saturated_bursts,omitempty"`
+	ClientSaturated bool          `json:"client_saturated,omitempty"`
 }
 
 // A CellRecord is a CellSummary in the results file: each interval as

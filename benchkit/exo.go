@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/energy"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
 )
 
@@ -51,6 +52,9 @@ type ExoSweep struct {
 	// Runner is the template of each placement's Runner: its Engine, Model
 	// and Placement are set by the sweep; the rest is copied.
 	Runner Runner
+	// WrapEngine, when set, wraps the engine each placement's requests go
+	// to (a test's slowed client); nil sends them to Client.
+	WrapEngine func(engine.Engine) engine.Engine
 	// Logger receives progress records; nil logs nothing.
 	Logger *slog.Logger
 }
@@ -213,6 +217,9 @@ func (s *ExoSweep) runPlacement(ctx context.Context, p exo.Placement, plan Plan,
 	}
 	r := s.Runner
 	r.Engine, r.Model, r.Placement = s.Client, s.Card.FullID(), meta
+	if s.WrapEngine != nil {
+		r.Engine = s.WrapEngine(r.Engine)
+	}
 	if r.ModelShortID == "" {
 		r.ModelShortID = s.Card.ShortID()
 	}

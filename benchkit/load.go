@@ -489,6 +489,8 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 		}
 		return sendWithin(engine.WithSendHook(reqCtx, mark), prepared[i], l.RequestTimeout)
 	}
+	cpu0, cpuOK := ProcessCPU()
+	wall0 := time.Now()
 	var run *concurrency.Run[engine.Result]
 	if traffic.Burst > 0 {
 		run = concurrency.StartBurst(ctx, len(own), send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger, OnStart: onStart})
@@ -510,11 +512,15 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 		rate = &traffic.Rate
 	}
 	var rows []LoadRow
+	var dispatchLags []float64
 	for q := range run.Results() {
 		// A request that ctx stopped before it was sent (a burst not yet
 		// released) was never attempted: it is not a row.
 		if !q.Dispatched && ctx.Err() != nil && errors.Is(q.Err, ctx.Err()) {
 			continue
+		}
+		if q.Dispatched {
+			dispatchLags = append(dispatchLags, (q.Dispatch - q.Intended).Seconds())
 		}
 		q.Index = own[q.Index]
 		row := l.row(q, prompts[q.Index], ins[q.Index], outs[q.Index])
@@ -531,6 +537,7 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	ls.RequestRate = rate
 	ls.Scheduled = len(own)
 	ls.PeakInFlight = sum.PeakInFlight
+	ls.Client = loadHealth(rows, dispatchLags, traffic.MaxConcurrency > 0, cpu0, cpuOK, time.Since(wall0))
 	for _, w := range sum.Warnings {
 		ls.Warnings = append(ls.Warnings, w.Error())
 	}

@@ -108,6 +108,12 @@ type LoadSummary struct {
 	// shows here).
 	ScheduleLag LatencyStats `json:"schedule_lag_s"`
 
+	// Client is how well the load generator kept to its schedule in this
+	// run (schedule and dispatch lag, achieved rate, CPU over wall) and
+	// whether it was the bottleneck (ClientHealth.Saturated); null where
+	// not measured.
+	Client *ClientHealth `json:"client_health,omitempty"`
+
 	// Dialed counts the requests that waited for a new connection
 	// (connect_s set): their dial is in their schedule lag, not their
 	// TTFT, and a warning says so. A prewarmed run has none.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -50,6 +51,17 @@ type ClientHealth struct {
 	// SaturationGapShare × the mean intended gap), or for everything at
 	// once max(SaturationMinLag, SaturationSkewPerRequest × n).
 	LagBoundS float64 `json:"schedule_lag_bound_s"`
+	// DispatchLagP50S, DispatchLagP99S and DispatchLagMaxS are quantiles
+	// of the dispatch lag: when the runner handed each request to its
+	// sender less when it was meant to go. The schedule lag is this lag
+	// plus the sender's own time to its first byte; a large dispatch lag
+	// says the schedule's goroutine got no core, a large schedule lag
+	// over a small dispatch lag that the senders were slow. Null where
+	// not measured (rows read back from a file). Not judged: the
+	// schedule lag includes it.
+	DispatchLagP50S *float64 `json:"dispatch_lag_p50_s"`
+	DispatchLagP99S *float64 `json:"dispatch_lag_p99_s"`
+	DispatchLagMaxS *float64 `json:"dispatch_lag_max_s"`
 	// IntendedRate and AchievedRate are the send rates the schedule asked
 	// for and the client kept, (n − 1) / (last − first send), requests/s;
 	// null when the schedule sends everything at once.
@@ -137,6 +149,21 @@ func checkClient(h ClientHealth, lags, intended, sent []float64, capped bool) Cl
 	return h
 }
 
+// SetDispatchLags records the quantiles of a run's dispatch lags
+// (dispatch − intended, seconds, one per dispatched request) in h.
+func (h *ClientHealth) SetDispatchLags(lags []float64) {
+	if len(lags) == 0 {
+		return
+	}
+	xs := slices.Clone(lags)
+	for i, x := range xs {
+		xs[i] = max(x, 0)
+	}
+	slices.Sort(xs)
+	p50, p99, mx := quantile(xs, 0.5), quantile(xs, 0.99), xs[len(xs)-1]
+	h.DispatchLagP50S, h.DispatchLagP99S, h.DispatchLagMaxS = &p50, &p99, &mx
+}
+
 // quantile is the linearly interpolated p-quantile of sorted xs.
 func quantile(xs []float64, p float64) float64 {
 	if len(xs) == 1 {
@@ -158,3 +185,48 @@ type CPUClock func() (cpu time.Duration, ok bool)
 // ProcessCPU is the CPUClock of this process (getrusage where there is
 // one).
 var _ CPUClock = ProcessCPU
+
+// loadHealth is the client health of a Load's run: CheckClient of its
+// rows, its dispatch lags, and the CPU the process spent since cpu0 over
+// wall.
+func loadHealth(rows []LoadRow, dispatchLags []float64, capped bool, cpu0 time.Duration, cpuOK bool, wall time.Duration) *ClientHealth {
+	h := CheckClient(LoadRun{Requests: rows}, capped)
+	h.SetDispatchLags(dispatchLags)
+	if cpu1, ok := ProcessCPU(); ok && cpuOK && wall > 0 {
+		v := (cpu1 - cpu0).Seconds() / wall.Seconds()
+		h.CPUOverWall = &v
+	}
+	return &h
+}
+
+// ClientHealths is each run's client health: its summary's (Load.Run
+// measures it), else CheckClient of its rows. saturated is true when any
+// run's client was.
+func ClientHealths(runs []LoadRun, capped bool) (hs []ClientHealth, saturated bool) {
+	for _, r := range runs {
+		var h ClientHealth
+		if r.Summary.Client != nil {
+			h = *r.Summary.Client
+		} else {
+			h = CheckClient(r, capped)
+		}
+		if len(r.Requests) > 0 {
+			h.Run = r.Requests[0].Run
+		}
+		hs = append(hs, h)
+		saturated = saturated || h.Saturated
+	}
+	return hs, saturated
+}
+
+// SaturationReasons joins the reasons of the saturated runs in hs, each
+// after its run's index: "run 0: schedule lag p99 …; run 2: …".
+func SaturationReasons(hs []ClientHealth) string {
+	var rs []string
+	for _, h := range hs {
+		if h.Saturated {
+			rs = append(rs, fmt.Sprintf("run %d: %s", h.Run, h.Reason))
+		}
+	}
+	return strings.Join(rs, "; ")
+}

@@ -69,3 +69,70 @@ func TestExitSaturated(t *testing.T) {
 		t.Errorf("ExitCode(saturated and failed) = %d, want %d: failures come first", got, ExitFailed)
 	}
 }
+
+// TestClientHealths: a run's summary health (what Load.Run measured,
+// dispatch lags included) is taken as it is; a run without one (rows
+// read back from a file) is judged from its rows; negative dispatch lags
+// (a send marked before its intended instant) count as 0.
+func TestClientHealths(t *testing.T) {
+	var measured ClientHealth
+	measured.SetDispatchLags([]float64{-0.001, 0.002, 0.004})
+	measured.Saturated, measured.Reason = true, "measured"
+	rows := func(run int, lag float64) []LoadRow {
+		var rs []LoadRow
+		for i := range 10 {
+			rs = append(rs, LoadRow{Run: run, Index: i, IntendedSendS: float64(i) * 0.1, SendOffsetS: float64(i)*0.1 + lag})
+		}
+		return rs
+	}
+	runs := []LoadRun{
+		{Summary: LoadSummary{Client: &measured}, Requests: rows(0, 0)},
+		{Requests: rows(1, 0.5)},
+	}
+	hs, saturated := ClientHealths(runs, false)
+	if !saturated || len(hs) != 2 {
+		t.Fatalf("saturated %v, %d healths", saturated, len(hs))
+	}
+	if hs[0].Reason != "measured" || *hs[0].DispatchLagP50S != 0.002 || *hs[0].DispatchLagMaxS != 0.004 {
+		t.Errorf("run 0: %+v; want the summary's health, dispatch lag p50 2 ms, max 4 ms", hs[0])
+	}
+	if !hs[1].Saturated || hs[1].Run != 1 || !strings.Contains(hs[1].Reason, "schedule lag p99") {
+		t.Errorf("run 1: %+v; want judged from its rows, 500 ms late", hs[1])
+	}
+	if got := SaturationReasons(hs); !strings.Contains(got, "run 0: measured; run 1: schedule lag p99") {
+		t.Errorf("SaturationReasons = %q", got)
+	}
+	if hs[1].DispatchLagP99S != nil {
+		t.Errorf("run 1 has a dispatch lag %g it never measured", *hs[1].DispatchLagP99S)
+	}
+}
+
+// TestCheckBursts: a burst is judged by its largest dispatch skew against
+// max(5 ms, 0.5 ms × n): 4 requests skewed 3 ms pass and 6 ms do not; 64
+// skewed 20 ms pass (a bound of 32 ms); single requests are not judged.
+func TestCheckBursts(t *testing.T) {
+	var rows []Row
+	burst := func(conc, repeat int, skew float64) {
+		for i := range conc {
+			rows = append(rows, Row{PPTarget: 64, TG: 8, Concurrency: conc, RepeatIndex: repeat, RequestIndex: i, DispatchSkewS: skew, PlacementSharding: "pipeline", PlacementNodes: 2})
+		}
+	}
+	burst(1, 0, 1)
+	burst(4, 0, 0.003)
+	burst(4, 1, 0.006)
+	burst(64, 0, 0.020)
+	bad, saturated := CheckBursts(rows)
+	if !saturated || len(bad) != 1 {
+		t.Fatalf("saturated %v, bursts %+v; want one", saturated, bad)
+	}
+	b := bad[0]
+	if b.N != 4 || b.SkewS != 0.006 || b.BoundS != 0.005 || !strings.Contains(b.Burst, "conc=4/repeat=1") || !strings.Contains(b.Burst, "placement=") {
+		t.Errorf("burst %+v; want conc=4 repeat 1, skew 6 ms, bound 5 ms", b)
+	}
+	if got := BurstReasons(bad); !strings.Contains(got, "dispatch skew 6.0 ms > 5.0 ms") {
+		t.Errorf("BurstReasons = %q", got)
+	}
+	if got := BurstSkewBound(64); got != 0.032 {
+		t.Errorf("BurstSkewBound(64) = %g, want 0.032", got)
+	}
+}

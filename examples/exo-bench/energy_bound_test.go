@@ -28,7 +28,9 @@ func TestDefaultRunClientBoundCoversServerEnergy(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.json")
 	var o, e bytes.Buffer
-	if err := run(context.Background(), []string{"--json-out", out}, &o, &e); err != nil {
+	// --allow-saturated: the energy bound is under test, not the bursts'
+	// skew, which a loaded machine may push past the gate.
+	if err := run(context.Background(), []string{"--allow-saturated", "--json-out", out}, &o, &e); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, e.String())
 	}
 	b, err := os.ReadFile(out)

@@ -20,6 +20,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/energy"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -32,6 +33,7 @@ type config struct {
 	port, repeat, warmup, minNodes, maxNodes                                int
 	pp, tg, concurrency                                                     benchkit.IntList
 	stdout, dryRun, allCombinations, stream, noMetrics, noHostInfo          bool
+	allowSaturated                                                          bool
 	prefixCache, forceDownload, reuse, dangerDelete, salt                   bool
 	metricsInterval, timeout, settle, pauseRep, pauseGrp                    float64
 	grace                                                                   float64
@@ -68,6 +70,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.stream, "stream", false, "stream responses (client TTFT, TPOT, ITL)")
 	fs.BoolVar(&c.noMetrics, "no-system-metrics", false, "do not sample node metrics")
 	fs.BoolVar(&c.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
+	fs.BoolVar(&c.allowSaturated, "allow-saturated", false, "exit 0 even when a burst's dispatch skew showed the client itself was the bottleneck (by default such a run exits 3)")
 	fs.Float64Var(&c.metricsInterval, "metrics-interval", 1, "seconds between node metric samples")
 	fs.BoolVar(&c.prefixCache, "use-prefix-cache", false, "let the engine reuse cached prefixes")
 	fs.Float64Var(&c.timeout, "timeout", 7200, "seconds a request may take")
@@ -242,6 +245,16 @@ func (c *config) plan() benchkit.Plan {
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, stdout, stderr, hooks{})
+}
+
+// hooks let tests change what run does: wrap wraps the engine each
+// placement's requests go to (a slowed client).
+type hooks struct {
+	wrap func(engine.Engine) engine.Engine
+}
+
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) error {
 	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -344,6 +357,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			Nonce: benchkit.RunNonce(0, false),
 		},
 		MetricsInterval: seconds(c.metricsInterval),
+		WrapEngine:      h.wrap,
 	}
 	prov.Nonce = sweep.Runner.Nonce
 	if c.salt {
@@ -420,8 +434,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, cs := range cells {
 		doc.Summary = append(doc.Summary, cs.Record())
 	}
+	doc.Meta.SaturatedBursts, doc.Meta.ClientSaturated = benchkit.CheckBursts(res.Rows)
 	if err := writeOutputs(c, doc, cells, stdout, info); err != nil {
 		return err
+	}
+	if doc.Meta.ClientSaturated {
+		fmt.Fprintf(info, "\nCLIENT SATURATED: the client could not release every burst at once, so those bursts' latencies include its own queueing: %s\n", benchkit.BurstReasons(doc.Meta.SaturatedBursts))
 	}
 	if err := writePowerPlot(c, doc.Meta, res, info); err != nil {
 		return err
@@ -439,6 +457,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runErr
 	case failed > 0:
 		return fmt.Errorf("%w: %d of %d; their rows say why", benchkit.ErrRequestsFailed, failed, len(res.Rows))
+	case doc.Meta.ClientSaturated && !c.allowSaturated:
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, benchkit.BurstReasons(doc.Meta.SaturatedBursts))
 	}
 	return nil
 }

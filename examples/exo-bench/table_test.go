@@ -18,7 +18,9 @@ func TestDefaultTableIsHonest(t *testing.T) {
 		t.Skip("runs the default plan (about 20 s)")
 	}
 	var o, e bytes.Buffer
-	if err := run(context.Background(), []string{"--json-out", filepath.Join(t.TempDir(), "out.json")}, &o, &e); err != nil {
+	// --allow-saturated: the table is under test, not the bursts' skew,
+	// which a loaded machine may push past the gate.
+	if err := run(context.Background(), []string{"--allow-saturated", "--json-out", filepath.Join(t.TempDir(), "out.json")}, &o, &e); err != nil {
 		t.Fatalf("run: %v\n%s", err, e.String())
 	}
 	lines := strings.Split(strings.TrimSpace(o.String()), "\n")

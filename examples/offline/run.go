@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -18,6 +20,17 @@ import (
 )
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, stdout, stderr, hooks{})
+}
+
+// hooks let tests change what run does: wrap wraps the engine requests go
+// to (a slowed client); clock, when set, is the burst's clock.
+type hooks struct {
+	wrap  func(engine.Engine) engine.Engine
+	clock concurrency.Clock
+}
+
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) error {
 	fs := flag.NewFlagSet("offline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	baseURL := fs.String("base-url", "", "OpenAI-compatible server root (default: start the embedded simulated engine)")
@@ -33,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sharedPrefix := fs.Int("shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none)")
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
 	noHostInfo := fs.Bool("no-host-info", false, "leave the host name out of the results file")
+	allowSaturated := fs.Bool("allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	timeout := fs.Duration("timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
 	segment := fs.String("segment", "", "send only segment i/N of the plan: request k when k mod N = i (needs --seed; docs/DISTRIBUTED.md)")
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
@@ -179,6 +193,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "offline: segment %s of the plan, shared start %s\n", seg, meta.Segment.StartAt)
 	}
 	fmt.Fprintf(stderr, "offline: run nonce %s (in every prompt's salt; --seed reproduces it)\n", prov.Nonce)
+	if h.wrap != nil {
+		load.Engine = h.wrap(load.Engine)
+	}
+	if h.clock != nil {
+		load.Clock = h.clock
+	}
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	res, runErr := load.Run(ctx, lengths, traffic, timing.SLO{})
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
@@ -205,6 +225,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, w := range s.Warnings {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
+	meta.Client, meta.ClientSaturated = benchkit.ClientHealths([]benchkit.LoadRun{res}, false)
+	if meta.ClientSaturated {
+		fmt.Fprintf(stdout, "CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: %s\n", benchkit.SaturationReasons(meta.Client))
+	}
 	if *jsonOut != "" {
 		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
 		if err := benchkit.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return benchkit.WriteLoadJSON(w, doc) }); err != nil {
@@ -216,6 +240,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if s.Failed > 0 {
 		return fmt.Errorf("%w: %d of %d requests", benchkit.ErrRequestsFailed, s.Failed, s.Requests)
+	}
+	if meta.ClientSaturated && !*allowSaturated {
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, benchkit.SaturationReasons(meta.Client))
 	}
 	return nil
 }

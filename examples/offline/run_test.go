@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,7 +16,10 @@ import (
 
 func TestNoFlags(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), nil, &stdout, &stderr); err != nil {
+	// No flags means no --allow-saturated: a loaded machine may skew the
+	// burst past the saturation gate (exit 3), which is not what this
+	// test is about, so that one error is accepted.
+	if err := run(context.Background(), nil, &stdout, &stderr); err != nil && !errors.Is(err, benchkit.ErrClientSaturated) {
 		t.Fatalf("run() = %v; stderr:\n%s", err, stderr.String())
 	}
 	first, _, _ := strings.Cut(stderr.String(), "\n")
@@ -32,7 +36,9 @@ func TestNoFlags(t *testing.T) {
 // that every reply had exactly its drawn length within the ranges.
 func TestThroughput(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "o.json")
-	args := []string{"--num-seqs", "12", "--min-input-len", "40", "--max-input-len", "90", "--min-output-len", "5", "--max-output-len", "20", "--seed", "7", "--json-out", out}
+	// --allow-saturated: the throughput's arithmetic is under test, not
+	// the burst's skew, which a loaded machine may push past the gate.
+	args := []string{"--allow-saturated", "--num-seqs", "12", "--min-input-len", "40", "--max-input-len", "90", "--min-output-len", "5", "--max-output-len", "20", "--seed", "7", "--json-out", out}
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("run = %v; stderr:\n%s", err, stderr.String())

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -354,7 +353,6 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	started := time.Now()
 	meta.Started = started.UTC().Format(time.RFC3339)
-	cpu0, cpuOK := benchkit.ProcessCPU()
 	var runs []benchkit.LoadRun
 	var maxRate *benchkit.MaxRate
 	var runErr error
@@ -384,17 +382,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	meta.Interrupted = ctx.Err() != nil
-	var cpuOverWall *float64
-	if cpu1, ok := benchkit.ProcessCPU(); ok && cpuOK {
-		v := (cpu1 - cpu0).Seconds() / time.Since(started).Seconds()
-		cpuOverWall = &v
-	}
-	for _, r := range runs {
-		ch := benchkit.CheckClient(r, o.maxConcurrency > 0)
-		ch.CPUOverWall = cpuOverWall
-		meta.Client = append(meta.Client, ch)
-		meta.ClientSaturated = meta.ClientSaturated || ch.Saturated
-	}
+	// Each run's summary holds its client's health, measured by Load.Run
+	// (schedule and dispatch lag, CPU over the run's wall time).
+	meta.Client, meta.ClientSaturated = benchkit.ClientHealths(runs, o.maxConcurrency > 0)
 	err = report(o, meta, runs, maxRate, slo, stdout, stderr)
 	if rowsOut != nil {
 		err = errors.Join(err, rowsOut.close())
@@ -413,20 +403,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return fmt.Errorf("%w: %d requests", benchkit.ErrRequestsFailed, failed)
 	}
 	if meta.ClientSaturated && !o.allowSaturated {
-		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, saturationReasons(meta.Client))
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, benchkit.SaturationReasons(meta.Client))
 	}
 	return nil
-}
-
-// saturationReasons joins the reasons of the saturated runs.
-func saturationReasons(hs []benchkit.ClientHealth) string {
-	var rs []string
-	for _, h := range hs {
-		if h.Saturated {
-			rs = append(rs, fmt.Sprintf("run %d: %s", h.Run, h.Reason))
-		}
-	}
-	return strings.Join(rs, "; ")
 }
 
 // report writes the results: stdout in the chosen format, the JSON file
@@ -447,7 +426,7 @@ func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate 
 		errs = append(errs, benchkit.WriteLoadTable(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
 	}
 	if meta.ClientSaturated && o.format != "json" {
-		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", saturationReasons(meta.Client))
+		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", benchkit.SaturationReasons(meta.Client))
 	}
 	if maxRate != nil && o.format != "json" {
 		if maxRate.RateRPS > 0 {

@@ -103,6 +103,9 @@ func TestServeLoadSaturationGate(t *testing.T) {
 				t.Fatalf("results JSON: client_saturated %v, health %+v; want %v", doc.Meta.ClientSaturated, doc.Meta.Client, tc.saturated)
 			}
 			ch := doc.Meta.Client[0]
+			if doc.Summary == nil || doc.Summary.Client == nil || doc.Summary.Client.Saturated != tc.saturated || ch.DispatchLagP99S == nil {
+				t.Errorf("the run's summary holds no client health with a dispatch lag: %+v", doc.Summary)
+			}
 			if tc.saturated {
 				if !strings.Contains(ch.Reason, "schedule lag p99") || ch.LagP99S < tc.slow.Seconds() {
 					t.Errorf("reason %q, lag p99 %g s; want the lag, at least the %v delay", ch.Reason, ch.LagP99S, tc.slow)

@@ -1,0 +1,83 @@
+package benchkit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// BurstHealth is how well the client released one burst of a Runner's
+// plan (exo-bench): its dispatch skew, the spread of its requests' send
+// instants, against the bound of SaturationSkewPerRequest a request,
+// max(SaturationMinLag, SaturationSkewPerRequest × n). A skew beyond it
+// means the client could not hand the burst to the network at once, so
+// the burst's latencies include its own queueing.
+//
+// The bound is far above what a free client does: docs/PERFORMANCE.md
+// measures a p99 arrival skew of 0.16–0.25 ms for 8 requests, 1.3–2.3 ms
+// for 64 and 5.4–7.8 ms for 256 through the real adapters, against bounds
+// of 5, 32 and 128 ms.
+type BurstHealth struct {
+	// Burst names the burst: its placement (when there is one), cell and
+	// repeat, "placement=…/pp=512/tg=128/conc=8/repeat=0".
+	Burst string `json:"burst"`
+	// N is the burst's size; SkewS its dispatch skew and BoundS the skew
+	// allowed, in seconds.
+	N      int     `json:"n"`
+	SkewS  float64 `json:"dispatch_skew_s"`
+	BoundS float64 `json:"dispatch_skew_bound_s"`
+	// Saturated is true when SkewS exceeds BoundS; Reason says so.
+	Saturated bool   `json:"client_saturated"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// BurstSkewBound is the dispatch skew allowed a burst of n requests:
+// max(SaturationMinLag, SaturationSkewPerRequest × n), in seconds.
+func BurstSkewBound(n int) float64 {
+	return max(SaturationMinLag.Seconds(), SaturationSkewPerRequest.Seconds()*float64(n))
+}
+
+// CheckBursts judges every burst of more than one request in rows (a
+// Runner's rows, grouped by placement, cell and repeat) and returns those
+// whose skew exceeded its bound; saturated is true when there is one.
+// A burst of one request has no skew and is not judged.
+func CheckBursts(rows []Row) (bad []BurstHealth, saturated bool) {
+	type key struct {
+		cellKey
+		repeat int
+	}
+	var order []key
+	bursts := map[key]*BurstHealth{}
+	for _, r := range rows {
+		if r.Concurrency < 2 {
+			continue
+		}
+		k := key{cellKey{PlacementOf(r), Cell{PP: r.PPTarget, TG: r.TG, Concurrency: r.Concurrency}}, r.RepeatIndex}
+		b, ok := bursts[k]
+		if !ok {
+			b = &BurstHealth{Burst: fmt.Sprintf("%s/repeat=%d", k.name(), k.repeat), N: r.Concurrency, BoundS: BurstSkewBound(r.Concurrency)}
+			bursts[k] = b
+			order = append(order, k)
+		}
+		b.SkewS = max(b.SkewS, r.DispatchSkewS)
+	}
+	for _, k := range order {
+		b := bursts[k]
+		if b.SkewS > b.BoundS {
+			b.Saturated = true
+			b.Reason = fmt.Sprintf("dispatch skew %.1f ms > %.1f ms (max(%v, %v × %d requests))",
+				b.SkewS*1e3, b.BoundS*1e3, SaturationMinLag, SaturationSkewPerRequest, b.N)
+			bad = append(bad, *b)
+		}
+	}
+	return bad, len(bad) > 0
+}
+
+// BurstReasons joins the reasons of the bursts in bs: "pp=…/repeat=0:
+// dispatch skew …; …".
+func BurstReasons(bs []BurstHealth) string {
+	rs := make([]string, 0, len(bs))
+	for _, b := range bs {
+		rs = append(rs, b.Burst+": "+b.Reason)
+	}
+	return strings.Join(rs, "; ")
+}
