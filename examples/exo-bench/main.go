@@ -65,12 +65,23 @@
 // an older one beside its new JSONL; the new one is written to a
 // temporary file and renamed into place at the end.
 //
+// The client's own health is judged after the run: a burst of n requests
+// whose dispatch skew (last send − first send) exceeds max(5 ms, 0.5 ms ×
+// n) was released by a client that could not keep up, so its latencies
+// include the client's queueing. Such bursts are named on the table's
+// stream and in the results JSON (meta.saturated_bursts,
+// meta.client_saturated), and the run exits 3 unless --allow-saturated
+// (docs/PERFORMANCE.md states how the bound was calibrated).
+// --no-host-info leaves the host name out of the results files.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why) or the run failed, 2 for bad usage or results files in use
-// by another run (nothing is sent), 130 when interrupted (SIGINT or
-// SIGTERM: rows measured so far are written and the instances the run
-// created are deleted; a second signal exits at once, with the rows
-// written so far synced and no results JSON).
+// by another run (nothing is sent), 3 when a burst's client was saturated
+// (every file is written; --allow-saturated exits 0 instead), 130 when
+// interrupted (SIGINT or SIGTERM: rows measured so far are written and the
+// instances the run created are deleted; a second signal exits at once,
+// with the rows written so far synced and no results JSON). A run with
+// failed requests exits 1 whether or not it was saturated.
 package main
 
 import (

@@ -34,10 +34,24 @@
 // told which run holds it), the previous file is removed when the run
 // starts, and the new one is renamed into place whole at the end.
 //
+// Every prompt's salt carries a run nonce, random unless --seed is given,
+// so no two runs share a prefix beyond the chat template; --shared-prefix N
+// puts the same text of about N tokens before every salt, for prefix-cache
+// ablations. --no-host-info leaves the host name out of the results file.
+//
+// The client's own health is judged after the burst: when the p99 of its
+// requests' schedule lag (send − release, less any dial) exceeds max(5 ms,
+// 0.5 ms × n), the client could not release the burst at once and the
+// latencies include its own queueing. stdout then says CLIENT SATURATED
+// with the reason, the results JSON records it (summary.client_health,
+// meta.client_saturated), and the run exits 3 unless --allow-saturated
+// (docs/PERFORMANCE.md states how the bound was calibrated).
+//
 // Exit status: 0 when every request succeeded, 1 when some failed, 2 for
-// bad flags or a --json-out in use by another run (nothing is sent), 130
-// when interrupted (a second SIGINT or SIGTERM exits at once, without the
-// results JSON).
+// bad flags or a --json-out in use by another run (nothing is sent), 3
+// when the client was saturated (the results are written;
+// --allow-saturated exits 0 instead), 130 when interrupted (a second
+// SIGINT or SIGTERM exits at once, without the results JSON).
 package main
 
 import (
