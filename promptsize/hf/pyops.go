@@ -66,6 +66,16 @@ func (o *pyOpsState) fail(site exprSite, kind, format string, args ...any) error
 	return &TemplateExprError{Kind: kind, Line: site.Line, Expr: site.Text, Message: fmt.Sprintf(format, args...)}
 }
 
+// operandSite returns the site numbered by args[at], or the UndefinedError
+// for the first undefined one of the n operands that args starts with.
+func (o *pyOpsState) operandSite(args []jinja.Value, at, n int) (exprSite, error) {
+	site, err := o.site(args[at])
+	if err != nil {
+		return exprSite{}, err
+	}
+	return site, o.undefinedOperand(site, args[:n]...)
+}
+
 // undefinedOperand returns the UndefinedError for the first undefined
 // value of vals (operands in site order), or nil.
 func (o *pyOpsState) undefinedOperand(site exprSite, vals ...jinja.Value) error {
@@ -106,14 +116,11 @@ func (o *pyOpsState) add(args []jinja.Value, _ map[string]jinja.Value) (jinja.Va
 	if len(args) != 4 || !args[3].IsInt() {
 		return jinja.Undefined(), errors.New("internal: a checked + without its arguments")
 	}
-	site, err := o.site(args[2])
+	site, err := o.operandSite(args, 2, 2)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
 	a, b, markup := args[0], args[1], args[3].AsInt()
-	if err := o.undefinedOperand(site, a, b); err != nil {
-		return jinja.Undefined(), err
-	}
 	switch {
 	case markup != 0 && a.IsString() && b.IsString():
 		x, y := a.AsString(), b.AsString()
@@ -164,14 +171,11 @@ func (o *pyOpsState) arith(args []jinja.Value, _ map[string]jinja.Value) (jinja.
 	if len(args) != 4 || !args[2].IsString() {
 		return jinja.Undefined(), errors.New("internal: a checked operator without its arguments")
 	}
-	site, err := o.site(args[3])
+	site, err := o.operandSite(args, 3, 2)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
 	a, b, op := args[0], args[1], args[2].AsString()
-	if err := o.undefinedOperand(site, a, b); err != nil {
-		return jinja.Undefined(), err
-	}
 	unsupported := func() (jinja.Value, error) {
 		return jinja.Undefined(), o.fail(site, "TypeError", "unsupported operand type(s) for %s: '%s' and '%s'", op, pyTypeName(a), pyTypeName(b))
 	}
@@ -315,14 +319,11 @@ func (o *pyOpsState) neg(args []jinja.Value, _ map[string]jinja.Value) (jinja.Va
 	if len(args) != 3 || !args[1].IsString() {
 		return jinja.Undefined(), errors.New("internal: a checked unary operator without its arguments")
 	}
-	site, err := o.site(args[2])
+	site, err := o.operandSite(args, 2, 1)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
 	a, op := args[0], args[1].AsString()
-	if err := o.undefinedOperand(site, a); err != nil {
-		return jinja.Undefined(), err
-	}
 	if !isPyNumber(a) {
 		return jinja.Undefined(), o.fail(site, "TypeError", "bad operand type for unary %s: '%s'", op, pyTypeName(a))
 	}
@@ -341,14 +342,11 @@ func (o *pyOpsState) cmp(args []jinja.Value, _ map[string]jinja.Value) (jinja.Va
 	if len(args) != 4 || !args[2].IsString() {
 		return jinja.Undefined(), errors.New("internal: a checked comparison without its arguments")
 	}
-	site, err := o.site(args[3])
+	site, err := o.operandSite(args, 3, 2)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
 	a, b, op := args[0], args[1], args[2].AsString()
-	if err := o.undefinedOperand(site, a, b); err != nil {
-		return jinja.Undefined(), err
-	}
 	c, ok := pyOrder(intKey(a), intKey(b))
 	if !ok {
 		return jinja.Undefined(), o.fail(site, "TypeError", "'%s' not supported between instances of '%s' and '%s'", op, pyTypeName(a), pyTypeName(b))
