@@ -205,14 +205,15 @@ func isLowerish(r rune) bool {
 // isO200kPrefix is [^\r\n\p{L}\p{N}].
 func isO200kPrefix(r rune) bool { return !isCRLF(r) && !unicode.IsLetter(r) && !unicode.IsNumber(r) }
 
-// o200kWord1 matches U*W+C? from p (U upperish, W lowerish, C a contraction),
-// backtracking U* one rune at a time until W+ can start.
-func o200kWord1(s string, p int) int {
-	a := run(s, p, isUpperish)
+// letterWord1 matches U*W+C? from p (U runes satisfying upper, W runes
+// satisfying lower, C a contraction), backtracking U* one rune at a time
+// until W+ can start.
+func letterWord1(s string, p int, upper, lower func(rune) bool) int {
+	a := run(s, p, upper)
 	for b := a; ; {
 		if b < len(s) {
-			if r, _ := decode(s, b); isLowerish(r) {
-				e := run(s, b, isLowerish)
+			if r, _ := decode(s, b); lower(r) {
+				e := run(s, b, lower)
 				if c := contraction(s, e); c >= 0 {
 					return c
 				}
@@ -227,49 +228,68 @@ func o200kWord1(s string, p int) int {
 	}
 }
 
-// o200kWord2 matches U+W*C? from p.
-func o200kWord2(s string, p int) int {
-	a := run(s, p, isUpperish)
+// letterWord2 matches U+W*C? from p.
+func letterWord2(s string, p int, upper, lower func(rune) bool) int {
+	a := run(s, p, upper)
 	if a == p {
 		return -1
 	}
-	e := run(s, a, isLowerish)
+	e := run(s, a, lower)
 	if c := contraction(s, e); c >= 0 {
 		return c
 	}
 	return e
 }
 
+// o200kClasses are the character classes in which the o200k-style patterns
+// (o200k_base, Kimi K2) differ: the upperish and lowerish letters of the two
+// word alternatives, and what may follow the run of punctuation.
+type o200kClasses struct {
+	upper, lower, punctTail func(rune) bool
+}
+
+var o200kBaseClasses = o200kClasses{
+	upper:     isUpperish,
+	lower:     isLowerish,
+	punctTail: func(r rune) bool { return isCRLF(r) || r == '/' },
+}
+
 func matchO200k(s string, i int) int {
 	r, n := decode(s, i)
+	return matchO200kWith(s, i, r, n, &o200kBaseClasses)
+}
+
+// matchO200kWith matches the alternatives of o200kPattern, with the classes
+// of c, at i, where the rune r of n bytes starts.
+func matchO200kWith(s string, i int, r rune, n int, c *o200kClasses) int {
 	prefix := isO200kPrefix(r)
 	// The two word alternatives, each with the optional prefix taken, then not.
 	if prefix {
-		if e := o200kWord1(s, i+n); e >= 0 {
+		if e := letterWord1(s, i+n, c.upper, c.lower); e >= 0 {
 			return e
 		}
 	}
-	if e := o200kWord1(s, i); e >= 0 {
+	if e := letterWord1(s, i, c.upper, c.lower); e >= 0 {
 		return e
 	}
 	if prefix {
-		if e := o200kWord2(s, i+n); e >= 0 {
+		if e := letterWord2(s, i+n, c.upper, c.lower); e >= 0 {
 			return e
 		}
 	}
-	if e := o200kWord2(s, i); e >= 0 {
+	if e := letterWord2(s, i, c.upper, c.lower); e >= 0 {
 		return e
 	}
 	if unicode.IsNumber(r) {
 		return numbers(s, i, 3)
 	}
-	// ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+	// ` ?[^\s\p{L}\p{N}]+` then a run of c.punctTail ([\r\n/]* in o200k)
 	j := i
 	if r == ' ' {
 		j++
 	}
 	if k := run(s, j, isOther); k > j {
-		return run(s, k, func(r rune) bool { return isCRLF(r) || r == '/' })
+		return run(s, k, c.punctTail)
 	}
 	return whitespace(s, i)
 }

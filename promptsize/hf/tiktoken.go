@@ -89,10 +89,7 @@ const TiktokenReservedTokens = 256
 // options are those of Load: a chat template (there is none otherwise, and
 // Count returns ErrNoChatTemplate), render options, the cache size.
 func NewTiktoken(ranks []byte, enc TiktokenEncoding, opts ...Option) (*Tokenizer, error) {
-	o := options{cacheSize: DefaultCacheSize}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	vocab, err := parseTiktokenRanks(ranks)
 	if err != nil {
 		return nil, err
@@ -129,19 +126,9 @@ func LoadTiktoken(dir, pattern string, opts ...Option) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hf: %w", err)
 	}
-	o := options{cacheSize: DefaultCacheSize}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.template == nil && o.templateFile == "" {
-		src, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
-		switch {
-		case err == nil:
-			s := string(src)
-			o.template = &s
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("hf: %w", err)
-		}
+	o, err := dirOptions(dir, opts)
+	if err != nil {
+		return nil, err
 	}
 	vocab, err := parseTiktokenRanks(ranks)
 	if err != nil {
@@ -167,26 +154,8 @@ func LoadTiktoken(dir, pattern string, opts ...Option) (*Tokenizer, error) {
 func withTemplate(e *encoder, cfg config, o options) (*Tokenizer, error) {
 	e.special = cfg.special
 	t := &Tokenizer{encoder: e, countOpts: o.countOpts}
-	var err error
-	switch {
-	case o.templateFile != "":
-		src, err := os.ReadFile(o.templateFile)
-		if err != nil {
-			return nil, fmt.Errorf("hf: chat template: %w", err)
-		}
-		if t.template, err = ParseChatTemplate(string(src), cfg.special); err != nil {
-			return nil, err
-		}
-	case o.template != nil:
-		if t.template, err = ParseChatTemplate(*o.template, cfg.special); err != nil {
-			return nil, err
-		}
-	case cfg.templates != nil:
-		if t.template, err = cfg.chatTemplate(); err != nil {
-			return nil, err
-		}
-	default:
-		t.tmplErr = fmt.Errorf("hf: no chat template was declared or given: %w", ErrNoChatTemplate)
+	if err := t.setTemplate(cfg, o, "no chat template was declared or given"); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -525,74 +494,18 @@ func pyIsSpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x
 // one for runs of Han characters, which the letter classes exclude.
 func matchKimi(s string, i int) int {
 	r, n := decode(s, i)
-	if unicode.Is(unicode.Han, r) {
-		return run(s, i, func(r rune) bool { return unicode.Is(unicode.Han, r) })
+	if isHan(r) {
+		return run(s, i, isHan)
 	}
-	prefix := isO200kPrefix(r)
-	if prefix {
-		if e := kimiWord1(s, i+n); e >= 0 {
-			return e
-		}
-	}
-	if e := kimiWord1(s, i); e >= 0 {
-		return e
-	}
-	if prefix {
-		if e := kimiWord2(s, i+n); e >= 0 {
-			return e
-		}
-	}
-	if e := kimiWord2(s, i); e >= 0 {
-		return e
-	}
-	if unicode.IsNumber(r) {
-		return numbers(s, i, 3)
-	}
-	// ` ?[^\s\p{L}\p{N}]+[\r\n]*`
-	j := i
-	if r == ' ' {
-		j++
-	}
-	if k := run(s, j, isOther); k > j {
-		return run(s, k, isCRLF)
-	}
-	return whitespace(s, i)
+	return matchO200kWith(s, i, r, n, &kimiClasses)
 }
 
-func isKimiUpperish(r rune) bool { return isUpperish(r) && !unicode.Is(unicode.Han, r) }
-func isKimiLowerish(r rune) bool { return isLowerish(r) && !unicode.Is(unicode.Han, r) }
+func isHan(r rune) bool { return unicode.Is(unicode.Han, r) }
 
-// kimiWord1 matches U*W+C? from p, with Han taken out of U and W (see
-// o200kWord1).
-func kimiWord1(s string, p int) int {
-	a := run(s, p, isKimiUpperish)
-	for b := a; ; {
-		if b < len(s) {
-			if r, _ := decode(s, b); isKimiLowerish(r) {
-				e := run(s, b, isKimiLowerish)
-				if c := contraction(s, e); c >= 0 {
-					return c
-				}
-				return e
-			}
-		}
-		if b == p {
-			return -1
-		}
-		_, n := utf8.DecodeLastRuneInString(s[p:b])
-		b -= n
-	}
-}
-
-// kimiWord2 matches U+W*C? from p, with Han taken out of U and W.
-func kimiWord2(s string, p int) int {
-	a := run(s, p, isKimiUpperish)
-	if a == p {
-		return -1
-	}
-	e := run(s, a, isKimiLowerish)
-	if c := contraction(s, e); c >= 0 {
-		return c
-	}
-	return e
+// kimiClasses are o200k's classes with Han taken out of the letters and
+// without the '/' after punctuation.
+var kimiClasses = o200kClasses{
+	upper:     func(r rune) bool { return isUpperish(r) && !isHan(r) },
+	lower:     func(r rune) bool { return isLowerish(r) && !isHan(r) },
+	punctTail: isCRLF,
 }

@@ -97,11 +97,26 @@ func Load(dir string, opts ...Option) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hf: %w", err)
 	}
-	var o options
-	o.cacheSize = DefaultCacheSize
+	o, err := dirOptions(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newTokenizer(tj, cfg, o)
+}
+
+// newOptions applies opts over the defaults.
+func newOptions(opts []Option) options {
+	o := options{cacheSize: DefaultCacheSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	return o
+}
+
+// dirOptions is newOptions for a tokenizer read from dir: when opts give no
+// chat template, dir's chat_template.jinja, if there is one, is the template.
+func dirOptions(dir string, opts []Option) (options, error) {
+	o := newOptions(opts)
 	if o.template == nil && o.templateFile == "" {
 		src, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
 		switch {
@@ -109,21 +124,16 @@ func Load(dir string, opts ...Option) (*Tokenizer, error) {
 			s := string(src)
 			o.template = &s
 		case !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("hf: %w", err)
+			return options{}, fmt.Errorf("hf: %w", err)
 		}
 	}
-	return newTokenizer(tj, cfg, o)
+	return o, nil
 }
 
 // New builds a Tokenizer from the contents of tokenizer.json and
 // tokenizer_config.json (which may be nil: no special tokens, no template).
 func New(tokenizerJSON, tokenizerConfig []byte, opts ...Option) (*Tokenizer, error) {
-	var o options
-	o.cacheSize = DefaultCacheSize
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return newTokenizer(tokenizerJSON, tokenizerConfig, o)
+	return newTokenizer(tokenizerJSON, tokenizerConfig, newOptions(opts))
 }
 
 func newTokenizer(tj, cfgData []byte, o options) (*Tokenizer, error) {
@@ -161,28 +171,34 @@ func newTokenizer(tj, cfgData []byte, o options) (*Tokenizer, error) {
 		}
 	}
 	t.special = cfg.special
+	if err := t.setTemplate(cfg, o, "tokenizer_config.json declares no chat_template and none was given"); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// setTemplate sets t.template to the chat template that the options give,
+// or else the one cfg declares. With none, it sets t.tmplErr, which says
+// none and wraps ErrNoChatTemplate. It returns an error only for a template
+// that cannot be read or parsed.
+func (t *Tokenizer) setTemplate(cfg config, o options, none string) error {
+	var err error
 	switch {
 	case o.templateFile != "":
 		src, err := os.ReadFile(o.templateFile)
 		if err != nil {
-			return nil, fmt.Errorf("hf: chat template: %w", err)
+			return fmt.Errorf("hf: chat template: %w", err)
 		}
 		t.template, err = ParseChatTemplate(string(src), cfg.special)
-		if err != nil {
-			return nil, err
-		}
+		return err
 	case o.template != nil:
-		if t.template, err = ParseChatTemplate(*o.template, cfg.special); err != nil {
-			return nil, err
-		}
+		t.template, err = ParseChatTemplate(*o.template, cfg.special)
 	case cfg.templates != nil:
-		if t.template, err = cfg.chatTemplate(); err != nil {
-			return nil, err
-		}
+		t.template, err = cfg.chatTemplate()
 	default:
-		t.tmplErr = fmt.Errorf("hf: tokenizer_config.json declares no chat_template and none was given: %w", ErrNoChatTemplate)
+		t.tmplErr = fmt.Errorf("hf: %s: %w", none, ErrNoChatTemplate)
 	}
-	return t, nil
+	return err
 }
 
 // buildModel reads the BPE model and returns its vocabulary as written in
