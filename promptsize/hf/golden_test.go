@@ -38,14 +38,19 @@ type goldenChat struct {
 	IDs      []int  `json:"ids"`
 }
 
+// goldenIDs are the reference ids of the inputs every golden file has.
+type goldenIDs struct {
+	SpecialText string           `json:"special_text"`
+	SpecialIDs  []int            `json:"special_ids"`
+	Texts       map[string][]int `json:"texts"`
+	Fuzz        [][]int          `json:"fuzz"`
+	CorpusIDs   []int            `json:"corpus_ids"`
+}
+
 type goldenModel struct {
-	Model       string                  `json:"model"`
-	SpecialText string                  `json:"special_text"`
-	SpecialIDs  []int                   `json:"special_ids"`
-	Texts       map[string][]int        `json:"texts"`
-	Fuzz        [][]int                 `json:"fuzz"`
-	CorpusIDs   []int                   `json:"corpus_ids"`
-	Chats       map[string][]goldenChat `json:"chats"`
+	Model string `json:"model"`
+	goldenIDs
+	Chats map[string][]goldenChat `json:"chats"`
 }
 
 func readGz(t testing.TB, path string) []byte {
@@ -163,6 +168,55 @@ func loadShared(t testing.TB, model string) *Tokenizer {
 	return tok
 }
 
+// testGoldenIDs runs the subtests texts, fuzz and corpus: tok's ids for the
+// golden inputs against want. With roundTrip, each text must also decode
+// back to itself.
+func testGoldenIDs(t *testing.T, tok *Tokenizer, in goldenInputs, corpus string, want goldenIDs, roundTrip bool) {
+	t.Run("texts", func(t *testing.T) {
+		for _, nt := range in.Texts {
+			ids, ok := want.Texts[nt[0]]
+			if !ok {
+				t.Fatalf("golden has no ids for text %q", nt[0])
+			}
+			got := tok.Encode(nt[1])
+			if d := diffIDs(got, ids); d != "" {
+				t.Errorf("%s %q: %s", nt[0], truncate(nt[1], 60), d)
+			}
+			if !roundTrip {
+				continue
+			}
+			if dec := tok.Decode(got); dec != nt[1] {
+				t.Errorf("%s: Decode(Encode(s)) = %q, want %q", nt[0], truncate(dec, 60), truncate(nt[1], 60))
+			}
+		}
+		if d := diffIDs(tok.Encode(want.SpecialText), want.SpecialIDs); d != "" {
+			t.Errorf("special-token text %q: %s", want.SpecialText, d)
+		}
+	})
+	t.Run("fuzz", func(t *testing.T) {
+		if len(want.Fuzz) != len(in.Fuzz) || len(in.Fuzz) != 500 {
+			t.Fatalf("expected 500 fuzz strings and as many id lists, found %d and %d", len(in.Fuzz), len(want.Fuzz))
+		}
+		bad := 0
+		for i, s := range in.Fuzz {
+			if d := diffIDs(tok.Encode(s), want.Fuzz[i]); d != "" {
+				bad++
+				if bad <= 5 {
+					t.Errorf("fuzz[%d] %q: %s", i, truncate(s, 60), d)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%d of %d fuzz strings differ", bad, len(in.Fuzz))
+		}
+	})
+	t.Run("corpus", func(t *testing.T) {
+		if d := diffIDs(tok.Encode(corpus), want.CorpusIDs); d != "" {
+			t.Errorf("200 KB corpus: %s", d)
+		}
+	})
+}
+
 func TestGoldens(t *testing.T) {
 	in := readInputs(t)
 	corpus := readCorpus(t)
@@ -175,42 +229,7 @@ func TestGoldens(t *testing.T) {
 			dir := modelDir(t, model)
 			g := readGolden(t, model)
 			tok := loadShared(t, model)
-			t.Run("texts", func(t *testing.T) {
-				for _, nt := range in.Texts {
-					want, ok := g.Texts[nt[0]]
-					if !ok {
-						t.Fatalf("golden has no ids for text %q", nt[0])
-					}
-					if d := diffIDs(tok.Encode(nt[1]), want); d != "" {
-						t.Errorf("%s %q: %s", nt[0], truncate(nt[1], 60), d)
-					}
-				}
-				if d := diffIDs(tok.Encode(g.SpecialText), g.SpecialIDs); d != "" {
-					t.Errorf("special-token text %q: %s", g.SpecialText, d)
-				}
-			})
-			t.Run("fuzz", func(t *testing.T) {
-				if len(g.Fuzz) != len(in.Fuzz) || len(in.Fuzz) != 500 {
-					t.Fatalf("expected 500 fuzz strings and as many id lists, found %d and %d", len(in.Fuzz), len(g.Fuzz))
-				}
-				bad := 0
-				for i, s := range in.Fuzz {
-					if d := diffIDs(tok.Encode(s), g.Fuzz[i]); d != "" {
-						bad++
-						if bad <= 5 {
-							t.Errorf("fuzz[%d] %q: %s", i, s, d)
-						}
-					}
-				}
-				if bad > 0 {
-					t.Errorf("%d of %d fuzz strings differ", bad, len(in.Fuzz))
-				}
-			})
-			t.Run("corpus", func(t *testing.T) {
-				if d := diffIDs(tok.Encode(corpus), g.CorpusIDs); d != "" {
-					t.Errorf("200 KB corpus: %s", d)
-				}
-			})
+			testGoldenIDs(t, tok, in, corpus, g.goldenIDs, false)
 			for tname, cases := range g.Chats {
 				t.Run("chat/"+tname, func(t *testing.T) {
 					ct, err := chatTemplateFor(t, tok, dir, tname)

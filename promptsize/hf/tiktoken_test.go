@@ -25,13 +25,9 @@ import (
 // tokenizer.json goldens. The rank files come from scripts/testdata.sh.
 
 type tiktokenGolden struct {
-	Encoding    string           `json:"encoding"`
-	SpecialText string           `json:"special_text"`
-	SpecialIDs  []int            `json:"special_ids"`
-	Texts       map[string][]int `json:"texts"`
-	Fuzz        [][]int          `json:"fuzz"`
-	CorpusIDs   []int            `json:"corpus_ids"`
-	Extra       []struct {
+	Encoding string `json:"encoding"`
+	goldenIDs
+	Extra []struct {
 		Name string `json:"name"`
 		Text string `json:"text"`
 		IDs  []int  `json:"ids"`
@@ -127,46 +123,7 @@ func TestTiktokenGoldens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := readTiktokenGolden(t, name)
 			tok := loadTiktoken(t, name)
-			t.Run("texts", func(t *testing.T) {
-				for _, nt := range in.Texts {
-					want, ok := g.Texts[nt[0]]
-					if !ok {
-						t.Fatalf("golden has no ids for text %q", nt[0])
-					}
-					got := tok.Encode(nt[1])
-					if d := diffIDs(got, want); d != "" {
-						t.Errorf("%s %q: %s", nt[0], truncate(nt[1], 60), d)
-					}
-					if dec := tok.Decode(got); dec != nt[1] {
-						t.Errorf("%s: Decode(Encode(s)) = %q, want %q", nt[0], truncate(dec, 60), truncate(nt[1], 60))
-					}
-				}
-				if d := diffIDs(tok.Encode(g.SpecialText), g.SpecialIDs); d != "" {
-					t.Errorf("special-token text %q: %s", g.SpecialText, d)
-				}
-			})
-			t.Run("fuzz", func(t *testing.T) {
-				if len(g.Fuzz) != len(in.Fuzz) || len(in.Fuzz) != 500 {
-					t.Fatalf("expected 500 fuzz strings and as many id lists, found %d and %d", len(in.Fuzz), len(g.Fuzz))
-				}
-				bad := 0
-				for i, s := range in.Fuzz {
-					if d := diffIDs(tok.Encode(s), g.Fuzz[i]); d != "" {
-						bad++
-						if bad <= 5 {
-							t.Errorf("fuzz[%d] %q: %s", i, truncate(s, 60), d)
-						}
-					}
-				}
-				if bad > 0 {
-					t.Errorf("%d of 500 fuzz strings differ", bad)
-				}
-			})
-			t.Run("corpus", func(t *testing.T) {
-				if d := diffIDs(tok.Encode(corpus), g.CorpusIDs); d != "" {
-					t.Error(d)
-				}
-			})
+			testGoldenIDs(t, tok, in, corpus, g.goldenIDs, true)
 			t.Run("extra", func(t *testing.T) {
 				for _, x := range g.Extra {
 					if d := diffIDs(tok.Encode(x.Text), x.IDs); d != "" {
