@@ -50,7 +50,9 @@ type ExoSweep struct {
 	Sources         []energy.Source
 	MetricsInterval time.Duration
 	// Runner is the template of each placement's Runner: its Engine, Model
-	// and Placement are set by the sweep; the rest is copied.
+	// and Placement are set by the sweep; the rest is copied. Its Observer
+	// hears the sweep's progress: Done and Total count the requests of
+	// every placement, so a progress bar does not restart at each.
 	Runner Runner
 	// WrapEngine, when set, wraps the engine each placement's requests go
 	// to (a test's slowed client); nil sends them to Client.
@@ -120,6 +122,12 @@ func (s *ExoSweep) Run(ctx context.Context, plan Plan) (ExoResult, error) {
 		}
 	}
 	merged := map[string]map[string][]energy.Sample{}
+	// Progress counts over the whole sweep: every placement measures the
+	// same plan.
+	perPlacement := 0
+	for _, c := range plan.Cells() {
+		perPlacement += c.Concurrency * plan.repeat()
+	}
 	for _, p := range placements {
 		if ctx.Err() != nil {
 			break
@@ -128,7 +136,7 @@ func (s *ExoSweep) Run(ctx context.Context, plan Plan) (ExoResult, error) {
 		if p.Relabelled() {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("placement preview labels differ from its instance; measured as %s/%s on %d nodes", p.Sharding, p.InstanceMeta, p.Nodes))
 		}
-		rep, rec, err := s.runPlacement(ctx, p, plan, &res)
+		rep, rec, err := s.runPlacement(ctx, p, plan, &res, sweepProgress{base: len(res.Rows), total: perPlacement * len(placements)})
 		res.Rows = append(res.Rows, rep.Rows...)
 		res.Windows = append(res.Windows, rep.Windows...)
 		res.Warnings = append(res.Warnings, rep.Warnings...)
@@ -186,9 +194,15 @@ func summarizeMetrics(m map[string]map[string][]energy.Sample) map[string]map[st
 	return out
 }
 
+// sweepProgress places one placement's progress in the sweep's: base
+// requests were measured before it, of total in all.
+type sweepProgress struct {
+	base, total int
+}
+
 // runPlacement measures plan on one placement, creating and deleting its
 // instance unless Reuse is set.
-func (s *ExoSweep) runPlacement(ctx context.Context, p exo.Placement, plan Plan, res *ExoResult) (Report, *energy.Recording, error) {
+func (s *ExoSweep) runPlacement(ctx context.Context, p exo.Placement, plan Plan, res *ExoResult, sp sweepProgress) (Report, *energy.Recording, error) {
 	meta := Placement{Sharding: p.Sharding, InstanceMeta: p.InstanceMeta, Nodes: p.Nodes, InstanceID: p.Instance.ID}
 	if !s.Reuse {
 		pr, err := s.Client.Plan(ctx, p, s.Card, &s.PlanOptions)
@@ -219,6 +233,13 @@ func (s *ExoSweep) runPlacement(ctx context.Context, p exo.Placement, plan Plan,
 	r.Engine, r.Model, r.Placement = s.Client, s.Card.FullID(), meta
 	if s.WrapEngine != nil {
 		r.Engine = s.WrapEngine(r.Engine)
+	}
+	if obs := r.Observer; obs != nil {
+		r.Observer = ObserverFunc(func(pr Progress) {
+			pr.Done += sp.base
+			pr.Total = sp.total
+			obs.Observe(pr)
+		})
 	}
 	if r.ModelShortID == "" {
 		r.ModelShortID = s.Card.ShortID()

@@ -24,7 +24,9 @@ import (
 
 // twoNodeSweep runs a small plan on a simulated 2-node cluster over both
 // sharding kinds (ring only): three placements, pipeline on 1 node and
-// pipeline and tensor on 2.
+// pipeline and tensor on 2. Its progress counts over the whole sweep: one
+// more request done at each report, of 18 (3 placements × 6), never
+// starting again at a placement.
 func twoNodeSweep(t *testing.T) benchkit.ExoResult {
 	t.Helper()
 	srv := sim.NewServer(sim.Options{Preset: sim.Fast(), Nodes: 2, NoInstance: true, LoadDelay: -1})
@@ -45,9 +47,19 @@ func twoNodeSweep(t *testing.T) benchkit.ExoResult {
 		MetricsInterval: 50 * time.Millisecond,
 		Runner:          benchkit.Runner{Builder: &promptsize.Builder{Counter: srv.Counter()}, Simulated: true},
 	}
+	done := 0
+	sweep.Runner.Observer = benchkit.ObserverFunc(func(p benchkit.Progress) {
+		if p.Done != done+1 || p.Total != 18 {
+			t.Errorf("progress %d/%d after %d done; want %d/18", p.Done, p.Total, done, done+1)
+		}
+		done = p.Done
+	})
 	res, err := sweep.Run(ctx, benchkit.Plan{PP: []int{64}, TG: []int{8}, Concurrency: []int{1, 2}, Repeat: 2})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if done != 18 {
+		t.Errorf("progress ended at %d, want 18", done)
 	}
 	if len(res.Placements) != 3 {
 		t.Fatalf("%d placements measured, want 3 (pipeline 1 node, pipeline and tensor 2 nodes)", len(res.Placements))
@@ -263,11 +275,12 @@ func TestPlacementKeyString(t *testing.T) {
 // placement is being measured.
 func TestProgressBarNamesPlacement(t *testing.T) {
 	var buf strings.Builder
-	b := &benchkit.ProgressBar{W: &buf, Width: 10}
+	t0 := time.Unix(1e9, 0)
+	b := &benchkit.ProgressBar{W: &buf, Width: 10, Now: func() time.Time { return t0 }}
 	row := benchkit.Row{PlacementSharding: "Tensor", PlacementInstanceMeta: "MlxRing", PlacementNodes: 2}
 	b.Observe(benchkit.Progress{Cell: benchkit.Cell{PP: 64, TG: 8, Concurrency: 2}, Repeat: 1, Done: 3, Total: 4, Row: row})
 	b.Finish()
-	want := "\r[#######   ] 3/4  placement=tensor-ring-2n/pp=64/tg=8/conc=2 rep 1  failed 0 \n"
+	want := "\r[#######   ] 3/4  placement=tensor-ring-2n/pp=64/tg=8/conc=2 rep 1  failed 0  0ms  ETA ? \n"
 	if buf.String() != want {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}

@@ -412,6 +412,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		sweep.Runner.Observer = bar
 	}
 
+	if bar != nil {
+		bar.Start()
+	}
 	started := time.Now()
 	res, runErr := sweep.Run(ctx, plan)
 	if bar != nil {

@@ -199,8 +199,19 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if h.clock != nil {
 		load.Clock = h.clock
 	}
+	// On a terminal, a progress line on stderr; nothing otherwise.
+	planned := *numSeqs
+	if seg.Split() {
+		planned = 0 // this segment's share is the Load's to tell
+	}
+	progress := benchkit.NewLoadProgress(stderr, planned)
+	if progress != nil {
+		load.OnRow = progress.Row
+	}
+	progress.Start()
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	res, runErr := load.Run(ctx, lengths, traffic, timing.SLO{})
+	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
 		return runErr
 	}

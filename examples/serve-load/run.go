@@ -202,6 +202,21 @@ type hooks struct {
 	clock concurrency.Clock
 }
 
+// plannedRequests is how many requests the invocation will send, for the
+// progress line's total and ETA; 0 when it cannot be told in advance (a
+// search, a --duration bound, one segment of a split plan).
+func plannedRequests(o options, rates []float64) int {
+	switch {
+	case o.findMaxRate || o.split.seg.Split():
+		return 0
+	case o.burst > 0:
+		return o.burst
+	case o.duration > 0 || o.numRequests <= 0:
+		return 0
+	}
+	return o.numRequests * max(len(rates), 1)
+}
+
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
 	o, rates, slo, err := parse(args, stderr)
 	if err != nil {
@@ -351,6 +366,18 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if rowsOut != nil {
 		load.OnRow = rowsOut.add
 	}
+	// On a terminal, a progress line on stderr; nothing otherwise.
+	progress := benchkit.NewLoadProgress(stderr, plannedRequests(o, rates))
+	if progress != nil {
+		toFile := load.OnRow
+		load.OnRow = func(r benchkit.LoadRow) {
+			if toFile != nil {
+				toFile(r)
+			}
+			progress.Row(r)
+		}
+	}
+	progress.Start()
 	started := time.Now()
 	meta.Started = started.UTC().Format(time.RFC3339)
 	var runs []benchkit.LoadRun
@@ -377,6 +404,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	default:
 		runs, runErr = load.Sweep(ctx, lengths(o), traffic(o), rates, slo)
 	}
+	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
 		return runErr
 	}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestProgressOnATerminal runs the program under script(1), whose pty
+// makes stderr a terminal, over every placement of the embedded 2-node
+// cluster: the bar's count goes up by one at each redraw across the
+// placements (it never starts again) to the sweep's total, and every
+// redraw has an elapsed time and an ETA, the last one 0s.
+func TestProgressOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) (util-linux) is not installed")
+	}
+	bin := buildProgram(t)
+	out := filepath.Join(t.TempDir(), "out.json")
+	cmd := "'" + bin + "' --allow-saturated --preset fast --pp 64 --tg 4 --concurrency 1,2 --repeat 1 --max-nodes 2 --no-system-metrics --json-out '" + out + "'"
+	got, err := exec.Command(script, "-qec", cmd, "/dev/null").CombinedOutput()
+	if err != nil {
+		t.Fatalf("script -qec %q: %v\n%s", cmd, err, got)
+	}
+	re := regexp.MustCompile(`\r\[[# ]+\] (\d+)/(\d+)  (placement=[^ ]+) rep \d+  failed 0  \S+  ETA (\S+) `)
+	ms := re.FindAllSubmatch(got, -1)
+	if len(ms) == 0 {
+		t.Fatalf("no progress bar on a terminal:\n%q", got)
+	}
+	placements := map[string]bool{}
+	total := string(ms[0][2])
+	for i, m := range ms {
+		if done, _ := strconv.Atoi(string(m[1])); done != i+1 || string(m[2]) != total {
+			t.Errorf("redraw %d reads %s/%s; want %d/%s", i, m[1], m[2], i+1, total)
+		}
+		place, _, _ := strings.Cut(string(m[3]), "/")
+		placements[place] = true
+	}
+	if len(placements) < 2 {
+		t.Errorf("the bar named %d placement(s), want at least 2: %v", len(placements), placements)
+	}
+	last := ms[len(ms)-1]
+	if string(last[1]) != total || string(last[4]) != "0s" {
+		t.Errorf("the last redraw reads %s/%s, ETA %s; want the total and 0s", last[1], last[2], last[4])
+	}
+}

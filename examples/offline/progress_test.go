@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// buildProgram builds offline into a temporary directory (with -race when
+// the tests run with it) and returns its path.
+func buildProgram(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "prog")
+	args := []string{"build", "-o", bin}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				args = append(args, "-race")
+			}
+		}
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// progressArgs is a short burst whose progress line ends at 5/5.
+var progressArgs = []string{"--allow-saturated", "--num-seqs", "5", "--min-input-len", "40", "--max-input-len", "60",
+	"--min-output-len", "2", "--max-output-len", "4", "--seed", "1"}
+
+// TestProgressOnATerminal runs the program under script(1), whose pty
+// makes stderr a terminal: a progress line gives the requests done of the
+// total, the achieved rate, the errors, the elapsed time and the ETA, and
+// ends at 5/5 with an ETA of 0s.
+func TestProgressOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) (util-linux) is not installed")
+	}
+	bin := buildProgram(t)
+	cmd := "'" + bin + "' " + strings.Join(progressArgs, " ")
+	out, err := exec.Command(script, "-qec", cmd, "/dev/null").CombinedOutput()
+	if err != nil {
+		t.Fatalf("script -qec %q: %v\n%s", cmd, err, out)
+	}
+	i := bytes.LastIndex(out, []byte("\r5/5 requests  "))
+	if i < 0 {
+		t.Fatalf("no progress line ending at 5/5 on a terminal:\n%q", out)
+	}
+	last, _, _ := strings.Cut(string(out[i:]), "\n")
+	for _, want := range []string{"req/s", "errors 0", "elapsed ", "ETA 0s"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the last progress line %q lacks %q", last, want)
+		}
+	}
+}
+
+// TestNoProgressWhenNotATerminal: with stderr a pipe, the same run writes
+// no progress line and no carriage return.
+func TestNoProgressWhenNotATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	bin := buildProgram(t)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, progressArgs...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for name, b := range map[string][]byte{"stdout": stdout.Bytes(), "stderr": stderr.Bytes()} {
+		if bytes.Contains(b, []byte("\r")) || bytes.Contains(b, []byte(" requests  ")) {
+			t.Errorf("%s holds a progress line though it is not a terminal:\n%q", name, b)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// progressArgs is a short run whose progress line ends at 6/6.
+var progressArgs = []string{"--allow-saturated", "--num-requests", "6", "--rate", "50", "--pp", "64", "--tg", "2", "--seed", "1"}
+
+// TestProgressOnATerminal runs the program under script(1), whose pty
+// makes stderr a terminal: a progress line redrawn with a carriage return
+// gives the requests done of the total, the achieved rate, the errors, the
+// elapsed time and the ETA, and ends at 6/6 with an ETA of 0s.
+func TestProgressOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) (util-linux) is not installed")
+	}
+	bin := buildProgram(t)
+	cmd := "'" + bin + "' " + strings.Join(progressArgs, " ")
+	out, err := exec.Command(script, "-qec", cmd, "/dev/null").CombinedOutput()
+	if err != nil {
+		t.Fatalf("script -qec %q: %v\n%s", cmd, err, out)
+	}
+	if !bytes.Contains(out, []byte("\r1/6 requests  ")) || !bytes.Contains(out, []byte("\r6/6 requests  ")) {
+		t.Fatalf("no progress line from 1/6 to 6/6 on a terminal:\n%q", out)
+	}
+	last := string(out[bytes.LastIndex(out, []byte("\r6/6 requests")):])
+	last, _, _ = strings.Cut(last, "\n")
+	for _, want := range []string{"req/s", "errors 0", "elapsed ", "ETA 0s"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the last progress line %q lacks %q", last, want)
+		}
+	}
+}
+
+// TestNoProgressWhenNotATerminal: with stderr a pipe, the same run writes
+// no progress line and no carriage return.
+func TestNoProgressWhenNotATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	bin := buildProgram(t)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, progressArgs...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for name, b := range map[string][]byte{"stdout": stdout.Bytes(), "stderr": stderr.Bytes()} {
+		if bytes.Contains(b, []byte("\r")) || bytes.Contains(b, []byte(" requests  ")) {
+			t.Errorf("%s holds a progress line though it is not a terminal:\n%q", name, b)
+		}
+	}
+}
