@@ -280,7 +280,7 @@ func TestProgressBarNamesPlacement(t *testing.T) {
 	row := benchkit.Row{PlacementSharding: "Tensor", PlacementInstanceMeta: "MlxRing", PlacementNodes: 2}
 	b.Observe(benchkit.Progress{Cell: benchkit.Cell{PP: 64, TG: 8, Concurrency: 2}, Repeat: 1, Done: 3, Total: 4, Row: row})
 	b.Finish()
-	want := "\r[#######   ] 3/4  placement=tensor-ring-2n/pp=64/tg=8/conc=2 rep 1  failed 0  0ms  ETA ? \n"
+	want := "\r[#######   ] 3/4  placement=tensor-ring-2n/pp=64/tg=8/conc=2 rep 1  failed 0  — req/s  0ms  ETA ? \n"
 	if buf.String() != want {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}

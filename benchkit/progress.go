@@ -14,8 +14,9 @@ import (
 // in place with a carriage return: meant for a terminal's stderr. The line
 // names the placement (when the rows carry one), the cell and the repeat
 // being measured, the requests done of all (over every placement of an
-// ExoSweep), the failures, the time elapsed and an estimate of the time
-// left. Call Finish at the end to end the line.
+// ExoSweep), the failures, the achieved rate (requests done / elapsed),
+// the time elapsed and an estimate of the time left. Call Finish at the
+// end to end the line.
 type ProgressBar struct {
 	// W receives the bar.
 	W io.Writer
@@ -62,8 +63,8 @@ func (b *ProgressBar) Observe(p Progress) {
 	}
 	where := cellKey{PlacementOf(p.Row), p.Cell}.name()
 	elapsed := now.Sub(b.started)
-	fmt.Fprintf(b.W, "\r[%s%s] %d/%d  %s rep %d  failed %d  %s  ETA %s ", strings.Repeat("#", fill), strings.Repeat(" ", w-fill),
-		p.Done, p.Total, where, p.Repeat, b.failed, shortDuration(elapsed), eta(elapsed, p.Done, p.Total))
+	fmt.Fprintf(b.W, "\r[%s%s] %d/%d  %s rep %d  failed %d  %s req/s  %s  ETA %s ", strings.Repeat("#", fill), strings.Repeat(" ", w-fill),
+		p.Done, p.Total, where, p.Repeat, b.failed, rateOf(p.Done, elapsed), shortDuration(elapsed), eta(elapsed, p.Done, p.Total))
 	b.drawn = true
 }
 
@@ -150,10 +151,7 @@ func (p *LoadProgress) Row(r LoadRow) {
 	}
 	p.last, p.drawn = now, true
 	elapsed := now.Sub(p.started)
-	rate := "—"
-	if s := elapsed.Seconds(); s > 0 {
-		rate = fmt.Sprintf("%.3g", float64(p.done)/s)
-	}
+	rate := rateOf(p.done, elapsed)
 	total := "?"
 	if p.Total > 0 {
 		total = fmt.Sprint(p.Total)
@@ -172,6 +170,37 @@ func (p *LoadProgress) Finish() {
 		fmt.Fprintln(p.W)
 		p.drawn = false
 	}
+}
+
+// Phases returns an Observer that hears the progress of n runs of the
+// same plan one after the other (the phases of a disaggregation
+// benchmark) and tells obs of it as one: Done goes on from the earlier
+// phases' requests, and Total is n times a phase's. A phase ends when its
+// Done reaches its Total; a phase cut short ends when the next one's
+// Done starts again from 1.
+func Phases(obs Observer, n int) Observer {
+	var mu sync.Mutex
+	base, last, lastTotal := 0, 0, 0
+	return ObserverFunc(func(p Progress) {
+		mu.Lock()
+		if p.Done <= last {
+			base += lastTotal
+		}
+		last, lastTotal = p.Done, p.Total
+		p.Done += base
+		p.Total *= max(n, 1)
+		mu.Unlock()
+		obs.Observe(p)
+	})
+}
+
+// rateOf formats done / elapsed in requests per second for a progress
+// line, "—" before any time has passed.
+func rateOf(done int, elapsed time.Duration) string {
+	if s := elapsed.Seconds(); s > 0 {
+		return fmt.Sprintf("%.3g", float64(done)/s)
+	}
+	return "—"
 }
 
 // IsTerminal reports whether w is a character device (a terminal).

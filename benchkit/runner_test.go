@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -245,9 +246,23 @@ func TestProgressBar(t *testing.T) {
 	now = now.Add(6 * time.Second)
 	b.Observe(Progress{Cell: Cell{64, 8, 2}, Done: 3, Total: 4, Row: Row{Error: "x"}})
 	b.Finish()
-	want := "\r[#######   ] 3/4  pp=64/tg=8/conc=2 rep 0  failed 1  6.0s  ETA 2.0s \n"
+	want := "\r[#######   ] 3/4  pp=64/tg=8/conc=2 rep 0  failed 1  0.5 req/s  6.0s  ETA 2.0s \n"
 	if buf.String() != want {
 		t.Errorf("got %q, want %q", buf.String(), want)
+	}
+}
+
+// TestPhases: three phases of 4 requests read as one run of 12, the
+// second cut short after 2.
+func TestPhases(t *testing.T) {
+	var got []string
+	obs := Phases(ObserverFunc(func(p Progress) { got = append(got, fmt.Sprintf("%d/%d", p.Done, p.Total)) }), 3)
+	for _, done := range []int{1, 2, 3, 4, 1, 2, 1, 2, 3, 4} {
+		obs.Observe(Progress{Done: done, Total: 4})
+	}
+	want := "1/12 2/12 3/12 4/12 5/12 6/12 9/12 10/12 11/12 12/12"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("got %s, want %s", s, want)
 	}
 }
 

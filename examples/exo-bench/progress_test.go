@@ -29,7 +29,7 @@ func TestProgressOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("script -qec %q: %v\n%s", cmd, err, got)
 	}
-	re := regexp.MustCompile(`\r\[[# ]+\] (\d+)/(\d+)  (placement=[^ ]+) rep \d+  failed 0  \S+  ETA (\S+) `)
+	re := regexp.MustCompile(`\r\[[# ]+\] (\d+)/(\d+)  (placement=[^ ]+) rep \d+  failed 0  \S+ req/s  \S+  ETA (\S+) `)
 	ms := re.FindAllSubmatch(got, -1)
 	if len(ms) == 0 {
 		t.Fatalf("no progress bar on a terminal:\n%q", got)

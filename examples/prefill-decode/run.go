@@ -439,7 +439,22 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"), Tokenizer: tokenizerNote,
 		Plan: plan, CompareBaseline: c.compareBaseline, Started: time.Now().UTC().Format(time.RFC3339),
 	}
+	// On a terminal, a progress bar on stderr over every phase (each
+	// measures the same plan); nothing otherwise.
+	var bar *benchkit.ProgressBar
+	if benchkit.IsTerminal(stderr) {
+		phases := 1
+		if c.compareBaseline {
+			phases = 3
+		}
+		bar = &benchkit.ProgressBar{W: stderr}
+		d.Runner.Observer = benchkit.Phases(bar, phases)
+		bar.Start()
+	}
 	res, runErr := d.Run(ctx, plan)
+	if bar != nil {
+		bar.Finish()
+	}
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	doc := disagg.NewDocument(meta, res)
 	if err := writeOutputs(c, doc, stdout, stderr); err != nil {

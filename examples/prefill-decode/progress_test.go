@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"testing"
+)
+
+// buildProgram builds prefill-decode into a temporary directory (with
+// -race when the tests run with it) and returns its path.
+func buildProgram(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "prog")
+	args := []string{"build", "-o", bin}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				args = append(args, "-race")
+			}
+		}
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// progressBar matches one redraw of the progress bar: done/total, the
+// failures, the achieved rate, the elapsed time and the ETA.
+var progressBar = regexp.MustCompile(`\r\[[# ]+\] (\d+)/(\d+)  \S+ rep \d+  failed (\d+)  \S+ req/s  \S+  ETA (\S+) `)
+
+// TestProgressOnATerminal runs the program with its defaults (three
+// phases of 2 requests) under script(1), whose pty makes stderr a
+// terminal: the bar counts 1/6 to 6/6 across the phases, never starting
+// again, and ends with an ETA of 0s. With stderr a pipe there is no bar.
+func TestProgressOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) (util-linux) is not installed")
+	}
+	bin := buildProgram(t)
+	dir := t.TempDir()
+	cmd := exec.Command(script, "-qec", "'"+bin+"' --json-out '"+filepath.Join(dir, "out.json")+"'", "/dev/null")
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, got)
+	}
+	ms := progressBar.FindAllSubmatch(got, -1)
+	if len(ms) != 6 {
+		t.Fatalf("%d redraws of the bar, want 6 (one per request):\n%q", len(ms), got)
+	}
+	for i, m := range ms {
+		if done, _ := strconv.Atoi(string(m[1])); done != i+1 || string(m[2]) != "6" || string(m[3]) != "0" {
+			t.Errorf("redraw %d reads %s/%s, failed %s; want %d/6, failed 0", i, m[1], m[2], m[3], i+1)
+		}
+	}
+	if eta := string(ms[5][4]); eta != "0s" {
+		t.Errorf("the last redraw's ETA is %s, want 0s", eta)
+	}
+
+	piped := exec.Command(bin, "--json-out", filepath.Join(dir, "piped.json"))
+	var stdout, stderr bytes.Buffer
+	piped.Stdout, piped.Stderr = &stdout, &stderr
+	if err := piped.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if bytes.Contains(stderr.Bytes(), []byte("\r")) || progressBar.Match(stderr.Bytes()) {
+		t.Errorf("a progress bar on stderr though it is not a terminal:\n%q", stderr.Bytes())
+	}
+}
