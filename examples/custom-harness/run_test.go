@@ -32,6 +32,22 @@ func TestBadArgs(t *testing.T) {
 	}
 }
 
+// TestHelp: -h, -help and --help are help (exit 0), nothing else is.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"-help"}, {"--help"}} {
+		var w bytes.Buffer
+		if !helpRequested(args, &w) || !strings.Contains(w.String(), "usage: custom-harness") {
+			t.Errorf("%q: not help, or no usage: %q", args, w.String())
+		}
+	}
+	for _, args := range [][]string{nil, {"--n", "8"}, {"-h", "x"}} {
+		var w bytes.Buffer
+		if helpRequested(args, &w) || w.Len() > 0 {
+			t.Errorf("%q taken for help", args)
+		}
+	}
+}
+
 // TestShort keeps the harness what its doc promises: under 60 lines.
 func TestShort(t *testing.T) {
 	b, err := os.ReadFile("harness.go")

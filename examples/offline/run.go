@@ -52,6 +52,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	startAt := fs.String("start-at", "", "release the requests at this RFC 3339 wall time, shared by every segment")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h or --help: the usage is written; exit 0
+		}
 		return &benchkit.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {

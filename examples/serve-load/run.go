@@ -219,6 +219,9 @@ func plannedRequests(o options, rates []float64) int {
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
 	o, rates, slo, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h or --help: the usage is written; exit 0
+	}
 	if err != nil {
 		return err
 	}
