@@ -439,14 +439,34 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	return nil
 }
 
+// runTitle is the title of the table and the plot: the model and the
+// traffic actually sent ("rate inf: all at once" for an infinite rate, a
+// rate sweep or a search by their rates), after "SIMULATED (preset)"
+// for the embedded engine.
+func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string {
+	traffic := meta.Traffic.String()
+	switch {
+	case o.findMaxRate:
+		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
+	case len(runs) == 1 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0:
+		traffic = "rate inf: all at once"
+	case len(runs) == 1:
+		traffic = runs[0].Summary.Traffic
+	case len(runs) > 1:
+		traffic = fmt.Sprintf("sweep of %d rates", len(runs))
+	}
+	title := meta.Model + ", " + traffic
+	if meta.Simulated {
+		title = "SIMULATED (" + meta.Preset + "): " + title
+	}
+	return title
+}
+
 // report writes the results: stdout in the chosen format, the JSON file
 // and the plot.
 func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate *benchkit.MaxRate, slo timing.SLO, stdout, stderr io.Writer) error {
 	doc := benchkit.NewLoadDocument(meta, runs, maxRate)
-	title := fmt.Sprintf("%s, %s", meta.Model, meta.Traffic.String())
-	if meta.Simulated {
-		title = "SIMULATED (" + meta.Preset + "): " + meta.Model
-	}
+	title := runTitle(o, meta, runs)
 	var errs []error
 	switch o.format {
 	case "json":
@@ -460,10 +480,17 @@ func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate 
 		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", benchkit.SaturationReasons(meta.Client))
 	}
 	if maxRate != nil && o.format != "json" {
-		if maxRate.RateRPS > 0 {
+		switch {
+		case maxRate.RateRPS > 0 && maxRate.Hi == 0 && o.searchMax > 0 && maxRate.RateRPS >= o.searchMax:
+			fmt.Fprintf(stdout, "\nthe search reached --search-max %.3g requests/s and it met %s for %.0f%% of requests: the highest rate is at least that, not found (%d probes); raise --search-max\n",
+				o.searchMax, maxRate.SLO, maxRate.Attainment*100, maxRate.Probes)
+		case maxRate.RateRPS > 0 && maxRate.Hi == 0:
+			fmt.Fprintf(stdout, "\nevery rate probed, up to %.3g requests/s, met %s for %.0f%% of requests: the highest rate is at least that, not found (%d probes)\n",
+				maxRate.RateRPS, maxRate.SLO, maxRate.Attainment*100, maxRate.Probes)
+		case maxRate.RateRPS > 0:
 			fmt.Fprintf(stdout, "\nhighest rate meeting %s for %.0f%% of requests: %.3g requests/s (next probe up, %.3g/s, did not; %d probes)\n",
 				maxRate.SLO, maxRate.Attainment*100, maxRate.RateRPS, maxRate.Hi, maxRate.Probes)
-		} else {
+		default:
 			fmt.Fprintf(stdout, "\nno rate probed met %s for %.0f%% of requests\n", maxRate.SLO, maxRate.Attainment*100)
 		}
 	}
