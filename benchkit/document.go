@@ -114,12 +114,14 @@ type CellRecord struct {
 	Warnings                    []string `json:"warnings,omitempty"`
 }
 
-// IntervalJSON is a repeat-level confidence interval in a results file.
-// Undefined values are null.
+// IntervalJSON is a repeat-level confidence interval in a results file,
+// with the standard deviation of the repeats beside it. Undefined values
+// are null.
 type IntervalJSON struct {
 	Center     *float64 `json:"center"`
 	Lo         *float64 `json:"lo"`
 	Hi         *float64 `json:"hi"`
+	SD         *float64 `json:"sd"`
 	N          int      `json:"n"`
 	Confidence float64  `json:"confidence"`
 }

@@ -16,5 +16,9 @@ func finite(v float64) *float64 {
 }
 
 func intervalJSON(iv timing.Interval) IntervalJSON {
-	return IntervalJSON{Center: finite(iv.Center), Lo: finite(iv.Lo), Hi: finite(iv.Hi), N: iv.N, Confidence: iv.Confidence}
+	j := IntervalJSON{Center: finite(iv.Center), Lo: finite(iv.Lo), Hi: finite(iv.Hi), N: iv.N, Confidence: iv.Confidence}
+	if iv.N >= 2 {
+		j.SD = finite(iv.SD)
+	}
+	return j
 }

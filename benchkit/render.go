@@ -24,8 +24,9 @@ type TableOptions struct {
 // WriteTable writes one line per cell of each placement for a terminal,
 // with a placement column (PlacementKey.String) when rows carry one:
 // prompt TPS, generation TPS, exo's aggregate beside Σ tokens / wall,
-// TTFT, peak memory, energy and J/token, each as mean ± the half width of
-// its repeat-level confidence interval. The layout is for people and may
+// TTFT, peak memory, energy and J/token, each as "mean ± the half width of
+// its repeat-level 95 % confidence interval (sd the repeats' standard
+// deviation)", as every such header says ("± 95 % CI (sd)"). The layout is for people and may
 // change between releases: parse the JSON, CSV or benchfmt outputs
 // instead.
 //
@@ -104,7 +105,9 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 	case sources["client"]:
 		energyHead, jHead = "energy J (client)", "J/tok (client)"
 	}
-	header := []string{"pp", "tg", "conc", "reps", "prompt tok/s", "gen tok/s", "exo agg tok/s (max×N)", "Σtok/wall tok/s", ttftHead, "peak mem", energyHead, jHead, "failed"}
+	// Every figure with an interval is headed with what its ± is.
+	ci := func(h string) string { return h + " ± 95 % CI (sd)" }
+	header := []string{"pp", "tg", "conc", "reps", ci("prompt tok/s"), ci("gen tok/s"), ci("exo agg tok/s (max×N)"), ci("Σtok/wall tok/s"), ci(ttftHead), "peak mem", ci(energyHead), ci(jHead), "failed"}
 	withPlacement := slices.ContainsFunc(cells, func(c CellSummary) bool { return !c.Placement.IsZero() })
 	if withPlacement {
 		header = append([]string{"placement"}, header...)
@@ -121,17 +124,17 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 			ttft = c.ServerPrefillS
 		}
 		ej, jpt, src := energyOf(c)
-		es, js := pm(ej.Center, ej.Hi, 1, 1), pm(jpt.Center, jpt.Hi, 1, 3)
+		es, js := pm(ej, 1, 1), pm(jpt, 1, 3)
 		if mark && src != "" {
 			es, js = es+" "+src[:1], js+" "+src[:1]
 		}
 		lines = append(lines, append(cols,
 			strconv.Itoa(c.Cell.PP), strconv.Itoa(c.Cell.TG), strconv.Itoa(c.Cell.Concurrency), strconv.Itoa(c.Repeats),
-			pm(c.PromptTPS.Center, c.PromptTPS.Hi, 1, 1),
-			pm(c.GenerationTPS.Center, c.GenerationTPS.Hi, 1, 1),
-			pm(c.ExoAggregateTPS.Center, c.ExoAggregateTPS.Hi, 1, 1),
-			pm(c.ThroughputTPS.Center, c.ThroughputTPS.Hi, 1, 1),
-			pm(ttft.Center, ttft.Hi, 1000, 1),
+			pm(c.PromptTPS, 1, 1),
+			pm(c.GenerationTPS, 1, 1),
+			pm(c.ExoAggregateTPS, 1, 1),
+			pm(c.ThroughputTPS, 1, 1),
+			pm(ttft, 1000, 1),
 			bytesIEC(c.PeakMemoryBytes),
 			es, js,
 			strconv.Itoa(c.Failed),
@@ -195,15 +198,20 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 	return err
 }
 
-// pm formats center ± (hi − center), scaled, with prec decimals: "—" when
-// undefined, the center alone when the interval is infinite.
-func pm(center, hi, scale float64, prec int) string {
-	if math.IsNaN(center) {
+// pm formats iv as "center ± half (sd s)", scaled, with prec decimals:
+// the half width of its confidence interval, then the standard deviation
+// of its samples. "—" when undefined, the center alone when the interval
+// is infinite (one repeat).
+func pm(iv timing.Interval, scale float64, prec int) string {
+	if math.IsNaN(iv.Center) {
 		return "—"
 	}
-	s := strconv.FormatFloat(center*scale, 'f', prec, 64)
-	if half := (hi - center) * scale; !math.IsNaN(half) && !math.IsInf(half, 0) {
+	s := strconv.FormatFloat(iv.Center*scale, 'f', prec, 64)
+	if half := (iv.Hi - iv.Center) * scale; !math.IsNaN(half) && !math.IsInf(half, 0) {
 		s += " ± " + strconv.FormatFloat(half, 'f', prec, 64)
+		if sd := iv.SD * scale; !math.IsNaN(sd) && !math.IsInf(sd, 0) {
+			s += " (sd " + strconv.FormatFloat(sd, 'f', prec, 64) + ")"
+		}
 	}
 	return s
 }

@@ -127,6 +127,11 @@ type Interval struct {
 	N int
 	// Center is the sample mean; Lo and Hi the interval's bounds.
 	Center, Lo, Hi float64
+	// SD is the samples' standard deviation (n − 1 in the denominator),
+	// to report beside the interval's half width: the half width says how
+	// well the mean is known, SD how far the samples spread. NaN with
+	// fewer than two samples.
+	SD float64
 	// Confidence is the level asked for, e.g. 0.95.
 	Confidence float64
 	// Warnings say why the interval is infinite or missing.
@@ -151,11 +156,11 @@ func ConfidenceInterval(x []float64, level float64) Interval {
 	iv := Interval{N: len(x), Confidence: level}
 	switch len(x) {
 	case 0:
-		iv.Center, iv.Lo, iv.Hi = math.NaN(), math.NaN(), math.NaN()
+		iv.Center, iv.Lo, iv.Hi, iv.SD = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		iv.Warnings = append(iv.Warnings, fmt.Errorf("%w: confidence interval of no samples", ErrFewSamples))
 		return iv
 	case 1:
-		iv.Center, iv.Lo, iv.Hi = x[0], math.Inf(-1), math.Inf(1)
+		iv.Center, iv.Lo, iv.Hi, iv.SD = x[0], math.Inf(-1), math.Inf(1), math.NaN()
 		iv.Warnings = append(iv.Warnings, fmt.Errorf("%w: confidence interval needs at least 2 samples, have 1", ErrFewSamples))
 		return iv
 	}
@@ -163,6 +168,6 @@ func ConfidenceInterval(x []float64, level float64) Interval {
 	n := float64(len(x))
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.5 * (1 + level))
 	half := t * sd / math.Sqrt(n)
-	iv.Center, iv.Lo, iv.Hi = mean, mean-half, mean+half
+	iv.Center, iv.Lo, iv.Hi, iv.SD = mean, mean-half, mean+half, sd
 	return iv
 }

@@ -43,6 +43,11 @@ func TestDefaultTableIsHonest(t *testing.T) {
 	if col < 0 || !strings.Contains(lines[hi], "energy J (server)") {
 		t.Fatalf("header %q: want an energy column labelled with its source (server)", lines[hi])
 	}
+	for _, h := range header {
+		if strings.Contains(h, "tok/s") && !strings.HasSuffix(h, "± 95 % CI (sd)") {
+			t.Errorf("header %q does not say what its ± is", h)
+		}
+	}
 	var body [][]string
 	for _, l := range lines[hi+1:] {
 		if strings.TrimSpace(l) == "" {
@@ -57,6 +62,10 @@ func TestDefaultTableIsHonest(t *testing.T) {
 		v, pm, ok := strings.Cut(cells[col], " ± ")
 		if !ok {
 			continue
+		}
+		pm, sd, ok := strings.Cut(pm, " (sd ")
+		if !ok || !strings.HasSuffix(sd, ")") {
+			t.Errorf("energy %q: no standard deviation beside the ±", cells[col])
 		}
 		x, err1 := strconv.ParseFloat(v, 64)
 		y, err2 := strconv.ParseFloat(pm, 64)
