@@ -6,11 +6,15 @@
 //   - TTFTByPromptLength: each request's time to first token against its
 //     prompt length, from load-test rows;
 //   - LatencyByRate: p99 TTFT, TPOT and E2E against the offered request
-//     rate, with the SLO objectives as horizontal lines;
+//     rate, with the SLO objectives as horizontal lines and a run at an
+//     infinite rate as its own point, ticked "inf";
 //   - Power: sampled power over time per node, the prefill and generation
 //     phases shaded.
 //
-// Each function returns a *plot.Plot with a title and labelled axes; WritePNG
-// and SavePNG render it at Width × Height. Figures from the embedded engine
+// Each function returns a *plot.Plot with a title and labelled axes;
+// concurrencies and rates that double are on a log₂ axis with a tick at
+// each measured value, and tick labels carry no trailing zeros. WritePNG
+// and SavePNG render it at Width × Height with the legend below the
+// data, never over it. Figures from the embedded engine
 // should be titled as simulated: every function takes the title.
 package plot

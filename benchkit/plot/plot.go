@@ -8,12 +8,15 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/energy"
@@ -35,12 +38,76 @@ func newPlot(title, x, y string) *gplot.Plot {
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Add(plotter.NewGrid())
-	// Every plot here rises to the right (throughput with concurrency,
-	// latency with load or length), so the legend sits top left, over the
-	// part of the area the lines leave empty.
+	// The legend is drawn below the data, never over it (WritePNG).
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.X.Tick.Marker = readableTicks{gplot.DefaultTicks{}}
+	p.Y.Tick.Marker = readableTicks{gplot.DefaultTicks{}}
 	return p
+}
+
+// num formats a tick value readably: "250", not "250.00"; "0.25"; "1.5e+06".
+func num(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e7 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// readableTicks are another Ticker's ticks with their labels written by
+// num.
+type readableTicks struct{ inner gplot.Ticker }
+
+func (r readableTicks) Ticks(min, max float64) []gplot.Tick {
+	ts := r.inner.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = num(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+// valueTicks puts a labelled tick at each of its values (the
+// concurrencies or rates measured) and nothing else; labels overrides
+// num's label for a value ("inf").
+type valueTicks struct {
+	values []float64
+	labels map[float64]string
+}
+
+func (v valueTicks) Ticks(min, max float64) []gplot.Tick {
+	var ts []gplot.Tick
+	for _, x := range v.values {
+		if x >= min && x <= max {
+			l, ok := v.labels[x]
+			if !ok {
+				l = num(x)
+			}
+			ts = append(ts, gplot.Tick{Value: x, Label: l})
+		}
+	}
+	return ts
+}
+
+// doublingAxis gives p a log₂ x axis with a tick at each of xs when they
+// are all positive and span at least a factor of 4 (concurrencies or
+// rates that double), so that each doubling is one step; otherwise a
+// linear axis with a tick at each of xs. labels names some values.
+func doublingAxis(p *gplot.Plot, xs []float64, labels map[float64]string) {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	if len(xs) == 0 {
+		return
+	}
+	p.X.Tick.Marker = valueTicks{values: xs, labels: labels}
+	if xs[0] > 0 && xs[len(xs)-1] >= 4*xs[0] {
+		p.X.Scale = gplot.LogScale{}
+		// A margin of a quarter doubling each side keeps the end points
+		// off the frame.
+		p.X.Min, p.X.Max = xs[0]/math.Pow(2, 0.25), xs[len(xs)-1]*math.Pow(2, 0.25)
+	}
 }
 
 // A ThroughputSeries is one pair of lines of GenerationTPS: the cells of
@@ -105,7 +172,11 @@ func GenerationTPSSeries(cells []benchkit.CellSummary) []ThroughputSeries {
 func GenerationTPS(title string, cells []benchkit.CellSummary) (*gplot.Plot, error) {
 	p := newPlot(title, "concurrency (requests in a burst)", "generation throughput (tokens/s)")
 	drawn := 0
+	var xs []float64
 	for i, s := range GenerationTPSSeries(cells) {
+		for _, pt := range append(slices.Clone(s.Honest), s.Exo...) {
+			xs = append(xs, pt.X)
+		}
 		col := plotutil.Color(i)
 		if err := addLine(p, s.Honest, col, false, s.Name+" Σ tokens / wall"); err != nil {
 			return nil, err
@@ -118,6 +189,7 @@ func GenerationTPS(title string, cells []benchkit.CellSummary) (*gplot.Plot, err
 	if drawn == 0 {
 		return nil, fmt.Errorf("%w: no cell has a defined throughput", ErrNoData)
 	}
+	doublingAxis(p, xs, nil)
 	p.Y.Min = 0
 	return p, nil
 }
@@ -149,16 +221,19 @@ func TTFTByPromptLength(title string, rows []benchkit.LoadRow) (*gplot.Plot, err
 }
 
 // LatencyByRate plots the p99 TTFT, TPOT and E2E (ms) of each run against
-// its offered request rate, and each objective slo sets as a dashed
-// horizontal line in the colour of its figure. Runs without a finite rate
-// (bursts, all at once) are left out.
+// its offered request rate, on a log₂ axis when the rates double, and each
+// objective slo sets as a dashed horizontal line in the colour of its
+// figure. A run without a finite rate (all at once, a burst) is its own
+// point one doubling beyond the highest rate, its tick labelled "inf" and
+// not joined to the line.
 func LatencyByRate(title string, runs []benchkit.LoadRun, slo timing.SLO) (*gplot.Plot, error) {
-	runs = slices.Clone(runs)
-	runs = slices.DeleteFunc(runs, func(r benchkit.LoadRun) bool { return r.Summary.RequestRate == nil })
+	finite := slices.Clone(runs)
+	finite = slices.DeleteFunc(finite, func(r benchkit.LoadRun) bool { return r.Summary.RequestRate == nil })
+	inf := slices.DeleteFunc(slices.Clone(runs), func(r benchkit.LoadRun) bool { return r.Summary.RequestRate != nil })
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("%w: no run has a finite request rate", ErrNoData)
+		return nil, fmt.Errorf("%w: no run", ErrNoData)
 	}
-	slices.SortStableFunc(runs, func(a, b benchkit.LoadRun) int {
+	slices.SortStableFunc(finite, func(a, b benchkit.LoadRun) int {
 		return cmpFloat(*a.Summary.RequestRate, *b.Summary.RequestRate)
 	})
 	p := newPlot(title, "offered request rate (requests/s)", "p99 latency (ms)")
@@ -171,20 +246,47 @@ func LatencyByRate(title string, runs []benchkit.LoadRun, slo timing.SLO) (*gplo
 		{"TPOT", func(s benchkit.LoadSummary) *float64 { return s.TPOT.P99 }, slo.TPOT},
 		{"E2E", func(s benchkit.LoadSummary) *float64 { return s.E2E.P99 }, slo.E2E},
 	}
-	lo, hi := *runs[0].Summary.RequestRate, *runs[len(runs)-1].Summary.RequestRate
+	var xs []float64
+	for _, r := range finite {
+		xs = append(xs, *r.Summary.RequestRate)
+	}
+	infX := 1.0
+	if len(xs) > 0 {
+		infX = 2 * xs[len(xs)-1]
+	}
+	if len(inf) > 0 {
+		xs = append(xs, infX)
+	}
+	lo, hi := xs[0], xs[len(xs)-1]
 	drawn := 0
 	for i, f := range figs {
-		var pts plotter.XYs
-		for _, r := range runs {
+		var pts, infPts plotter.XYs
+		for _, r := range finite {
 			if v := f.get(r.Summary); v != nil {
 				pts = append(pts, plotter.XY{X: *r.Summary.RequestRate, Y: *v * 1e3})
+			}
+		}
+		for _, r := range inf {
+			if v := f.get(r.Summary); v != nil {
+				infPts = append(infPts, plotter.XY{X: infX, Y: *v * 1e3})
 			}
 		}
 		col := plotutil.Color(i)
 		if err := addLine(p, pts, col, false, "p99 "+f.name); err != nil {
 			return nil, err
 		}
-		drawn += len(pts)
+		if len(infPts) > 0 {
+			s, err := plotter.NewScatter(infPts)
+			if err != nil {
+				return nil, fmt.Errorf("plot: inf-rate %s: %w", f.name, err)
+			}
+			s.GlyphStyle.Color = col
+			s.GlyphStyle.Radius = vg.Points(3.5)
+			s.GlyphStyle.Shape = draw.BoxGlyph{}
+			p.Add(s)
+			p.Legend.Add("p99 "+f.name+", rate inf (all at once)", s)
+		}
+		drawn += len(pts) + len(infPts)
 		if f.obj > 0 {
 			y := float64(f.obj) / 1e6
 			x0, x1 := lo, hi
@@ -198,6 +300,10 @@ func LatencyByRate(title string, runs []benchkit.LoadRun, slo timing.SLO) (*gplo
 	}
 	if drawn == 0 {
 		return nil, fmt.Errorf("%w: no run has a p99 latency", ErrNoData)
+	}
+	doublingAxis(p, xs, map[float64]string{infX: "inf"})
+	if len(inf) > 0 && len(finite) == 0 {
+		p.X.Min, p.X.Max = infX/2, infX*2
 	}
 	p.Y.Min = 0
 	return p, nil
@@ -302,13 +408,30 @@ func addLine(p *gplot.Plot, pts plotter.XYs, col color.Color, dashed bool, name 
 	return nil
 }
 
-// WritePNG renders p as a PNG of Width × Height to w.
+// WritePNG renders p as a PNG of Width × Height to w, its legend below
+// the plot's area rather than over the data.
 func WritePNG(w io.Writer, p *gplot.Plot) error {
-	wt, err := p.WriterTo(Width, Height, "png")
-	if err != nil {
-		return fmt.Errorf("plot: render PNG: %w", err)
+	c := vgimg.New(Width, Height)
+	dc := draw.New(c)
+	legend := p.Legend
+	p.Legend = gplot.NewLegend()
+	defer func() { p.Legend = legend }()
+	area := dc
+	// A long legend is set smaller, down to 0.7 of its size, so that it
+	// takes at most about a third of the height.
+	if r := legend.Rectangle(dc); r.Max.Y-r.Min.Y > Height/3 {
+		legend.TextStyle.Font.Size = vg.Length(float64(legend.TextStyle.Font.Size) * max(0.7, float64(Height/3)/float64(r.Max.Y-r.Min.Y)))
 	}
-	if _, err := wt.WriteTo(w); err != nil {
+	if r := legend.Rectangle(dc); r.Max.Y > r.Min.Y {
+		h := r.Max.Y - r.Min.Y + vg.Points(6)
+		area = draw.Crop(dc, 0, 0, h, 0)
+		below := draw.Crop(dc, 0, 0, 0, -(Height - h))
+		legend.Top, legend.Left = true, true
+		legend.XOffs = vg.Points(4)
+		legend.Draw(below)
+	}
+	p.Draw(area)
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(w); err != nil {
 		return fmt.Errorf("plot: write PNG: %w", err)
 	}
 	return nil

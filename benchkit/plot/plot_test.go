@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +55,7 @@ func loadRuns() []benchkit.LoadRun {
 			E2E:         benchkit.LatencyStats{N: 10, P99: f(1 + 0.2*float64(i))},
 		}})
 	}
-	// A burst has no rate and is left out.
+	// A burst has no rate: it is drawn as the "inf" point.
 	runs = append(runs, benchkit.LoadRun{Summary: benchkit.LoadSummary{TTFT: benchkit.LatencyStats{N: 1, P99: f(9)}}})
 	return runs
 }
@@ -142,10 +144,52 @@ func TestPlotsNoData(t *testing.T) {
 	if _, err := plot.TTFTByPromptLength("x", []benchkit.LoadRow{{Error: "boom"}}); !errors.Is(err, plot.ErrNoData) {
 		t.Errorf("TTFTByPromptLength(failed rows) error = %v; want ErrNoData", err)
 	}
-	if _, err := plot.LatencyByRate("x", loadRuns()[4:], timing.SLO{}); !errors.Is(err, plot.ErrNoData) {
-		t.Errorf("LatencyByRate(burst only) error = %v; want ErrNoData", err)
+	if _, err := plot.LatencyByRate("x", nil, timing.SLO{}); !errors.Is(err, plot.ErrNoData) {
+		t.Errorf("LatencyByRate(nil) error = %v; want ErrNoData", err)
 	}
 	if _, err := plot.Power("x", nil, nil); !errors.Is(err, plot.ErrNoData) {
 		t.Errorf("Power(nil) error = %v; want ErrNoData", err)
+	}
+}
+
+// ticks returns the labels of p's x ticks over its axis range.
+func ticks(p *gplot.Plot) []string {
+	var out []string
+	for _, t := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if t.Label != "" {
+			out = append(out, t.Label)
+		}
+	}
+	return out
+}
+
+// TestDoublingAxes: concurrencies and rates that double get a log₂ x axis
+// with a tick at each measured value; a run with no finite rate is its
+// own point, ticked "inf", one doubling past the highest rate; a lone
+// inf-rate run is drawn, not refused; tick labels carry no trailing
+// zeros.
+func TestDoublingAxes(t *testing.T) {
+	tps, err := plot.GenerationTPS("x", cells())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tps.X.Scale.(gplot.LogScale); !ok || !slices.Equal(ticks(tps), []string{"1", "2", "4", "8"}) {
+		t.Errorf("GenerationTPS: scale %T, ticks %q; want a log scale ticked 1 2 4 8", tps.X.Scale, ticks(tps))
+	}
+	rate, err := plot.LatencyByRate("x", loadRuns(), timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rate.X.Scale.(gplot.LogScale); !ok || !slices.Equal(ticks(rate), []string{"1", "2", "4", "8", "inf"}) {
+		t.Errorf("LatencyByRate: scale %T, ticks %q; want a log scale ticked 1 2 4 8 inf", rate.X.Scale, ticks(rate))
+	}
+	only, err := plot.LatencyByRate("x", loadRuns()[4:], timing.SLO{})
+	if err != nil || !slices.Equal(ticks(only), []string{"inf"}) {
+		t.Errorf("LatencyByRate(inf only): %v, ticks %q; want one point ticked inf", err, ticks(only))
+	}
+	for _, tk := range rate.Y.Tick.Marker.Ticks(0, 500) {
+		if strings.HasSuffix(tk.Label, ".00") || strings.HasSuffix(tk.Label, ".0") {
+			t.Errorf("y tick label %q has trailing zeros", tk.Label)
+		}
 	}
 }
