@@ -239,6 +239,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	for _, w := range s.Warnings {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
+	if ohi == 1 {
+		fmt.Fprintln(stdout, "note:", benchkit.TG1Note)
+		meta.Warnings = append(meta.Warnings, benchkit.TG1Note)
+	}
 	meta.Client, meta.ClientSaturated = benchkit.ClientHealths([]benchkit.LoadRun{res}, false)
 	if meta.ClientSaturated {
 		fmt.Fprintf(stdout, "CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: %s\n", benchkit.SaturationReasons(meta.Client))

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -465,6 +466,10 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 // report writes the results: stdout in the chosen format, the JSON file
 // and the plot.
 func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate *benchkit.MaxRate, slo timing.SLO, stdout, stderr io.Writer) error {
+	_, longest := lengths(o).OutputRange()
+	if longest == 1 {
+		meta.Warnings = append(slices.Clip(meta.Warnings), benchkit.TG1Note)
+	}
 	doc := benchkit.NewLoadDocument(meta, runs, maxRate)
 	title := runTitle(o, meta, runs)
 	var errs []error
@@ -475,6 +480,9 @@ func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate 
 		errs = append(errs, benchkit.WriteLoadMarkdown(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
 	default:
 		errs = append(errs, benchkit.WriteLoadTable(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
+	}
+	if longest == 1 && o.format != "json" {
+		fmt.Fprintf(stdout, "\nnote: %s\n", benchkit.TG1Note)
 	}
 	if meta.ClientSaturated && o.format != "json" {
 		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", benchkit.SaturationReasons(meta.Client))
