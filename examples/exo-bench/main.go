@@ -65,6 +65,10 @@
 // an older one beside its new JSONL; the new one is written to a
 // temporary file and renamed into place at the end.
 //
+// On a terminal, stderr shows a progress bar counted over every placement
+// of the sweep (requests done/total, failures, achieved rate, elapsed,
+// ETA); piped, nothing.
+//
 // The client's own health is judged after the run: a burst of n requests
 // whose dispatch skew (last send − first send) exceeds max(5 ms, 0.5 ms ×
 // n) was released by a client that could not keep up, so its latencies

@@ -47,6 +47,10 @@
 // meta.client_saturated), and the run exits 3 unless --allow-saturated
 // (docs/PERFORMANCE.md states how the bound was calibrated).
 //
+// On a terminal, stderr shows a progress line (requests done/total,
+// achieved rate, errors, elapsed, ETA); piped, nothing. -h or --help
+// prints the flags and exits 0.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed, 2 for
 // bad flags or a --json-out in use by another run (nothing is sent), 3
 // when the client was saturated (the results are written;
