@@ -80,6 +80,10 @@
 // holds it. The previous results there are removed when the run starts,
 // and the new ones written to a temporary file renamed into place.
 //
+// On a terminal, stderr shows a progress bar counted over every phase
+// (requests done/total, failures, achieved rate, elapsed, ETA); piped,
+// nothing.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why) or the run failed, 2 for bad usage or a --json-out in use
 // by another run (nothing is created), 130 when interrupted (rows measured
