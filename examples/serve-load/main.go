@@ -36,18 +36,33 @@
 // endpoint, the model list and /tokenize, never across a redirect, and is
 // redacted from every row, message and file however the server echoes it.
 //
-// Every wait is bounded. --timeout (10 minutes by default, 0 for none)
-// bounds each request from dialing to the end of its answer, so an endless
-// stream or a server that never sends its headers is a row of kind
-// timeout, and bounds the model-list and /tokenize calls; a Retry-After on
-// the model list is waited 30 s at most, within that bound. With
-// --api-key-env the token goes, in the Authorization header, to the chat
-// endpoint, the model list and /tokenize, never across a redirect, and is
-// redacted from every row, message and file however the server echoes it.
+// Every run draws a random nonce that salts every prompt, so no two
+// requests of any run share a prefix beyond the chat template and a
+// server's prefix cache serves nothing from an earlier run; --seed makes
+// the nonce and the schedule reproducible, and --shared-prefix N gives
+// every prompt the same first N tokens for prefix-cache ablations. Results
+// files record where they came from (build, platform, the command line
+// with secrets redacted, nonce and seed, tokenizer and template hashes,
+// what the server says about itself); --no-host-info leaves out the host
+// name. On a terminal a progress line shows requests done, rate, errors,
+// elapsed time and ETA.
+//
+// The client's own health is recorded in every summary: schedule lag,
+// dispatch lag, achieved against intended rate, CPU over wall time. When
+// lag p99 exceeds max(5 ms, 10 % of the mean gap between arrivals), or the
+// achieved rate falls below 90 % of the intended, the load generator was
+// the bottleneck: the summary says client_saturated with the reason and
+// the exit status is 3, unless --allow-saturated.
+//
+// --segment i/N (or --segments N with JOB_COMPLETION_INDEX) sends one
+// share of the schedule a single process would send with the same --seed,
+// from a shared --start-at; `serve-load merge` recomputes one result from
+// the segments' rows (docs/DISTRIBUTED.md).
 //
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why), 2 for bad flags or results files in use by another run
-// (nothing is sent), 130 when interrupted.
+// (nothing is sent), 3 when the client was saturated (see above), 130 when
+// interrupted.
 package main
 
 import (
