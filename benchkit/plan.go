@@ -136,8 +136,8 @@ func (p Plan) Validate(overhead int) error {
 		}
 	}
 	for _, tg := range p.TG {
-		if tg < 2 {
-			bad("tg=%d: generation TPS needs at least 2 generated tokens ((tg − 1) / span)", tg)
+		if tg < 1 {
+			bad("tg=%d: generation length must be at least 1", tg)
 		}
 	}
 	for _, c := range p.Concurrency {
@@ -162,6 +162,9 @@ func (p Plan) Validate(overhead int) error {
 // a later shorter prompt is an exact hit of an earlier longer one.
 func (p Plan) Warnings() []error {
 	var w []error
+	if slices.Contains(p.TG, 1) {
+		w = append(w, errors.New("benchkit: "+TG1Note))
+	}
 	if p.UsePrefixCache {
 		w = append(w, errors.New("benchkit: use_prefix_cache is on: prompt TPS counts cached tokens as processed and is approximate"))
 		if !slices.IsSorted(p.PP) {

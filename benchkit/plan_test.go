@@ -54,7 +54,7 @@ func TestPlanValidate(t *testing.T) {
 	}{
 		{"empty lists", Plan{}, []string{"no prompt lengths", "no generation lengths"}},
 		{"below overhead", Plan{PP: []int{16}, TG: []int{8}}, []string{"pp=16 is below the chat template's overhead of 23 tokens"}},
-		{"tg 1", Plan{PP: []int{64}, TG: []int{1}}, []string{"tg=1"}},
+		{"tg 0", Plan{PP: []int{64}, TG: []int{0}}, []string{"tg=0"}},
 		{"concurrency 0", Plan{PP: []int{64}, TG: []int{8}, Concurrency: []int{0}}, []string{"concurrency=0"}},
 		{"repeat negative", Plan{PP: []int{64}, TG: []int{8}, Repeat: -1}, []string{"repeat=-1"}},
 		{"warmup negative", Plan{PP: []int{64}, TG: []int{8}, Warmup: -2}, []string{"warmup=-2"}},
@@ -80,6 +80,9 @@ func TestPlanValidate(t *testing.T) {
 }
 
 func TestPlanWarnings(t *testing.T) {
+	if w := (Plan{PP: []int{64}, TG: []int{1, 8}}).Warnings(); len(w) != 1 || !strings.Contains(w[0].Error(), TG1Note) {
+		t.Errorf("tg=1 warnings = %v, want the TG1Note", w)
+	}
 	if w := (Plan{PP: []int{512, 128}}).Warnings(); len(w) != 0 {
 		t.Errorf("no prefix cache: warnings %v", w)
 	}

@@ -242,7 +242,7 @@ func shortDuration(d time.Duration) string {
 		return fmt.Sprintf("%.1fs", d.Seconds())
 	case d < time.Hour:
 		m := int(d / time.Minute)
-		return fmt.Sprintf("%dm%02ds", m, int(math.Round((d - time.Duration(m)*time.Minute).Seconds()))%60)
+		return fmt.Sprintf("%dm%02ds", m, int(math.Round((d-time.Duration(m)*time.Minute).Seconds()))%60)
 	default:
 		h := int(d / time.Hour)
 		return fmt.Sprintf("%dh%02dm", h, int((d-time.Duration(h)*time.Hour)/time.Minute))

@@ -129,11 +129,11 @@ func TestRunnerMeasuresEveryCell(t *testing.T) {
 func TestRunnerValidatesBeforeSending(t *testing.T) {
 	fe := &fakeEngine{}
 	r := &Runner{Engine: fe, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}}
-	_, err := r.Run(context.Background(), Plan{PP: []int{3}, TG: []int{1}})
+	_, err := r.Run(context.Background(), Plan{PP: []int{3}, TG: []int{0}})
 	if !errors.Is(err, ErrBadPlan) {
 		t.Fatalf("err = %v, want ErrBadPlan", err)
 	}
-	for _, want := range []string{"pp=3 is below the chat template's overhead of 7 tokens", "tg=1"} {
+	for _, want := range []string{"pp=3 is below the chat template's overhead of 7 tokens", "tg=0"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

@@ -37,6 +37,11 @@ func CheckPlan(plan benchkit.Plan) error {
 			return fmt.Errorf("%w: pp=%d must exceed %d: exo prefills remotely only when more than %d prompt tokens are uncached", benchkit.ErrBadPlan, pp, RemotePrefillMinTokens, RemotePrefillMinTokens)
 		}
 	}
+	for _, tg := range plan.TG {
+		if tg == 1 {
+			return fmt.Errorf("%w: tg=1: the decode phase is measured by its generation rate, which needs at least 2 generated tokens ((tg − 1) / span)", benchkit.ErrBadPlan)
+		}
+	}
 	if plan.UsePrefixCache {
 		return fmt.Errorf("%w: use_prefix_cache with disaggregation: a repeated prompt would be a cache hit with at most 1 uncached token, below the %d-token remote prefill threshold", benchkit.ErrBadPlan, RemotePrefillMinTokens)
 	}

@@ -36,7 +36,6 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{[]string{"--pp", "0"}, "pp=0"},
 		{[]string{"--pp", "-3"}, "pp=-3"},
 		{[]string{"--pp", "x"}, `"x" is not an integer`},
-		{[]string{"--tg", "1"}, "tg=1"},
 		{[]string{"--tg", "0"}, "tg=0"},
 		{[]string{"--repeat", "0"}, "--repeat=0"},
 		{[]string{"--repeat", "-1"}, "--repeat=-1"},

@@ -9,6 +9,7 @@ import (
 	_ "image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,7 +143,7 @@ func TestBadUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--tg", "1"}, "tg=1"},
+		{[]string{"--tg", "0"}, "tg=0"},
 		{[]string{"--pp", "2"}, "below the chat template's overhead"},
 		{[]string{"--repeat", "0"}, "--repeat=0"},
 		{[]string{"--concurrency", "0"}, "concurrency=0"},
@@ -206,5 +207,37 @@ func TestPowerPlot(t *testing.T) {
 	var u *benchkit.UsageError
 	if !errors.As(err, &u) {
 		t.Errorf("--plot-power with --no-system-metrics: %v, want a usage error", err)
+	}
+}
+
+// TestTG1NamesTPOTUndefined: tg=1 runs as in serve-load and offline; its
+// TPOT and client generation rate are null, never 0, and the run says why.
+func TestTG1NamesTPOTUndefined(t *testing.T) {
+	_, errOut, dir, err := runFast(t, "--pp", "64", "--tg", "1", "--concurrency", "1,2", "--repeat", "1", "--stream")
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "tg=1: TPOT, ITL and the generation rate are undefined") {
+		t.Errorf("stderr does not name the undefined figures (%q):\n%s", benchkit.TG1Note, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc benchkit.Document
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Runs) != 3 {
+		t.Fatalf("%d rows, want 3", len(doc.Runs))
+	}
+	for _, r := range doc.Runs {
+		if r.Failed() || r.TTFTS == nil || r.TPOTS != nil || r.ClientGenerationTPS != nil {
+			t.Errorf("row: error %q, ttft %v, tpot %v, client generation tps %v; want a measured TTFT and null TPOT and rate",
+				r.Error, r.TTFTS, r.TPOTS, r.ClientGenerationTPS)
+		}
+	}
+	if !slices.Contains(doc.Meta.Warnings, "benchkit: "+benchkit.TG1Note) {
+		t.Errorf("results warnings %q lack the tg=1 note", doc.Meta.Warnings)
 	}
 }
