@@ -2,6 +2,8 @@ module github.com/inferbench/inferbench
 
 go 1.27.0
 
+toolchain go1.27.3
+
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/ardanlabs/jinja v1.12.0
