@@ -15,5 +15,7 @@
 //	// br.Requests[i].Metrics.TTFT, br.Skew.Max, br.Stats.ThroughputTPS
 //
 // exo's prefill/decode disaggregation benchmark, built on the Runner, is
-// package benchkit/disagg.
+// package benchkit/disagg; the command-line plumbing the example programs
+// share (flags, exit statuses, interrupts, progress lines, output files)
+// is package benchkit/cli.
 package benchkit

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
@@ -276,8 +276,8 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 				if failed != wantFailed {
 					t.Errorf("%d failed rows, want %d", failed, wantFailed)
 				}
-				if code := ExitCode(programError(err, failed)); code != map[bool]int{true: ExitFailed, false: ExitOK}[wantFailed > 0] {
-					t.Errorf("exit status %d with %d failed rows", code, failed)
+				if perr := programError(err, failed); errors.Is(perr, ErrRequestsFailed) != (wantFailed > 0) {
+					t.Errorf("program error %v with %d failed rows", perr, failed)
 				}
 				// The sweep deleted the instance it created.
 				if ins, err := f.client.Instances(context.Background()); err != nil || len(ins) != 0 {
@@ -357,8 +357,8 @@ func TestExoSweepServerRestarted(t *testing.T) {
 		}
 	}
 	checkOutputs(t, res, f.jsonl.Bytes(), 4)
-	if code := ExitCode(programError(err, 1)); code != ExitFailed {
-		t.Errorf("exit status %d, want %d", code, ExitFailed)
+	if perr := programError(err, 1); !errors.Is(perr, ErrRequestsFailed) {
+		t.Errorf("program error %v, want one wrapping ErrRequestsFailed", perr)
 	}
 	f.client.CloseIdleConnections()
 	second.Close()

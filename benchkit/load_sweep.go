@@ -6,46 +6,12 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/timing"
 )
 
-// ParseRates reads a comma-separated list of request rates, as a --rate
-// flag takes it: positive numbers of requests per second, or "inf" for
-// every request at once ("1,2.5,inf"). Spaces around items are allowed;
-// an empty item, a number that is not positive or finite, or a repeated
-// rate is an error wrapping ErrBadLoad.
-func ParseRates(s string) ([]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("%w: rate list is empty; want numbers of requests per second or inf, e.g. 1,2,inf", ErrBadLoad)
-	}
-	var rates []float64
-	seen := map[float64]bool{}
-	for i, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		var r float64
-		switch strings.ToLower(item) {
-		case "inf", "+inf", "infinity":
-			r = math.Inf(1)
-		default:
-			v, err := strconv.ParseFloat(item, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-				return nil, fmt.Errorf("%w: rate %d is %q; want a positive number of requests per second or inf", ErrBadLoad, i+1, item)
-			}
-			r = v
-		}
-		if seen[r] {
-			return nil, fmt.Errorf("%w: rate %q is listed twice", ErrBadLoad, item)
-		}
-		seen[r] = true
-		rates = append(rates, r)
-	}
-	return rates, nil
-}
-
-// FormatRate writes a rate as ParseRates reads it: "inf" or the shortest
+// FormatRate writes a rate as a --rate flag takes it: "inf" or the shortest
 // decimal.
 func FormatRate(r float64) string {
 	if math.IsInf(r, 1) {

@@ -3,12 +3,10 @@ package benchkit
 import (
 	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -101,47 +99,6 @@ func TestTrafficValidateAndSchedule(t *testing.T) {
 			t.Errorf("%+v.String() = %q; want %q", tr, got, want)
 		}
 	}
-}
-
-func TestParseRates(t *testing.T) {
-	got, err := ParseRates(" 1, 2.5 ,inf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]float64{1, 2.5, math.Inf(1)}, got); diff != "" {
-		t.Errorf("ParseRates (-want +got):\n%s", diff)
-	}
-	for _, bad := range []string{"", "0", "-1", "1,,2", "x", "1,1", "NaN", "1e400"} {
-		if _, err := ParseRates(bad); !errors.Is(err, ErrBadLoad) {
-			t.Errorf("ParseRates(%q) error = %v; want ErrBadLoad", bad, err)
-		}
-	}
-}
-
-func FuzzParseRates(f *testing.F) {
-	for _, s := range []string{"1", "1,2,4", "inf", "0.5, inf", "", ",", "1e-3", "-2", "Inf,+inf"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		rates, err := ParseRates(s)
-		if err != nil {
-			if !errors.Is(err, ErrBadLoad) {
-				t.Fatalf("ParseRates(%q) error %v does not wrap ErrBadLoad", s, err)
-			}
-			return
-		}
-		parts := make([]string, len(rates))
-		for i, r := range rates {
-			if !(r > 0) {
-				t.Fatalf("ParseRates(%q) gave rate %g", s, r)
-			}
-			parts[i] = FormatRate(r)
-		}
-		again, err := ParseRates(strings.Join(parts, ","))
-		if err != nil || !cmp.Equal(rates, again) {
-			t.Fatalf("round trip of %q: %v, %v; want %v", s, again, err, rates)
-		}
-	})
 }
 
 func lfp(v float64) *float64 { return &v }

@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/perf/benchfmt"
-
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
+	"golang.org/x/perf/benchfmt"
 )
 
 // twoNodeSweep runs a small plan on a simulated 2-node cluster over both
@@ -276,7 +276,7 @@ func TestPlacementKeyString(t *testing.T) {
 func TestProgressBarNamesPlacement(t *testing.T) {
 	var buf strings.Builder
 	t0 := time.Unix(1e9, 0)
-	b := &benchkit.ProgressBar{W: &buf, Width: 10, Now: func() time.Time { return t0 }}
+	b := &cli.ProgressBar{W: &buf, Width: 10, Now: func() time.Time { return t0 }}
 	row := benchkit.Row{PlacementSharding: "Tensor", PlacementInstanceMeta: "MlxRing", PlacementNodes: 2}
 	b.Observe(benchkit.Progress{Cell: benchkit.Cell{PP: 64, TG: 8, Concurrency: 2}, Repeat: 1, Done: 3, Total: 4, Row: row})
 	b.Finish()

@@ -11,7 +11,7 @@ import (
 
 // ErrClientSaturated is wrapped by the error of a program whose load
 // generator could not keep up (ClientHealth.Saturated): its latencies
-// include its own queueing. Programs exit with ExitSaturated unless told
+// include its own queueing. Programs exit with cli.ExitSaturated unless told
 // to allow it (--allow-saturated).
 var ErrClientSaturated = errors.New("the client was the bottleneck")
 

@@ -1,8 +1,6 @@
 package benchkit
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -57,16 +55,6 @@ func TestCheckClient(t *testing.T) {
 				t.Errorf("lag quantiles %g %g %g, bound %g", h.LagP50S, h.LagP99S, h.LagMaxS, h.LagBoundS)
 			}
 		})
-	}
-}
-
-func TestExitSaturated(t *testing.T) {
-	err := fmt.Errorf("%w: run 0: lag", ErrClientSaturated)
-	if got := ExitCode(err); got != ExitSaturated {
-		t.Errorf("ExitCode(saturated) = %d, want %d", got, ExitSaturated)
-	}
-	if got := ExitCode(errors.Join(err, ErrRequestsFailed)); got != ExitFailed {
-		t.Errorf("ExitCode(saturated and failed) = %d, want %d: failures come first", got, ExitFailed)
 	}
 }
 

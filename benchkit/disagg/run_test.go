@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -162,8 +163,8 @@ func TestRunInterruptedRemovesEverything(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if !res.Interrupted || benchkit.ExitCode(err) != benchkit.ExitInterrupted {
-		t.Errorf("interrupted %v, exit %d", res.Interrupted, benchkit.ExitCode(err))
+	if !res.Interrupted || cli.ExitCode(err) != cli.ExitInterrupted {
+		t.Errorf("interrupted %v, exit %d", res.Interrupted, cli.ExitCode(err))
 	}
 	assertClean(t, c)
 }

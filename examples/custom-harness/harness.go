@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -16,7 +17,7 @@ import (
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
-		return benchkit.Usagef("custom-harness takes no arguments, got %q: edit the constants", args)
+		return cli.Usagef("custom-harness takes no arguments, got %q: edit the constants", args)
 	}
 	const n, pp, tg = 4, 512, 64
 	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})

@@ -19,7 +19,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // helpRequested reports whether args ask for help (-h, -help, --help), and
@@ -34,13 +34,13 @@ func helpRequested(args []string, w io.Writer) bool {
 
 func main() {
 	if helpRequested(os.Args[1:], os.Stderr) {
-		os.Exit(benchkit.ExitOK)
+		os.Exit(cli.ExitOK)
 	}
-	ctx, stop := benchkit.NotifyContext(context.Background(), "custom-harness", os.Stderr)
+	ctx, stop := cli.NotifyContext(context.Background(), "custom-harness", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "custom-harness:", err)
 	}
-	os.Exit(benchkit.ExitCode(err))
+	os.Exit(cli.ExitCode(err))
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 func TestNoFlags(t *testing.T) {
@@ -27,7 +27,7 @@ func TestNoFlags(t *testing.T) {
 
 func TestBadArgs(t *testing.T) {
 	err := run(context.Background(), []string{"--n", "8"}, new(bytes.Buffer), new(bytes.Buffer))
-	if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
+	if code := cli.ExitCode(err); code != cli.ExitUsage {
 		t.Errorf("run(--n 8) = %v (exit %d); want a usage error", err, code)
 	}
 }

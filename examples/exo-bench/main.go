@@ -94,21 +94,21 @@ import (
 	"io"
 	"os"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 func main() {
-	ctx, stop := benchkit.NotifyContext(context.Background(), "exo-bench", os.Stderr)
+	ctx, stop := cli.NotifyContext(context.Background(), "exo-bench", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
 
 // exitCode says why on stderr and maps run's error to the exit status the
-// doc promises (benchkit.ExitCode).
+// doc promises (cli.ExitCode).
 func exitCode(err error, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "exo-bench: %v\n", err)
 	}
-	return benchkit.ExitCode(err)
+	return cli.ExitCode(err)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -158,7 +159,7 @@ func TestBadUsage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, _, dir, err := runFast(t, tc.args...)
-		var u *benchkit.UsageError
+		var u *cli.UsageError
 		if !errors.As(err, &u) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want a usage error saying %q", tc.args, err, tc.want)
 		}
@@ -204,7 +205,7 @@ func TestPowerPlot(t *testing.T) {
 	}
 	// Without node metrics there is nothing to plot: bad usage, said up front.
 	_, _, _, err = runFast(t, "--plot-power", png, "--no-system-metrics")
-	var u *benchkit.UsageError
+	var u *cli.UsageError
 	if !errors.As(err, &u) {
 		t.Errorf("--plot-power with --no-system-metrics: %v, want a usage error", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // slowArgs makes exo-bench measure its embedded engine with the slow
@@ -101,8 +102,8 @@ func TestSecondRunSameOutputRefused(t *testing.T) {
 	second.Stderr = &secondErr
 	err := second.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != benchkit.ExitUsage {
-		t.Fatalf("second run: %v, want exit status %d; stderr:\n%s", err, benchkit.ExitUsage, secondErr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitUsage {
+		t.Fatalf("second run: %v, want exit status %d; stderr:\n%s", err, cli.ExitUsage, secondErr.String())
 	}
 	msg := secondErr.String()
 	for _, want := range []string{out, "in use by another run", "exo-bench (pid " + strconv.Itoa(first.Process.Pid)} {
@@ -118,8 +119,8 @@ func TestSecondRunSameOutputRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = first.Wait()
-	if !errors.As(err, &ee) || ee.ExitCode() != benchkit.ExitInterrupted {
-		t.Fatalf("first run: %v, want exit status %d; stderr:\n%s", err, benchkit.ExitInterrupted, firstErr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitInterrupted {
+		t.Fatalf("first run: %v, want exit status %d; stderr:\n%s", err, cli.ExitInterrupted, firstErr.String())
 	}
 	rows := readJSONL(t, jsonl)
 	b, err := os.ReadFile(out)
@@ -138,7 +139,7 @@ func TestSecondRunSameOutputRefused(t *testing.T) {
 			t.Errorf("JSONL row %d: repeat %d, error %q; want one run's rows in order", i, r.RepeatIndex, r.Error)
 		}
 	}
-	if _, err := os.Stat(out + benchkit.LockSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(out + cli.LockSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock file left after the run: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine"
@@ -31,7 +32,7 @@ type config struct {
 	host, model, tokenizer, format, jsonOut, jsonl, preset, plot, plotPower string
 	instanceMeta, sharding                                                  string
 	port, repeat, warmup, minNodes, maxNodes                                int
-	pp, tg, concurrency                                                     benchkit.IntList
+	pp, tg, concurrency                                                     cli.IntList
 	stdout, dryRun, allCombinations, stream, noMetrics, noHostInfo          bool
 	allowSaturated                                                          bool
 	prefixCache, forceDownload, reuse, dangerDelete, salt                   bool
@@ -53,7 +54,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	envHost, port, err := exo.AddrFromEnv()
 	if err != nil {
-		return nil, &benchkit.UsageError{Err: err}
+		return nil, &cli.UsageError{Err: err}
 	}
 	fs.StringVar(&c.host, "host", envHost, "exo API host (env EXO_HOST); none: the embedded simulated engine")
 	fs.IntVar(&c.port, "port", port, "exo API port (env EXO_PORT)")
@@ -96,10 +97,10 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &benchkit.UsageError{Err: err}
+		return nil, &cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return nil, benchkit.Usagef("unexpected arguments %q", fs.Args())
+		return nil, cli.Usagef("unexpected arguments %q", fs.Args())
 	}
 	c.visited = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { c.visited[f.Name] = true })
@@ -112,16 +113,16 @@ func (c *config) validate() error {
 	c.embedded = c.host == ""
 	if c.embedded {
 		if len(c.pp) == 0 {
-			c.pp = benchkit.IntList{128, 256}
+			c.pp = cli.IntList{128, 256}
 		}
 		if len(c.tg) == 0 {
-			c.tg = benchkit.IntList{32}
+			c.tg = cli.IntList{32}
 		}
 		if !c.visited["repeat"] {
 			c.repeat = 2
 		}
 		if len(c.concurrency) == 0 {
-			c.concurrency = benchkit.IntList{1, 4}
+			c.concurrency = cli.IntList{1, 4}
 		}
 		if !c.visited["max-nodes"] {
 			c.maxNodes = 1
@@ -137,13 +138,13 @@ func (c *config) validate() error {
 		}
 	} else {
 		if c.model == "" {
-			return benchkit.Usagef("--model is required with --host")
+			return cli.Usagef("--model is required with --host")
 		}
 		if c.tokenizer == "" {
-			return benchkit.Usagef("--tokenizer DIR is required with --host: prompts are counted with the model's own tokenizer.json and chat template")
+			return cli.Usagef("--tokenizer DIR is required with --host: prompts are counted with the model's own tokenizer.json and chat template")
 		}
 		if c.preset != "" {
-			return benchkit.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
+			return cli.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
 		}
 		if !c.visited["pause-repeat"] {
 			c.pauseRep = benchkit.ExoPauseBetweenRepeats.Seconds()
@@ -153,10 +154,10 @@ func (c *config) validate() error {
 		}
 	}
 	if len(c.pp) == 0 || len(c.tg) == 0 {
-		return benchkit.Usagef("--pp and --tg are required")
+		return cli.Usagef("--pp and --tg are required")
 	}
 	if len(c.concurrency) == 0 {
-		c.concurrency = benchkit.IntList{1}
+		c.concurrency = cli.IntList{1}
 	}
 	// Seconds become time.Durations: NaN, infinities and values past what
 	// a Duration holds would convert to nonsense.
@@ -166,52 +167,52 @@ func (c *config) validate() error {
 	}{{"metrics-interval", c.metricsInterval}, {"timeout", c.timeout}, {"grace", c.grace},
 		{"settle-timeout", c.settle}, {"pause-repeat", c.pauseRep}, {"pause-group", c.pauseGrp}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || math.Abs(f.v) > maxSeconds {
-			return benchkit.Usagef("--%s=%v: want a finite number of seconds up to %g", f.name, f.v, float64(maxSeconds))
+			return cli.Usagef("--%s=%v: want a finite number of seconds up to %g", f.name, f.v, float64(maxSeconds))
 		}
 	}
 	if c.repeat < 1 {
-		return benchkit.Usagef("--repeat=%d: must be at least 1", c.repeat)
+		return cli.Usagef("--repeat=%d: must be at least 1", c.repeat)
 	}
 	if c.warmup < 0 {
-		return benchkit.Usagef("--warmup=%d: must be 0 or more", c.warmup)
+		return cli.Usagef("--warmup=%d: must be 0 or more", c.warmup)
 	}
 	if c.port < 1 || c.port > 65535 {
-		return benchkit.Usagef("--port=%d: not a port number", c.port)
+		return cli.Usagef("--port=%d: not a port number", c.port)
 	}
 	if !slicesContains(formats, c.format) {
-		return benchkit.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
+		return cli.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
 	}
 	if c.metricsInterval < energy.MinInterval.Seconds() {
-		return benchkit.Usagef("--metrics-interval=%v: must be at least %v seconds", c.metricsInterval, energy.MinInterval.Seconds())
+		return cli.Usagef("--metrics-interval=%v: must be at least %v seconds", c.metricsInterval, energy.MinInterval.Seconds())
 	}
 	if c.timeout <= 0 {
-		return benchkit.Usagef("--timeout=%v: must be positive", c.timeout)
+		return cli.Usagef("--timeout=%v: must be positive", c.timeout)
 	}
 	if c.grace < 0 {
-		return benchkit.Usagef("--grace=%v: must be 0 or more", c.grace)
+		return cli.Usagef("--grace=%v: must be 0 or more", c.grace)
 	}
 	if c.settle < 0 {
-		return benchkit.Usagef("--settle-timeout=%v: must be 0 or more", c.settle)
+		return cli.Usagef("--settle-timeout=%v: must be 0 or more", c.settle)
 	}
 	if !slicesContains([]string{"ring", "jaccl", "both"}, c.instanceMeta) {
-		return benchkit.Usagef("--instance-meta=%q: want ring, jaccl or both", c.instanceMeta)
+		return cli.Usagef("--instance-meta=%q: want ring, jaccl or both", c.instanceMeta)
 	}
 	if !slicesContains([]string{"pipeline", "tensor", "both"}, c.sharding) {
-		return benchkit.Usagef("--sharding=%q: want pipeline, tensor or both", c.sharding)
+		return cli.Usagef("--sharding=%q: want pipeline, tensor or both", c.sharding)
 	}
 	if c.minNodes < 1 || c.maxNodes < c.minNodes {
-		return benchkit.Usagef("--min-nodes=%d --max-nodes=%d: want 1 ≤ min ≤ max", c.minNodes, c.maxNodes)
+		return cli.Usagef("--min-nodes=%d --max-nodes=%d: want 1 ≤ min ≤ max", c.minNodes, c.maxNodes)
 	}
 	if c.preset != "" {
 		if _, err := sim.PresetByName(c.preset); err != nil {
-			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
+			return cli.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
 		}
 	}
 	if c.plotPower != "" && c.noMetrics {
-		return benchkit.Usagef("--plot-power needs the node metrics that --no-system-metrics turns off")
+		return cli.Usagef("--plot-power needs the node metrics that --no-system-metrics turns off")
 	}
 	if c.pauseRep < 0 || c.pauseGrp < 0 {
-		return benchkit.Usagef("--pause-repeat=%v --pause-group=%v: pauses must not be negative", c.pauseRep, c.pauseGrp)
+		return cli.Usagef("--pause-repeat=%v --pause-group=%v: pauses must not be negative", c.pauseRep, c.pauseGrp)
 	}
 	if c.jsonl == "" && c.jsonOut != "" {
 		c.jsonl = strings.TrimSuffix(c.jsonOut, filepath.Ext(c.jsonOut)) + ".jsonl"
@@ -219,7 +220,7 @@ func (c *config) validate() error {
 	// The plan's own rules (tg ≥ 2, positive lengths and concurrency) are
 	// checked here too; the template overhead once the tokenizer is known.
 	if err := c.plan().Validate(-1); err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	return nil
 }
@@ -275,20 +276,20 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if c.tokenizer != "" {
 		tok, err := hf.Load(c.tokenizer)
 		if err != nil {
-			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
+			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
 		if err := benchkit.HashTokenizerDir(prov, c.tokenizer); err != nil {
-			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
+			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		// The plan is checked against the template's overhead before the
 		// cluster is asked anything.
 		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: counter})
 		if err != nil {
-			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
+			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		if err := c.plan().Validate(overhead); err != nil {
-			return &benchkit.UsageError{Err: err}
+			return &cli.UsageError{Err: err}
 		}
 	}
 
@@ -331,7 +332,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 
 	client, err := exo.New(base, &exo.Options{MaxBurst: slices.Max(c.concurrency), RequestTimeout: seconds(c.timeout)})
 	if err != nil {
-		return benchkit.Usagef("--host: %v", err)
+		return cli.Usagef("--host: %v", err)
 	}
 	card, err := client.ResolveModel(ctx, c.model, c.forceDownload)
 	if err != nil {
@@ -344,7 +345,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	plan := c.plan()
 	if err := plan.Validate(overhead); err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 
 	sweep := &benchkit.ExoSweep{
@@ -406,9 +407,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		sinks = append(sinks, benchkit.NewJSONLSink(stdout))
 	}
 	sweep.Runner.Sinks = sinks
-	var bar *benchkit.ProgressBar
+	var bar *cli.ProgressBar
 	if isTerminal(stderr) {
-		bar = &benchkit.ProgressBar{W: stderr}
+		bar = &cli.ProgressBar{W: stderr}
 		sweep.Runner.Observer = bar
 	}
 
@@ -489,7 +490,7 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary
 		}
 	}
 	if c.jsonOut != "" && !c.stdout {
-		if err := benchkit.WriteFileAtomic(c.jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }); err != nil {
+		if err := cli.WriteFileAtomic(c.jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(info, "results: %s", c.jsonOut)
@@ -526,25 +527,25 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary
 // rather than interleave its rows, and removes the previous run's results
 // JSON: until this run writes its own at the end, an older one beside the
 // new JSONL would look current, and stay so if the run were killed.
-func claimOutputs(c *config) (*benchkit.OutputLock, error) {
+func claimOutputs(c *config) (*cli.OutputLock, error) {
 	var paths []string
 	for _, p := range []struct{ flag, path string }{{"json-out", c.jsonOut}, {"jsonl", c.jsonl}} {
 		if p.path == "" {
 			continue
 		}
 		if err := createDir(p.path); err != nil {
-			return nil, benchkit.Usagef("--%s: %v", p.flag, err)
+			return nil, cli.Usagef("--%s: %v", p.flag, err)
 		}
 		paths = append(paths, p.path)
 	}
-	lock, err := benchkit.LockOutputs("exo-bench", paths...)
-	if errors.Is(err, benchkit.ErrOutputInUse) {
+	lock, err := cli.LockOutputs("exo-bench", paths...)
+	if errors.Is(err, cli.ErrOutputInUse) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, &benchkit.UsageError{Err: err}
+		return nil, &cli.UsageError{Err: err}
 	}
-	if err := benchkit.ClearResults(c.jsonOut); err != nil {
+	if err := cli.ClearResults(c.jsonOut); err != nil {
 		lock.Release()
 		return nil, err
 	}

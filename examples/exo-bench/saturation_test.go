@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 )
 
@@ -84,9 +85,9 @@ func TestExoBenchSaturationGate(t *testing.T) {
 		wantExit  int
 		saturated bool
 	}{
-		{"staggered client", staggered(20 * time.Millisecond), false, benchkit.ExitSaturated, true},
-		{"staggered client allowed", staggered(20 * time.Millisecond), true, benchkit.ExitOK, true},
-		{"bursts released together", together(4), false, benchkit.ExitOK, false},
+		{"staggered client", staggered(20 * time.Millisecond), false, cli.ExitSaturated, true},
+		{"staggered client allowed", staggered(20 * time.Millisecond), true, cli.ExitOK, true},
+		{"bursts released together", together(4), false, cli.ExitOK, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.json")
@@ -97,7 +98,7 @@ func TestExoBenchSaturationGate(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			err := runWith(context.Background(), args, &stdout, &stderr, hooks{wrap: tc.wrap})
-			if got := benchkit.ExitCode(err); got != tc.wantExit {
+			if got := cli.ExitCode(err); got != tc.wantExit {
 				t.Fatalf("exit %d (%v), want %d\nstdout:\n%s\nstderr:\n%s", got, err, tc.wantExit, stdout.String(), stderr.String())
 			}
 			b, rerr := os.ReadFile(out)

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
@@ -50,8 +50,8 @@ func TestBadInputSendsNothing(t *testing.T) {
 			before := hits.Load()
 			var stdout, stderr bytes.Buffer
 			err := run(context.Background(), append([]string{"--base-url", srv.URL}, tc.args...), &stdout, &stderr)
-			if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
-				t.Fatalf("exit %d (err %v), want %d", code, err, benchkit.ExitUsage)
+			if code := cli.ExitCode(err); code != cli.ExitUsage {
+				t.Fatalf("exit %d (err %v), want %d", code, err, cli.ExitUsage)
 			}
 			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
 				t.Errorf("message %q: want one line containing %q", msg, tc.want)

@@ -63,15 +63,15 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 func main() {
-	ctx, stop := benchkit.NotifyContext(context.Background(), "offline", os.Stderr)
+	ctx, stop := cli.NotifyContext(context.Background(), "offline", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "offline:", err)
 	}
-	os.Exit(benchkit.ExitCode(err))
+	os.Exit(cli.ExitCode(err))
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // TestJSONOutLockedAndReplacedWhole: while another run holds --json-out,
@@ -23,7 +24,7 @@ func TestJSONOutLockedAndReplacedWhole(t *testing.T) {
 	if err := os.WriteFile(out, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := benchkit.LockOutputs("other-offline", out)
+	holder, err := cli.LockOutputs("other-offline", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +33,8 @@ func TestJSONOutLockedAndReplacedWhole(t *testing.T) {
 	args := []string{"--allow-saturated", "--num-seqs", "2", "--min-input-len", "40", "--max-input-len", "60", "--min-output-len", "4", "--max-output-len", "8", "--json-out", out}
 	var stdout, stderr bytes.Buffer
 	err = run(context.Background(), args, &stdout, &stderr)
-	if code := benchkit.ExitCode(err); code != benchkit.ExitUsage || !strings.Contains(err.Error(), "other-offline (pid "+strconv.Itoa(os.Getpid())) {
-		t.Fatalf("while held: exit %d, %v; want %d naming the holder", code, err, benchkit.ExitUsage)
+	if code := cli.ExitCode(err); code != cli.ExitUsage || !strings.Contains(err.Error(), "other-offline (pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("while held: exit %d, %v; want %d naming the holder", code, err, cli.ExitUsage)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "{}\n" {
 		t.Errorf("the held file was changed: %q", b)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
@@ -47,7 +48,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
 	noHostInfo := fs.Bool("no-host-info", false, "leave the host name out of the results file")
 	allowSaturated := fs.Bool("allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
-	timeout := fs.Duration("timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
+	timeout := fs.Duration("timeout", cli.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
 	segment := fs.String("segment", "", "send only segment i/N of the plan: request k when k mod N = i (needs --seed; docs/DISTRIBUTED.md)")
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	startAt := fs.String("start-at", "", "release the requests at this RFC 3339 wall time, shared by every segment")
@@ -55,26 +56,26 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h or --help: the usage is written; exit 0
 		}
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return benchkit.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
+		return cli.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
 	}
 	lengths := benchkit.Lengths{InputMin: *minIn, InputMax: *maxIn, OutputMin: *minOut, OutputMax: *maxOut, Seed: *seed}
 	if err := lengths.Validate(); err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	if *numSeqs < 1 {
-		return benchkit.Usagef("--num-seqs must be at least 1, got %d", *numSeqs)
+		return cli.Usagef("--num-seqs must be at least 1, got %d", *numSeqs)
 	}
 	if *apiKeyEnv != "" && os.Getenv(*apiKeyEnv) == "" {
-		return benchkit.Usagef("--api-key-env %s: the variable is unset or empty", *apiKeyEnv)
+		return cli.Usagef("--api-key-env %s: the variable is unset or empty", *apiKeyEnv)
 	}
 	if *timeout < 0 {
-		return benchkit.Usagef("--timeout must not be negative, got %v", *timeout)
+		return cli.Usagef("--timeout must not be negative, got %v", *timeout)
 	}
 	if *sharedPrefix < 0 {
-		return benchkit.Usagef("--shared-prefix must not be negative, got %d", *sharedPrefix)
+		return cli.Usagef("--shared-prefix must not be negative, got %d", *sharedPrefix)
 	}
 	seeded := false
 	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
@@ -82,7 +83,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
 	seg, start, err := benchkit.ResolveSplit(*segment, *segments, *startAt, seeded, nil)
 	if err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	if seg.Split() || !start.IsZero() {
 		meta.Segment = benchkit.NewSegmentHeader(seg, start, traffic)
@@ -102,18 +103,18 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if *tokenizer != "" {
 		tok, err := hf.Load(*tokenizer)
 		if err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
+			return cli.Usagef("--tokenizer %s: %v", *tokenizer, err)
 		}
 		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
 		if err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
+			return cli.Usagef("--tokenizer %s: %v", *tokenizer, err)
 		}
 		if lo, _ := lengths.InputRange(); lo < overhead {
-			return benchkit.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (--min-input-len)", *tokenizer, lo, overhead)
+			return cli.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (--min-input-len)", *tokenizer, lo, overhead)
 		}
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
 		if err := benchkit.HashTokenizerDir(prov, *tokenizer); err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", *tokenizer, err)
+			return cli.Usagef("--tokenizer %s: %v", *tokenizer, err)
 		}
 	}
 
@@ -121,15 +122,15 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	// refused (exit 2), and the previous results go now, so that a run
 	// that dies never leaves them looking like its own.
 	if *jsonOut != "" {
-		lock, err := benchkit.LockOutputs("offline", *jsonOut)
-		if errors.Is(err, benchkit.ErrOutputInUse) {
+		lock, err := cli.LockOutputs("offline", *jsonOut)
+		if errors.Is(err, cli.ErrOutputInUse) {
 			return err
 		}
 		if err != nil {
-			return benchkit.Usagef("--json-out: %v", err)
+			return cli.Usagef("--json-out: %v", err)
 		}
 		defer lock.Release()
-		if err := benchkit.ClearResults(*jsonOut); err != nil {
+		if err := cli.ClearResults(*jsonOut); err != nil {
 			return err
 		}
 	}
@@ -175,7 +176,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		if counterTimeout == 0 {
 			counterTimeout = -1 // --timeout 0: no bound but the run's context
 		}
-		c, err := benchkit.ServerCounterTimeout(ctx, url, *model, benchkit.AuthHeader(*apiKeyEnv), counterTimeout)
+		c, err := cli.ServerCounterTimeout(ctx, url, *model, cli.AuthHeader(*apiKeyEnv), counterTimeout)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR", err)
 		}
@@ -187,7 +188,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		}
 	}
 
-	si := benchkit.ProbeServer(ctx, nil, url, benchkit.AuthHeader(*apiKeyEnv), 5*time.Second)
+	si := benchkit.ProbeServer(ctx, nil, url, cli.AuthHeader(*apiKeyEnv), 5*time.Second)
 	prov.Server = &si
 	keeper := newReplyKeeper(client)
 	load := &benchkit.Load{Engine: keeper, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
@@ -207,7 +208,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if seg.Split() {
 		planned = 0 // this segment's share is the Load's to tell
 	}
-	progress := benchkit.NewLoadProgress(stderr, planned)
+	progress := cli.NewLoadProgress(stderr, planned)
 	if progress != nil {
 		load.OnRow = progress.Row
 	}
@@ -249,7 +250,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	if *jsonOut != "" {
 		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
-		if err := benchkit.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return benchkit.WriteLoadJSON(w, doc) }); err != nil {
+		if err := cli.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return benchkit.WriteLoadJSON(w, doc) }); err != nil {
 			return errors.Join(runErr, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 func TestNoFlags(t *testing.T) {
@@ -85,7 +86,7 @@ func TestBadFlags(t *testing.T) {
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, &stdout, &stderr)
-		if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
+		if code := cli.ExitCode(err); code != cli.ExitUsage {
 			t.Errorf("run(%q) = %v (exit %d); want a usage error (exit 2)", args, err, code)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 )
 
@@ -70,9 +71,9 @@ func TestOfflineSaturationGate(t *testing.T) {
 		wantExit  int
 		saturated bool
 	}{
-		{"slowed client", 40 * time.Millisecond, false, benchkit.ExitSaturated, true},
-		{"slowed client allowed", 40 * time.Millisecond, true, benchkit.ExitOK, true},
-		{"punctual burst", 0, false, benchkit.ExitOK, false},
+		{"slowed client", 40 * time.Millisecond, false, cli.ExitSaturated, true},
+		{"slowed client allowed", 40 * time.Millisecond, true, cli.ExitOK, true},
+		{"punctual burst", 0, false, cli.ExitOK, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run.json")
@@ -87,7 +88,7 @@ func TestOfflineSaturationGate(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			err := runWith(context.Background(), args, &stdout, &stderr, h)
-			if got := benchkit.ExitCode(err); got != tc.wantExit {
+			if got := cli.ExitCode(err); got != tc.wantExit {
 				t.Fatalf("exit %d (%v), want %d\nstdout:\n%s", got, err, tc.wantExit, stdout.String())
 			}
 			b, rerr := os.ReadFile(out)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/internal/hostile"
 	"github.com/inferbench/inferbench/internal/httpsafe"
@@ -57,8 +58,8 @@ func TestEscapedKeyNeverLeaks(t *testing.T) {
 	} {
 		srv := hostile.New(t, hostile.EchoAuth(http.StatusUnauthorized, esc))
 		texts, doc, err := runOffline(t, srv, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t), "--api-key-env", "INFERBENCH_TEST_OFFLINE_KEY")
-		if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
-			t.Fatalf("%s: exit %d (%v), want %d", name, code, err, benchkit.ExitFailed)
+		if code := cli.ExitCode(err); code != cli.ExitFailed {
+			t.Fatalf("%s: exit %d (%v), want %d", name, code, err, cli.ExitFailed)
 		}
 		for what, text := range texts {
 			if leaks(text) {
@@ -114,8 +115,8 @@ func TestEveryWaitBounded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := hostile.New(t, c.h)
 			_, doc, err := runOffline(t, srv, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t), "--timeout", "300ms", "--num-seqs", "1")
-			if code := benchkit.ExitCode(err); code != benchkit.ExitFailed || len(doc.Requests) != 1 {
-				t.Fatalf("exit %d (%v), %d rows; want %d and 1 row", code, err, len(doc.Requests), benchkit.ExitFailed)
+			if code := cli.ExitCode(err); code != cli.ExitFailed || len(doc.Requests) != 1 {
+				t.Fatalf("exit %d (%v), %d rows; want %d and 1 row", code, err, len(doc.Requests), cli.ExitFailed)
 			}
 			if r := doc.Requests[0]; engine.Kind(r.ErrorKind) != c.kind || !strings.Contains(r.Error, c.text) {
 				t.Errorf("row kind %q, error %q; want %s naming %q", r.ErrorKind, r.Error, c.kind, c.text)
@@ -128,13 +129,13 @@ func TestEveryWaitBounded(t *testing.T) {
 }
 
 // TestDefaultTimeout: the help (exit 0) gives --timeout's default,
-// benchkit.DefaultRequestTimeout.
+// cli.DefaultRequestTimeout.
 func TestDefaultTimeout(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"-h"}, &stdout, &stderr); benchkit.ExitCode(err) != benchkit.ExitOK {
+	if err := run(context.Background(), []string{"-h"}, &stdout, &stderr); cli.ExitCode(err) != cli.ExitOK {
 		t.Fatalf("-h: %v, want exit 0", err)
 	}
-	if !strings.Contains(stderr.String(), "-timeout duration") || !strings.Contains(stderr.String(), "(default "+benchkit.DefaultRequestTimeout.String()+")") {
+	if !strings.Contains(stderr.String(), "-timeout duration") || !strings.Contains(stderr.String(), "(default "+cli.DefaultRequestTimeout.String()+")") {
 		t.Errorf("the help does not give --timeout and its default:\n%s", stderr.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -87,7 +88,7 @@ func TestSegmentsMerge(t *testing.T) {
 func TestSegmentNeedsSeed(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"--segment", "0/2"}, &bytes.Buffer{}, &stderr)
-	if benchkit.ExitCode(err) != benchkit.ExitUsage || !strings.Contains(fmt.Sprint(err), "--seed") {
-		t.Errorf("run = %v (exit %d); want exit 2 naming --seed", err, benchkit.ExitCode(err))
+	if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(fmt.Sprint(err), "--seed") {
+		t.Errorf("run = %v (exit %d); want exit 2 naming --seed", err, cli.ExitCode(err))
 	}
 }

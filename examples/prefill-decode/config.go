@@ -11,7 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // sideKeys are the keys a [prefill] or [decode] section may hold.
@@ -40,7 +40,7 @@ func loadConfig(path string, fs *flag.FlagSet) (*fileConfig, error) {
 	}
 	var raw map[string]any
 	if _, err := decodeTOML(string(data), &raw); err != nil {
-		return nil, benchkit.Usagef("--config %s: %w", path, err)
+		return nil, cli.Usagef("--config %s: %w", path, err)
 	}
 	fc := &fileConfig{top: map[string]string{}, sides: map[string]map[string]string{}}
 	keys := make([]string, 0, len(raw))
@@ -53,16 +53,16 @@ func loadConfig(path string, fs *flag.FlagSet) (*fileConfig, error) {
 		if k == "prefill" || k == "decode" {
 			tbl, ok := v.(map[string]any)
 			if !ok {
-				return nil, benchkit.Usagef("--config %s: %s must be a [%s] section, found %T", path, k, k, v)
+				return nil, cli.Usagef("--config %s: %s must be a [%s] section, found %T", path, k, k, v)
 			}
 			side := map[string]string{}
 			for sk, sv := range tbl {
 				if !contains(sideKeys, sk) {
-					return nil, benchkit.Usagef("--config %s: unknown key %s.%s; a [%s] section takes %s", path, k, sk, k, strings.Join(sideKeys, ", "))
+					return nil, cli.Usagef("--config %s: unknown key %s.%s; a [%s] section takes %s", path, k, sk, k, strings.Join(sideKeys, ", "))
 				}
 				s, err := scalar(sv)
 				if err != nil {
-					return nil, benchkit.Usagef("--config %s: %s.%s: %v", path, k, sk, err)
+					return nil, cli.Usagef("--config %s: %s.%s: %v", path, k, sk, err)
 				}
 				side[sk] = s
 			}
@@ -71,11 +71,11 @@ func loadConfig(path string, fs *flag.FlagSet) (*fileConfig, error) {
 		}
 		name := strings.ReplaceAll(k, "_", "-")
 		if fs.Lookup(name) == nil || name == "config" {
-			return nil, benchkit.Usagef("--config %s: unknown key %q; top-level keys are the flags' names with _ for - (pp, tg, host, repeat, ...) and the sections [prefill] and [decode]", path, k)
+			return nil, cli.Usagef("--config %s: unknown key %q; top-level keys are the flags' names with _ for - (pp, tg, host, repeat, ...) and the sections [prefill] and [decode]", path, k)
 		}
 		s, err := scalar(v)
 		if err != nil {
-			return nil, benchkit.Usagef("--config %s: %s: %v", path, k, err)
+			return nil, cli.Usagef("--config %s: %s: %v", path, k, err)
 		}
 		fc.top[name] = s
 	}
@@ -102,18 +102,18 @@ const (
 func readConfig(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, benchkit.Usagef("--config %s: %w", path, err)
+		return nil, cli.Usagef("--config %s: %w", path, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
-		return nil, benchkit.Usagef("--config %s: %w", path, err)
+		return nil, cli.Usagef("--config %s: %w", path, err)
 	}
 	if len(data) > maxConfigBytes {
-		return nil, benchkit.Usagef("--config %s: larger than %d KiB; a config file is a few dozen lines, so this is not one (not parsed)", path, maxConfigBytes>>10)
+		return nil, cli.Usagef("--config %s: larger than %d KiB; a config file is a few dozen lines, so this is not one (not parsed)", path, maxConfigBytes>>10)
 	}
 	if depth, line := tomlDepth(data, maxConfigDepth); depth > maxConfigDepth {
-		return nil, benchkit.Usagef("--config %s:%d: nested more than %d deep (tables, arrays, inline tables and dotted keys together); a config needs 2 (not parsed)", path, line, maxConfigDepth)
+		return nil, cli.Usagef("--config %s:%d: nested more than %d deep (tables, arrays, inline tables and dotted keys together); a config needs 2 (not parsed)", path, line, maxConfigDepth)
 	}
 	return data, nil
 }
@@ -321,7 +321,7 @@ func (fc *fileConfig) apply(fs *flag.FlagSet, visited, fromFile map[string]bool)
 			continue
 		}
 		if err := fs.Set(n, fc.top[n]); err != nil {
-			return benchkit.Usagef("--config: %s = %q: %v", strings.ReplaceAll(n, "-", "_"), fc.top[n], err)
+			return cli.Usagef("--config: %s = %q: %v", strings.ReplaceAll(n, "-", "_"), fc.top[n], err)
 		}
 		fromFile[n] = true
 	}

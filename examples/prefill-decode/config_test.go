@@ -10,7 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // TestConfigOutOfBoundsNotParsed gives --config files that would hold the
@@ -48,8 +48,8 @@ func TestConfigOutOfBoundsNotParsed(t *testing.T) {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := run(context.Background(), []string{"--config", tc.path}, &stdout, &stderr)
-			if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
-				t.Fatalf("exit %d (%v), want %d", code, err, benchkit.ExitUsage)
+			if code := cli.ExitCode(err); code != cli.ExitUsage {
+				t.Fatalf("exit %d (%v), want %d", code, err, cli.ExitUsage)
 			}
 			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "not parsed") {
 				t.Errorf("error %q, want one saying %q and that the file was not parsed", err, tc.want)

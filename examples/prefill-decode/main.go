@@ -96,15 +96,15 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 func main() {
-	ctx, stop := benchkit.NotifyContext(context.Background(), "prefill-decode", os.Stderr)
+	ctx, stop := cli.NotifyContext(context.Background(), "prefill-decode", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "prefill-decode:", err)
 	}
-	os.Exit(benchkit.ExitCode(err))
+	os.Exit(cli.ExitCode(err))
 }

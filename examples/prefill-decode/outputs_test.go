@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
 )
 
@@ -22,7 +22,7 @@ func TestJSONOutInUseRefused(t *testing.T) {
 	if err := os.WriteFile(out, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := benchkit.LockOutputs("other-prefill-decode", out)
+	holder, err := cli.LockOutputs("other-prefill-decode", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +34,8 @@ func TestJSONOutInUseRefused(t *testing.T) {
 			return nil, nil, errors.New("not started in this test")
 		},
 	})
-	if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
-		t.Fatalf("exit %d (%v), want %d", code, err, benchkit.ExitUsage)
+	if code := cli.ExitCode(err); code != cli.ExitUsage {
+		t.Fatalf("exit %d (%v), want %d", code, err, cli.ExitUsage)
 	}
 	if !strings.Contains(err.Error(), "other-prefill-decode (pid "+strconv.Itoa(os.Getpid())) {
 		t.Errorf("error %q does not name the holder", err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/disagg"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -33,7 +34,7 @@ type config struct {
 	configPath, host, model, prefillModel, prefillNode, decodeNode string
 	tokenizer, format, jsonOut, preset, instanceMeta, sharding     string
 	port, repeat, warmup, minNodes, maxNodes                       int
-	pp, tg, concurrency                                            benchkit.IntList
+	pp, tg, concurrency                                            cli.IntList
 	allCombinations, compareBaseline, dryRun, stream, stdout       bool
 	skipPipelineJaccl, skipTensorRing, forceDownload, dangerDelete bool
 	noProbe                                                        bool
@@ -49,7 +50,7 @@ var formats = []string{"table", "md", "json"}
 
 // parse reads the command line and the --config file, applies the
 // precedence (command line, then file, then defaults), and checks every
-// value. Every error is a *benchkit.UsageError; nothing has been sent.
+// value. Every error is a *cli.UsageError; nothing has been sent.
 func parse(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("prefill-decode", flag.ContinueOnError)
@@ -57,7 +58,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.configPath, "config", "", "TOML file with top-level keys and [prefill]/[decode] sections; flags given on the command line win")
 	envHost, port, err := exo.AddrFromEnv()
 	if err != nil {
-		return nil, &benchkit.UsageError{Err: err}
+		return nil, &cli.UsageError{Err: err}
 	}
 	fs.StringVar(&c.host, "host", envHost, "exo API host (env EXO_HOST); none: the embedded simulated engine")
 	fs.IntVar(&c.port, "port", port, "exo API port (env EXO_PORT)")
@@ -95,10 +96,10 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &benchkit.UsageError{Err: err}
+		return nil, &cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return nil, benchkit.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
+		return nil, cli.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
 	}
 	visited := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { visited[f.Name] = true })
@@ -146,7 +147,7 @@ func (c *config) resolveSides(fc *fileConfig, visited map[string]bool) error {
 			}
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return 0, benchkit.Usagef("--config: %s.%s = %q is not an integer", name, key, v)
+				return 0, cli.Usagef("--config: %s.%s = %q is not an integer", name, key, v)
 			}
 			return n, nil
 		}
@@ -157,7 +158,7 @@ func (c *config) resolveSides(fc *fileConfig, visited map[string]bool) error {
 			}
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return false, benchkit.Usagef("--config: %s.%s = %q is not a boolean", name, key, v)
+				return false, cli.Usagef("--config: %s.%s = %q is not a boolean", name, key, v)
 			}
 			return b, nil
 		}
@@ -215,10 +216,10 @@ func (c *config) validate() error {
 	c.embedded = c.host == ""
 	if c.embedded {
 		if !c.given["pp"] {
-			c.pp = benchkit.IntList{4096}
+			c.pp = cli.IntList{4096}
 		}
 		if !c.given["tg"] {
-			c.tg = benchkit.IntList{128}
+			c.tg = cli.IntList{128}
 		}
 		if !c.given["repeat"] {
 			c.repeat = 2
@@ -233,56 +234,56 @@ func (c *config) validate() error {
 			c.pause = 0
 		}
 		if _, err := sim.PresetByName(c.preset); err != nil {
-			return benchkit.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
+			return cli.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
 		}
 	} else {
 		if c.decode.model == "" {
-			return benchkit.Usagef("--model (or model in --config) is required with --host")
+			return cli.Usagef("--model (or model in --config) is required with --host")
 		}
 		if c.given["preset"] {
-			return benchkit.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
+			return cli.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
 		}
 	}
 	if len(c.pp) == 0 || len(c.tg) == 0 {
-		return benchkit.Usagef("--pp and --tg are required")
+		return cli.Usagef("--pp and --tg are required")
 	}
 	if len(c.concurrency) == 0 {
-		c.concurrency = benchkit.IntList{1}
+		c.concurrency = cli.IntList{1}
 	}
 	for _, s := range []struct {
 		name string
 		f    exo.Filter
 	}{{"prefill", c.prefill.filter}, {"decode", c.decode.filter}} {
 		if !contains([]string{"ring", "jaccl", "both"}, s.f.InstanceMeta) {
-			return benchkit.Usagef("%s side: instance_meta=%q: want ring, jaccl or both", s.name, s.f.InstanceMeta)
+			return cli.Usagef("%s side: instance_meta=%q: want ring, jaccl or both", s.name, s.f.InstanceMeta)
 		}
 		if !contains([]string{"pipeline", "tensor", "both"}, s.f.Sharding) {
-			return benchkit.Usagef("%s side: sharding=%q: want pipeline, tensor or both", s.name, s.f.Sharding)
+			return cli.Usagef("%s side: sharding=%q: want pipeline, tensor or both", s.name, s.f.Sharding)
 		}
 		if s.f.MinNodes < 1 || s.f.MaxNodes < s.f.MinNodes {
-			return benchkit.Usagef("%s side: min_nodes=%d max_nodes=%d: want 1 ≤ min ≤ max", s.name, s.f.MinNodes, s.f.MaxNodes)
+			return cli.Usagef("%s side: min_nodes=%d max_nodes=%d: want 1 ≤ min ≤ max", s.name, s.f.MinNodes, s.f.MaxNodes)
 		}
 	}
 	switch {
 	case c.repeat < 1:
-		return benchkit.Usagef("--repeat=%d: must be at least 1", c.repeat)
+		return cli.Usagef("--repeat=%d: must be at least 1", c.repeat)
 	case c.warmup < 0:
-		return benchkit.Usagef("--warmup=%d: must be 0 or more", c.warmup)
+		return cli.Usagef("--warmup=%d: must be 0 or more", c.warmup)
 	case c.port < 1 || c.port > 65535:
-		return benchkit.Usagef("--port=%d: not a port number", c.port)
+		return cli.Usagef("--port=%d: not a port number", c.port)
 	case !contains(formats, c.format):
-		return benchkit.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
+		return cli.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
 	case !(c.timeout > 0):
-		return benchkit.Usagef("--timeout=%v: must be positive", c.timeout)
+		return cli.Usagef("--timeout=%v: must be positive", c.timeout)
 	case !(c.settle >= 0):
-		return benchkit.Usagef("--settle-timeout=%v: must be 0 or more", c.settle)
+		return cli.Usagef("--settle-timeout=%v: must be 0 or more", c.settle)
 	case !(c.pause >= 0):
-		return benchkit.Usagef("--pause=%v: must be 0 or more", c.pause)
+		return cli.Usagef("--pause=%v: must be 0 or more", c.pause)
 	case c.prefill.node != "" && c.prefill.node == c.decode.node:
-		return benchkit.Usagef("--prefill-node and --decode-node both name %q: the two instances need different nodes", c.prefill.node)
+		return cli.Usagef("--prefill-node and --decode-node both name %q: the two instances need different nodes", c.prefill.node)
 	}
 	if err := disagg.CheckPlan(c.plan()); err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	return nil
 }
@@ -321,7 +322,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	if c.tokenizer != "" {
 		tok, err := hf.Load(c.tokenizer)
 		if err != nil {
-			return benchkit.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
+			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
 	}
@@ -378,11 +379,11 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 
 	client, err := exo.New(base, &exo.Options{MaxBurst: max(slices.Max(c.concurrency), 1), RequestTimeout: seconds(c.timeout)})
 	if err != nil {
-		return benchkit.Usagef("--host: %v", err)
+		return cli.Usagef("--host: %v", err)
 	}
 	defer client.CloseIdleConnections()
 	if counter == nil {
-		cnt, err := benchkit.ServerCounter(ctx, base, c.decode.model, nil)
+		cnt, err := cli.ServerCounter(ctx, base, c.decode.model, nil)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the cluster cannot count prompt tokens (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
 		}
@@ -403,7 +404,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	}
 	plan := c.plan()
 	if err := plan.Validate(overhead); err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 
 	pair, err := disagg.SelectPair(ctx, client,
@@ -441,14 +442,14 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	}
 	// On a terminal, a progress bar on stderr over every phase (each
 	// measures the same plan); nothing otherwise.
-	var bar *benchkit.ProgressBar
-	if benchkit.IsTerminal(stderr) {
+	var bar *cli.ProgressBar
+	if cli.IsTerminal(stderr) {
 		phases := 1
 		if c.compareBaseline {
 			phases = 3
 		}
-		bar = &benchkit.ProgressBar{W: stderr}
-		d.Runner.Observer = benchkit.Phases(bar, phases)
+		bar = &cli.ProgressBar{W: stderr}
+		d.Runner.Observer = cli.Phases(bar, phases)
 		bar.Start()
 	}
 	res, runErr := d.Run(ctx, plan)
@@ -500,20 +501,20 @@ func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) erro
 // the same path is refused (exit 2, naming this one), and removes the
 // previous results there, so that a run that dies never leaves them
 // looking like its own.
-func claimOutput(path string) (*benchkit.OutputLock, error) {
+func claimOutput(path string) (*cli.OutputLock, error) {
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, benchkit.Usagef("--json-out: %v", err)
+			return nil, cli.Usagef("--json-out: %v", err)
 		}
 	}
-	lock, err := benchkit.LockOutputs("prefill-decode", path)
-	if errors.Is(err, benchkit.ErrOutputInUse) {
+	lock, err := cli.LockOutputs("prefill-decode", path)
+	if errors.Is(err, cli.ErrOutputInUse) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, benchkit.Usagef("--json-out: %v", err)
+		return nil, cli.Usagef("--json-out: %v", err)
 	}
-	if err := benchkit.ClearResults(path); err != nil {
+	if err := cli.ClearResults(path); err != nil {
 		lock.Release()
 		return nil, err
 	}
@@ -528,5 +529,5 @@ func writeFile(path string, write func(io.Writer) error) error {
 			return err
 		}
 	}
-	return benchkit.WriteFileAtomic(path, write)
+	return cli.WriteFileAtomic(path, write)
 }

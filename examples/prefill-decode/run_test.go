@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/disagg"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -255,12 +256,12 @@ func TestBadUsageSendsNothing(t *testing.T) {
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer
 		err := runEnv(context.Background(), tc.args, &out, &errOut, noEngine(t))
-		var ue *benchkit.UsageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want a usage error saying %q", tc.args, err, tc.want)
 		}
-		if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
-			t.Errorf("%v: exit %d, want %d", tc.args, code, benchkit.ExitUsage)
+		if code := cli.ExitCode(err); code != cli.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, cli.ExitUsage)
 		}
 	}
 	mu.Lock()
@@ -277,7 +278,7 @@ func TestFailedRequestsStillCleanUp(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
 	var stdout, stderr bytes.Buffer
 	err := runEnv(context.Background(), []string{"--tg", "8", "--json-out", out}, &stdout, &stderr, e)
-	if !errors.Is(err, benchkit.ErrRequestsFailed) || benchkit.ExitCode(err) != benchkit.ExitFailed {
+	if !errors.Is(err, benchkit.ErrRequestsFailed) || cli.ExitCode(err) != cli.ExitFailed {
 		t.Fatalf("err = %v, want ErrRequestsFailed (exit 1)\n%s", err, stderr.String())
 	}
 	assertClean(t, srv())
@@ -323,8 +324,8 @@ func TestInterruptCleansUp(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
 	var stdout, stderr bytes.Buffer
 	err := runEnv(ctx, []string{"--json-out", out}, &stdout, &stderr, e)
-	if code := benchkit.ExitCode(err); code != benchkit.ExitInterrupted {
-		t.Fatalf("err = %v (exit %d), want exit %d\n%s", err, code, benchkit.ExitInterrupted, stderr.String())
+	if code := cli.ExitCode(err); code != cli.ExitInterrupted {
+		t.Fatalf("err = %v (exit %d), want exit %d\n%s", err, code, cli.ExitInterrupted, stderr.String())
 	}
 	assertClean(t, srv())
 	if doc := readDoc(t, out); !doc.Meta.Interrupted {
@@ -387,7 +388,7 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 		c, err := parse([]string{"--config", path, "--host", "h", "--model", "m"}, &bytes.Buffer{})
 		if err != nil {
-			var ue *benchkit.UsageError
+			var ue *cli.UsageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("error %v is not a usage error", err)
 			}

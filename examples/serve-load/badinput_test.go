@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
 
@@ -65,8 +65,8 @@ func TestBadInputSendsNothing(t *testing.T) {
 			args := append([]string{"--base-url", srv.URL}, tc.args...)
 			var stdout, stderr bytes.Buffer
 			err := run(context.Background(), args, &stdout, &stderr)
-			if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
-				t.Fatalf("exit %d (err %v), want %d", code, err, benchkit.ExitUsage)
+			if code := cli.ExitCode(err); code != cli.ExitUsage {
+				t.Fatalf("exit %d (err %v), want %d", code, err, cli.ExitUsage)
 			}
 			msg := err.Error()
 			if strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
 )
@@ -185,11 +186,11 @@ func TestServeLoadFaultMatrix(t *testing.T) {
 					// not what the case tests: the case is run again.
 					t.Logf("a healthy request took longer than %v; again with %v", timeout, 2*timeout)
 				}
-				wantCode := benchkit.ExitFailed
+				wantCode := cli.ExitFailed
 				if want == engine.KindNone {
-					wantCode = benchkit.ExitOK
+					wantCode = cli.ExitOK
 				}
-				if code := benchkit.ExitCode(err); code != wantCode {
+				if code := cli.ExitCode(err); code != wantCode {
 					t.Errorf("exit status %d (err %v), want %d", code, err, wantCode)
 				}
 				rows := readRows(t, jsonl)
@@ -288,8 +289,8 @@ func TestServeLoadServerRestarted(t *testing.T) {
 	}
 	defer second.Close()
 	err = <-done
-	if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
-		t.Errorf("exit status %d (err %v), want %d", code, err, benchkit.ExitFailed)
+	if code := cli.ExitCode(err); code != cli.ExitFailed {
+		t.Errorf("exit status %d (err %v), want %d", code, err, cli.ExitFailed)
 	}
 	rows := readRows(t, jsonl)
 	if len(rows) != 12 {

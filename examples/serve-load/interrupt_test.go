@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // buildProgram builds the package in the current directory into a
@@ -71,8 +71,8 @@ func TestSIGTERMWritesEveryRow(t *testing.T) {
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != benchkit.ExitInterrupted {
-		t.Fatalf("exit: %v, want status %d; stderr:\n%s", err, benchkit.ExitInterrupted, stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitInterrupted {
+		t.Fatalf("exit: %v, want status %d; stderr:\n%s", err, cli.ExitInterrupted, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "interrupted") {
 		t.Errorf("stderr does not say the run was interrupted:\n%s", stderr.String())

@@ -70,15 +70,15 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 func main() {
-	ctx, stop := benchkit.NotifyContext(context.Background(), "serve-load", os.Stderr)
+	ctx, stop := cli.NotifyContext(context.Background(), "serve-load", os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve-load:", err)
 	}
-	os.Exit(benchkit.ExitCode(err))
+	os.Exit(cli.ExitCode(err))
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
@@ -77,15 +78,15 @@ func TestOutputInUseRefused(t *testing.T) {
 	if err := os.WriteFile(out, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := benchkit.LockOutputs("other-serve-load", jsonl)
+	holder, err := cli.LockOutputs("other-serve-load", jsonl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Release()
 	var stdout, stderr bytes.Buffer
 	err = run(context.Background(), []string{"--num-requests", "2", "--jsonl", jsonl, "--json-out", out}, &stdout, &stderr)
-	if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
-		t.Fatalf("exit %d (%v), want %d", code, err, benchkit.ExitUsage)
+	if code := cli.ExitCode(err); code != cli.ExitUsage {
+		t.Fatalf("exit %d (%v), want %d", code, err, cli.ExitUsage)
 	}
 	if msg := err.Error(); !strings.Contains(msg, jsonl) || !strings.Contains(msg, "other-serve-load (pid "+strconv.Itoa(os.Getpid())) {
 		t.Errorf("error %q does not name the file and its holder", msg)
@@ -225,8 +226,8 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatalf("still running %v after the second SIGINT; stderr:\n%s", grace/5, lines)
 	}
 	var ee *exec.ExitError
-	if !errors.As(werr, &ee) || ee.ExitCode() != benchkit.ExitInterrupted {
-		t.Fatalf("exit: %v, want status %d; stderr:\n%s", werr, benchkit.ExitInterrupted, lines)
+	if !errors.As(werr, &ee) || ee.ExitCode() != cli.ExitInterrupted {
+		t.Fatalf("exit: %v, want status %d; stderr:\n%s", werr, cli.ExitInterrupted, lines)
 	}
 	t.Logf("exited %v after the second SIGINT", time.Since(sent).Round(time.Millisecond))
 	<-lines.seen(second)

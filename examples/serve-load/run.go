@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
@@ -45,7 +46,7 @@ type options struct {
 	split                                           splitFlags
 }
 
-// parse reads and checks every flag; it returns a *benchkit.UsageError
+// parse reads and checks every flag; it returns a *cli.UsageError
 // for anything wrong, before anything is started or sent.
 func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, error) {
 	var o options
@@ -84,26 +85,26 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
-	fs.DurationVar(&o.timeout, "timeout", benchkit.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
+	fs.DurationVar(&o.timeout, "timeout", cli.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.BoolVar(&o.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	addSplitFlags(fs, &o.split)
 	var slo timing.SLO
 	if err := fs.Parse(args); err != nil {
-		return o, nil, slo, &benchkit.UsageError{Err: err}
+		return o, nil, slo, &cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return o, nil, slo, benchkit.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
+		return o, nil, slo, cli.Usagef("unexpected argument %q; every setting is a flag", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o.seeded = set["seed"]
 	if o.sharedPrefix < 0 {
-		return o, nil, slo, benchkit.Usagef("--shared-prefix must not be negative, got %d", o.sharedPrefix)
+		return o, nil, slo, cli.Usagef("--shared-prefix must not be negative, got %d", o.sharedPrefix)
 	}
 	if set["pp"] && set["input-len"] || set["tg"] && set["output-len"] {
-		return o, nil, slo, benchkit.Usagef("--pp/--tg and --input-len/--output-len both set; use one pair")
+		return o, nil, slo, cli.Usagef("--pp/--tg and --input-len/--output-len both set; use one pair")
 	}
 	if set["pp"] {
 		o.inputLen = o.pp
@@ -112,11 +113,11 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		o.outputLen = o.tg
 	}
 	if (set["pp"] || set["tg"]) && o.rangeRatio != 0 {
-		return o, nil, slo, benchkit.Usagef("--pp/--tg are fixed lengths; use --input-len/--output-len with --range-ratio for random ones")
+		return o, nil, slo, cli.Usagef("--pp/--tg are fixed lengths; use --input-len/--output-len with --range-ratio for random ones")
 	}
-	rates, err := benchkit.ParseRates(o.rate)
+	rates, err := cli.ParseRates(o.rate)
 	if err != nil {
-		return o, nil, slo, &benchkit.UsageError{Err: fmt.Errorf("--rate: %w", err)}
+		return o, nil, slo, &cli.UsageError{Err: fmt.Errorf("--rate: %w", err)}
 	}
 	for _, v := range []struct {
 		name string
@@ -124,39 +125,39 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		d    *time.Duration
 	}{{"slo-ttft", o.sloTTFT, &slo.TTFT}, {"slo-tpot", o.sloTPOT, &slo.TPOT}, {"slo-itl", o.sloITL, &slo.ITL}, {"slo-e2e", o.sloE2E, &slo.E2E}} {
 		if math.IsNaN(v.ms) || v.ms < 0 || math.IsInf(v.ms, 0) {
-			return o, nil, slo, benchkit.Usagef("--%s must be a non-negative number of milliseconds, got %g", v.name, v.ms)
+			return o, nil, slo, cli.Usagef("--%s must be a non-negative number of milliseconds, got %g", v.name, v.ms)
 		}
 		*v.d = time.Duration(v.ms * float64(time.Millisecond))
 	}
 	switch {
 	case o.format != "table" && o.format != "markdown" && o.format != "json":
-		return o, nil, slo, benchkit.Usagef("--format must be table, markdown or json, got %q", o.format)
+		return o, nil, slo, cli.Usagef("--format must be table, markdown or json, got %q", o.format)
 	case o.burst > 0 && (len(rates) > 1 || set["rate"] || o.findMaxRate):
-		return o, nil, slo, benchkit.Usagef("--burst sends one burst; it takes no --rate and no --find-max-rate")
+		return o, nil, slo, cli.Usagef("--burst sends one burst; it takes no --rate and no --find-max-rate")
 	case o.findMaxRate && len(rates) > 1:
-		return o, nil, slo, benchkit.Usagef("--find-max-rate searches the rate itself; drop the --rate list")
+		return o, nil, slo, cli.Usagef("--find-max-rate searches the rate itself; drop the --rate list")
 	case o.findMaxRate && slo == (timing.SLO{}):
-		return o, nil, slo, benchkit.Usagef("--find-max-rate needs at least one of --slo-ttft, --slo-tpot, --slo-itl, --slo-e2e")
+		return o, nil, slo, cli.Usagef("--find-max-rate needs at least one of --slo-ttft, --slo-tpot, --slo-itl, --slo-e2e")
 	case o.findMaxRate && (o.searchStart <= 0 || math.IsNaN(o.searchStart) || math.IsInf(o.searchStart, 0)):
-		return o, nil, slo, benchkit.Usagef("--search-start must be a positive rate, got %g", o.searchStart)
+		return o, nil, slo, cli.Usagef("--search-start must be a positive rate, got %g", o.searchStart)
 	case o.findMaxRate && !(o.searchFactor > 1 && o.searchFactor < math.Inf(1)):
-		return o, nil, slo, benchkit.Usagef("--search-factor must be a finite number above 1, got %g", o.searchFactor)
+		return o, nil, slo, cli.Usagef("--search-factor must be a finite number above 1, got %g", o.searchFactor)
 	case o.findMaxRate && !(o.searchTol > 0 && o.searchTol < math.Inf(1)):
-		return o, nil, slo, benchkit.Usagef("--search-tolerance must be a positive number, got %g", o.searchTol)
+		return o, nil, slo, cli.Usagef("--search-tolerance must be a positive number, got %g", o.searchTol)
 	case o.searchMax < 0 || math.IsNaN(o.searchMax):
-		return o, nil, slo, benchkit.Usagef("--search-max must not be negative, got %g", o.searchMax)
+		return o, nil, slo, cli.Usagef("--search-max must not be negative, got %g", o.searchMax)
 	case o.attainment <= 0 || o.attainment > 1 || math.IsNaN(o.attainment):
-		return o, nil, slo, benchkit.Usagef("--slo-attainment must be in (0, 1], got %g", o.attainment)
+		return o, nil, slo, cli.Usagef("--slo-attainment must be in (0, 1], got %g", o.attainment)
 	case !o.stream && slo.TTFT+slo.TPOT+slo.ITL > 0:
-		return o, nil, slo, benchkit.Usagef("TTFT, TPOT and ITL objectives need --stream")
+		return o, nil, slo, cli.Usagef("TTFT, TPOT and ITL objectives need --stream")
 	case o.timeout < 0 || o.grace < 0:
-		return o, nil, slo, benchkit.Usagef("--timeout and --grace must not be negative")
+		return o, nil, slo, cli.Usagef("--timeout and --grace must not be negative")
 	case o.apiKeyEnv != "" && os.Getenv(o.apiKeyEnv) == "":
-		return o, nil, slo, benchkit.Usagef("--api-key-env %s: the variable is unset or empty", o.apiKeyEnv)
+		return o, nil, slo, cli.Usagef("--api-key-env %s: the variable is unset or empty", o.apiKeyEnv)
 	}
 	if o.baseURL == "" {
 		if _, err := sim.PresetByName(o.simPreset); err != nil {
-			return o, nil, slo, benchkit.Usagef("--sim-preset: %v", err)
+			return o, nil, slo, cli.Usagef("--sim-preset: %v", err)
 		}
 	}
 	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate); err != nil {
@@ -167,13 +168,13 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	}
 	// Check lengths and traffic now, so a bad value is a usage error.
 	if err := lengths(o).Validate(); err != nil {
-		return o, nil, slo, &benchkit.UsageError{Err: err}
+		return o, nil, slo, &cli.UsageError{Err: err}
 	}
 	for _, r := range append(rates, o.searchStart) {
 		t := traffic(o)
 		t.Rate = r
 		if err := t.Validate(); err != nil {
-			return o, nil, slo, &benchkit.UsageError{Err: err}
+			return o, nil, slo, &cli.UsageError{Err: err}
 		}
 	}
 	return o, rates, slo, nil
@@ -248,18 +249,18 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if o.tokenizer != "" {
 		tok, err := hf.Load(o.tokenizer)
 		if err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
+			return cli.Usagef("--tokenizer %s: %v", o.tokenizer, err)
 		}
 		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
 		if err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
+			return cli.Usagef("--tokenizer %s: %v", o.tokenizer, err)
 		}
 		if lo, _ := lengths(o).InputRange(); lo < overhead {
-			return benchkit.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (the shortest prompt the lengths allow)", o.tokenizer, lo, overhead)
+			return cli.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (the shortest prompt the lengths allow)", o.tokenizer, lo, overhead)
 		}
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
 		if err := benchkit.HashTokenizerDir(prov, o.tokenizer); err != nil {
-			return benchkit.Usagef("--tokenizer %s: %v", o.tokenizer, err)
+			return cli.Usagef("--tokenizer %s: %v", o.tokenizer, err)
 		}
 	}
 
@@ -320,7 +321,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		if timeout == 0 {
 			timeout = -1 // --timeout 0: no bound but the run's context
 		}
-		c, err := benchkit.ServerCounterTimeout(ctx, baseURL, o.model, benchkit.AuthHeader(o.apiKeyEnv), timeout)
+		c, err := cli.ServerCounterTimeout(ctx, baseURL, o.model, cli.AuthHeader(o.apiKeyEnv), timeout)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
 		}
@@ -332,14 +333,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		}
 	}
 
-	si := benchkit.ProbeServer(ctx, nil, baseURL, benchkit.AuthHeader(o.apiKeyEnv), 5*time.Second)
+	si := benchkit.ProbeServer(ctx, nil, baseURL, cli.AuthHeader(o.apiKeyEnv), 5*time.Second)
 	prov.Server = &si
 	// The rows file is opened once the provenance is whole, for its run
 	// header; nothing has been sent yet.
 	var rowsOut *jsonlFile
 	if o.jsonl != "" {
 		if rowsOut, err = appendJSONL(o.jsonl, prov, o.noHostInfo, o.split.header(traffic(o), rates)); err != nil {
-			return &benchkit.UsageError{Err: err}
+			return &cli.UsageError{Err: err}
 		}
 		defer rowsOut.close()
 	}
@@ -371,7 +372,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		load.OnRow = rowsOut.add
 	}
 	// On a terminal, a progress line on stderr; nothing otherwise.
-	progress := benchkit.NewLoadProgress(stderr, plannedRequests(o, rates))
+	progress := cli.NewLoadProgress(stderr, plannedRequests(o, rates))
 	if progress != nil {
 		toFile := load.OnRow
 		load.OnRow = func(r benchkit.LoadRow) {
@@ -525,29 +526,29 @@ func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate 
 // writeFile writes a results file whole or not at all: through a
 // temporary file renamed into place.
 func writeFile(path string, write func(io.Writer) error) error {
-	return benchkit.WriteFileAtomic(path, write)
+	return cli.WriteFileAtomic(path, write)
 }
 
 // lockOutputs locks --json-out and --jsonl for this run and removes the
 // previous results JSON. Another run holding either is refused with a
 // message naming it (exit 2), as is a path that cannot be locked.
-func lockOutputs(o options) (*benchkit.OutputLock, error) {
+func lockOutputs(o options) (*cli.OutputLock, error) {
 	for _, f := range []struct{ flag, path string }{{"json-out", o.jsonOut}, {"jsonl", o.jsonl}} {
 		if f.path == "" {
 			continue
 		}
 		if _, err := os.Stat(filepath.Dir(f.path)); err != nil {
-			return nil, benchkit.Usagef("--%s: %v", f.flag, err)
+			return nil, cli.Usagef("--%s: %v", f.flag, err)
 		}
 	}
-	lock, err := benchkit.LockOutputs("serve-load", o.jsonOut, o.jsonl)
-	if errors.Is(err, benchkit.ErrOutputInUse) {
+	lock, err := cli.LockOutputs("serve-load", o.jsonOut, o.jsonl)
+	if errors.Is(err, cli.ErrOutputInUse) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, &benchkit.UsageError{Err: err}
+		return nil, &cli.UsageError{Err: err}
 	}
-	if err := benchkit.ClearResults(o.jsonOut); err != nil {
+	if err := cli.ClearResults(o.jsonOut); err != nil {
 		lock.Release()
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
 )
 
@@ -79,7 +80,7 @@ func TestBadFlags(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			err := run(context.Background(), args, &stdout, &stderr)
-			if code := benchkit.ExitCode(err); code != benchkit.ExitUsage {
+			if code := cli.ExitCode(err); code != cli.ExitUsage {
 				t.Errorf("run(%q) = %v (exit %d); want a usage error (exit 2)", args, err, code)
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 )
 
@@ -77,9 +77,9 @@ func TestServeLoadSaturationGate(t *testing.T) {
 		wantExit  int
 		saturated bool
 	}{
-		{"slowed client", "50", 40 * time.Millisecond, false, benchkit.ExitSaturated, true},
-		{"slowed client allowed", "50", 40 * time.Millisecond, true, benchkit.ExitOK, true},
-		{"easy rate", "2", 0, false, benchkit.ExitOK, false},
+		{"slowed client", "50", 40 * time.Millisecond, false, cli.ExitSaturated, true},
+		{"slowed client allowed", "50", 40 * time.Millisecond, true, cli.ExitOK, true},
+		{"easy rate", "2", 0, false, cli.ExitOK, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run.json")
@@ -95,7 +95,7 @@ func TestServeLoadSaturationGate(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			err := runWith(context.Background(), args, &stdout, &stderr, h)
-			if got := benchkit.ExitCode(err); got != tc.wantExit {
+			if got := cli.ExitCode(err); got != tc.wantExit {
 				t.Fatalf("exit %d (%v), want %d\nstdout:\n%s", got, err, tc.wantExit, stdout.String())
 			}
 			doc := readDoc(t, out)

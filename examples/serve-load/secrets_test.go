@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/internal/hostile"
 	"github.com/inferbench/inferbench/internal/httpsafe"
@@ -75,8 +76,8 @@ func TestEscapedKeyNeverLeaks(t *testing.T) {
 				hostile.EchoAuth(http.StatusUnauthorized, esc)(w, r)
 			}))
 			o := runAgainst(t, srv, "--model", "m", "--api-key-env", "INFERBENCH_TEST_ESCAPED_KEY", "--stream="+map[bool]string{true: "true", false: "false"}[stream])
-			if code := benchkit.ExitCode(o.err); code != benchkit.ExitFailed {
-				t.Fatalf("%s stream=%v: exit %d (%v), want %d", name, stream, code, o.err, benchkit.ExitFailed)
+			if code := cli.ExitCode(o.err); code != cli.ExitFailed {
+				t.Fatalf("%s stream=%v: exit %d (%v), want %d", name, stream, code, o.err, cli.ExitFailed)
 			}
 			for what, text := range o.texts {
 				if leaks(text) {
@@ -164,17 +165,17 @@ func TestEveryWaitBounded(t *testing.T) {
 }
 
 // TestDefaultTimeout: without --timeout a request is bounded by
-// benchkit.DefaultRequestTimeout, and the help says so.
+// cli.DefaultRequestTimeout, and the help says so.
 func TestDefaultTimeout(t *testing.T) {
 	o, _, _, err := parse(nil, &bytes.Buffer{})
-	if err != nil || o.timeout != benchkit.DefaultRequestTimeout {
-		t.Errorf("timeout %v (%v), want %v", o.timeout, err, benchkit.DefaultRequestTimeout)
+	if err != nil || o.timeout != cli.DefaultRequestTimeout {
+		t.Errorf("timeout %v (%v), want %v", o.timeout, err, cli.DefaultRequestTimeout)
 	}
 	var help bytes.Buffer
 	if _, _, _, err := parse([]string{"-h"}, &help); err == nil || !strings.Contains(err.Error(), flag.ErrHelp.Error()) {
 		t.Fatalf("-h: %v", err)
 	}
-	if !strings.Contains(help.String(), "(default "+benchkit.DefaultRequestTimeout.String()+")") {
+	if !strings.Contains(help.String(), "(default "+cli.DefaultRequestTimeout.String()+")") {
 		t.Errorf("the help does not give the default timeout:\n%s", help.String())
 	}
 }
@@ -188,7 +189,7 @@ func TestModelListRetryAfterBounded(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"--base-url", srv.URL, "--tokenizer", hftest.WriteTokenizer(t),
 		"--pp", "40", "--tg", "4", "--num-requests", "1", "--timeout", timeout.String()}, &stdout, &stderr)
-	if code := benchkit.ExitCode(err); code != benchkit.ExitFailed || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "Retry-After") {
+	if code := cli.ExitCode(err); code != cli.ExitFailed || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "Retry-After") {
 		t.Fatalf("run = %v (exit %d), want the model list's 503 and its Retry-After", err, code)
 	}
 	if n := srv.Count(); n != 1 {

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
@@ -48,8 +48,8 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t),
 		"--api-key-env", "INFERBENCH_TEST_KEY", "--pp", "40", "--tg", "4", "--num-requests", "3",
 		"--format", "json", "--jsonl", jsonl, "--json-out", out}, &stdout, &stderr)
-	if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
-		t.Fatalf("exit %d (err %v), want %d", code, err, benchkit.ExitFailed)
+	if code := cli.ExitCode(err); code != cli.ExitFailed {
+		t.Fatalf("exit %d (err %v), want %d", code, err, cli.ExitFailed)
 	}
 	if n := authorized.Load(); n != 3 {
 		t.Errorf("%d requests carried the bearer token, want 3", n)
@@ -95,8 +95,8 @@ func TestTLSVerifiedByDefault(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--tokenizer", hftest.WriteTokenizer(t),
 		"--pp", "40", "--tg", "4", "--num-requests", "2", "--jsonl", jsonl}, &stdout, &stderr)
-	if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
-		t.Fatalf("exit %d (err %v), want %d", code, err, benchkit.ExitFailed)
+	if code := cli.ExitCode(err); code != cli.ExitFailed {
+		t.Fatalf("exit %d (err %v), want %d", code, err, cli.ExitFailed)
 	}
 	rows := readRows(t, jsonl)
 	if len(rows) != 2 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -37,10 +38,10 @@ func addSplitFlags(fs *flag.FlagSet, s *splitFlags) {
 func (s *splitFlags) resolve(seeded, severalRuns bool) error {
 	seg, start, err := benchkit.ResolveSplit(s.segment, s.segments, s.startAt, seeded, nil)
 	if err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	if (seg.Split() || !start.IsZero()) && severalRuns {
-		return benchkit.Usagef("--segment and --start-at run one plan: they take one --rate (or --burst), no list and no --find-max-rate")
+		return cli.Usagef("--segment and --start-at run one plan: they take one --rate (or --burst), no list and no --find-max-rate")
 	}
 	s.seg, s.start = seg, start
 	return nil
@@ -77,18 +78,18 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Float64Var(&ms[i], "slo-"+name, 0, "goodput objective on "+name+" in ms, as the segments ran with (0: none)")
 	}
 	if err := fs.Parse(args); err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	if fs.NArg() == 0 {
-		return benchkit.Usagef("merge: name the segments' rows files")
+		return cli.Usagef("merge: name the segments' rows files")
 	}
 	if *format != "table" && *format != "json" {
-		return benchkit.Usagef("--format must be table or json, got %q", *format)
+		return cli.Usagef("--format must be table or json, got %q", *format)
 	}
 	var slo timing.SLO
 	for i, d := range []*time.Duration{&slo.TTFT, &slo.TPOT, &slo.ITL, &slo.E2E} {
 		if math.IsNaN(ms[i]) || ms[i] < 0 || math.IsInf(ms[i], 0) {
-			return benchkit.Usagef("SLO objectives must be non-negative milliseconds, got %g", ms[i])
+			return cli.Usagef("SLO objectives must be non-negative milliseconds, got %g", ms[i])
 		}
 		*d = time.Duration(ms[i] * float64(time.Millisecond))
 	}
@@ -96,14 +97,14 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, path := range fs.Args() {
 		f, err := os.Open(path)
 		if err != nil {
-			return benchkit.Usagef("merge: %v", err)
+			return cli.Usagef("merge: %v", err)
 		}
 		defer f.Close()
 		files = append(files, benchkit.SegmentFile{Name: path, R: f})
 	}
 	m, err := benchkit.MergeSegments(files, slo)
 	if err != nil {
-		return &benchkit.UsageError{Err: err}
+		return &cli.UsageError{Err: err}
 	}
 	var errs []error
 	if *format == "json" {
@@ -120,7 +121,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if *jsonOut != "" {
-		errs = append(errs, benchkit.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return writeMerged(w, m) }))
+		errs = append(errs, cli.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return writeMerged(w, m) }))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

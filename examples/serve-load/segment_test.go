@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -143,7 +144,7 @@ func TestSegmentsAsProcesses(t *testing.T) {
 		"other plan": {[]string{paths[0], paths[1], paths[2], single}, "single.jsonl"},
 	} {
 		err := run(ctx, append([]string{"merge"}, c.files...), &bytes.Buffer{}, &bytes.Buffer{})
-		if code := benchkit.ExitCode(err); code != benchkit.ExitUsage || !strings.Contains(fmt.Sprint(err), c.want) {
+		if code := cli.ExitCode(err); code != cli.ExitUsage || !strings.Contains(fmt.Sprint(err), c.want) {
 			t.Errorf("merge %s: %v (exit %d); want exit 2 naming %q", name, err, code, c.want)
 		}
 	}
@@ -163,7 +164,7 @@ func TestSegmentFlagsRefused(t *testing.T) {
 		{[]string{"--segments", "3", "--seed", "1"}, "JOB_COMPLETION_INDEX"},
 	} {
 		_, _, _, err := parse(c.args, &bytes.Buffer{})
-		if benchkit.ExitCode(err) != benchkit.ExitUsage || !strings.Contains(fmt.Sprint(err), c.want) {
+		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(fmt.Sprint(err), c.want) {
 			t.Errorf("parse(%q) = %v; want a usage error naming %q", c.args, err, c.want)
 		}
 	}

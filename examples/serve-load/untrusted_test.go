@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/internal/hostile"
 )
@@ -95,7 +95,7 @@ func TestServeLoadImplausibleUsage(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--pp", "40", "--tg", "4",
 				"--num-requests", "1", "--timeout", "10s", "--jsonl", jsonl}, &stdout, &stderr)
-			if code := benchkit.ExitCode(err); code != benchkit.ExitFailed {
+			if code := cli.ExitCode(err); code != cli.ExitFailed {
 				t.Errorf("exit status %d (%v), want 1", code, err)
 			}
 			rows := readRows(t, jsonl)

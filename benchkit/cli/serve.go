@@ -1,4 +1,4 @@
-package benchkit
+package cli
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/remote"
 )
@@ -22,10 +23,6 @@ const (
 	ExitSaturated   = 3   // the client itself was the bottleneck (ErrClientSaturated)
 	ExitInterrupted = 130 // SIGINT or SIGTERM: measured rows were written
 )
-
-// ErrRequestsFailed is returned by a program whose run completed but some
-// of whose requests failed; their rows say why.
-var ErrRequestsFailed = errors.New("some requests failed")
 
 // A UsageError is a bad command line: a flag that does not parse or a
 // combination that makes no sense. Nothing has been sent when a program
@@ -41,21 +38,21 @@ func Usagef(format string, args ...any) error {
 }
 
 // ExitCode maps a program's error to its exit status: nil is ExitOK;
-// a *UsageError, or any error wrapping ErrBadLoad, ErrBadPlan or
+// a *UsageError, or any error wrapping [benchkit.ErrBadLoad], [benchkit.ErrBadPlan] or
 // ErrOutputInUse (checked before anything was sent), is ExitUsage; an error wrapping
-// context.Canceled is ExitInterrupted; one wrapping ErrClientSaturated
+// context.Canceled is ExitInterrupted; one wrapping [benchkit.ErrClientSaturated]
 // (and no failed request) is ExitSaturated; anything else,
-// ErrRequestsFailed included, is ExitFailed.
+// [benchkit.ErrRequestsFailed] included, is ExitFailed.
 func ExitCode(err error) int {
 	var ue *UsageError
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue), errors.Is(err, ErrBadLoad), errors.Is(err, ErrBadPlan), errors.Is(err, ErrOutputInUse):
+	case errors.As(err, &ue), errors.Is(err, benchkit.ErrBadLoad), errors.Is(err, benchkit.ErrBadPlan), errors.Is(err, ErrOutputInUse):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.Is(err, ErrClientSaturated) && !errors.Is(err, ErrRequestsFailed):
+	case errors.Is(err, benchkit.ErrClientSaturated) && !errors.Is(err, benchkit.ErrRequestsFailed):
 		return ExitSaturated
 	}
 	return ExitFailed
@@ -84,7 +81,7 @@ func AuthHeader(env string) http.Header {
 	return http.Header{"Authorization": {"Bearer " + key}}
 }
 
-// ServerCounter returns a Counter that asks the server at baseURL to count
+// ServerCounter returns a [promptsize.Counter] that asks the server at baseURL to count
 // through its /tokenize endpoint (vLLM's and SGLang's shape), after
 // checking with one request that the endpoint exists and counts a short
 // chat. header is sent with every request (credentials) and redacted from
@@ -102,10 +99,10 @@ func ServerCounterTimeout(ctx context.Context, baseURL, model string, header htt
 	c := &remote.VLLM{BaseURL: baseURL, Model: model, Header: header, Timeout: timeout}
 	n, err := c.Count(ctx, []promptsize.Message{{Role: "user", Content: "Hello"}})
 	if err != nil {
-		return nil, fmt.Errorf("benchkit: the server's /tokenize at %s: %w", baseURL, err)
+		return nil, fmt.Errorf("cli: the server's /tokenize at %s: %w", baseURL, err)
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("benchkit: the server's /tokenize at %s counted %d tokens for a one-word chat; want at least 1", baseURL, n)
+		return nil, fmt.Errorf("cli: the server's /tokenize at %s counted %d tokens for a one-word chat; want at least 1", baseURL, n)
 	}
 	return c, nil
 }

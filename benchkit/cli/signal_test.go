@@ -1,4 +1,4 @@
-package benchkit
+package cli
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once;
@@ -72,9 +74,9 @@ func TestNotifyContextSecondSignalExits(t *testing.T) {
 	}
 
 	w := &blockingWriter{entered: make(chan struct{}), unblock: make(chan struct{}), log: logEvent}
-	sink := NewJSONLSink(w)
+	sink := benchkit.NewJSONLSink(w)
 	wrote := make(chan error, 1)
-	go func() { wrote <- sink.Add(fixtureRows()[0]) }()
+	go func() { wrote <- sink.Add(benchkit.Row{}) }()
 	<-w.entered
 	sigs <- syscall.SIGTERM
 	if msg := <-stderr.writes; !strings.Contains(msg, "prog: second terminated: exiting now with status 130") {
@@ -103,7 +105,7 @@ func TestNotifyContextStuckWriteDoesNotHoldExit(t *testing.T) {
 	defer stop()
 	w := &blockingWriter{entered: make(chan struct{}), unblock: make(chan struct{}), log: func(string) {}}
 	wrote := make(chan error, 1)
-	go func() { wrote <- NewJSONLSink(w).Add(fixtureRows()[0]) }()
+	go func() { wrote <- benchkit.NewJSONLSink(w).Add(benchkit.Row{}) }()
 	<-w.entered
 	sigs <- os.Interrupt
 	sigs <- os.Interrupt
@@ -116,8 +118,7 @@ func TestNotifyContextStuckWriteDoesNotHoldExit(t *testing.T) {
 	}
 	// The hold is released for the tests that follow.
 	done := make(chan struct{})
-	//lint:ignore SA2001 locking and unlocking at once is the wait for the exit's late hold to end
-	go func() { rowWrites.Lock(); rowWrites.Unlock(); close(done) }()
+	go func() { benchkit.HoldRowWrites(time.Hour)(); close(done) }()
 	<-done
 }
 

@@ -1,4 +1,4 @@
-package benchkit
+package cli
 
 import (
 	"bufio"
@@ -73,7 +73,7 @@ func LockOutputs(program string, paths ...string) (*OutputLock, error) {
 		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return nil, fmt.Errorf("benchkit: lock %s: %w", p, err)
+			return nil, fmt.Errorf("cli: lock %s: %w", p, err)
 		}
 		if !seen[abs] {
 			seen[abs] = true
@@ -93,7 +93,7 @@ func LockOutputs(program string, paths ...string) (*OutputLock, error) {
 				busy.Path = displayPath(abs, paths)
 				return nil, busy
 			}
-			return nil, fmt.Errorf("benchkit: lock %s: %w", displayPath(abs, paths), err)
+			return nil, fmt.Errorf("cli: lock %s: %w", displayPath(abs, paths), err)
 		}
 		l.held = append(l.held, &heldLock{path: abs + LockSuffix, release: release})
 	}
@@ -154,7 +154,7 @@ func ClearResults(path string) error {
 		return nil
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("benchkit: remove the previous results %s: %w", path, err)
+		return fmt.Errorf("cli: remove the previous results %s: %w", path, err)
 	}
 	temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), tempPattern(path)))
 	for _, t := range temps {
@@ -182,7 +182,7 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("benchkit: write %s: %w", path, err)
+		return fmt.Errorf("cli: write %s: %w", path, err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -196,19 +196,19 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("benchkit: write %s: %w", path, err)
+		return fmt.Errorf("cli: write %s: %w", path, err)
 	}
 	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("benchkit: write %s: %w", path, err)
+		return fmt.Errorf("cli: write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("benchkit: sync %s: %w", path, err)
+		return fmt.Errorf("cli: sync %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("benchkit: write %s: %w", path, err)
+		return fmt.Errorf("cli: write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("benchkit: write %s: %w", path, err)
+		return fmt.Errorf("cli: write %s: %w", path, err)
 	}
 	syncDir(dir)
 	return nil

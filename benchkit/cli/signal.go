@@ -1,4 +1,4 @@
-package benchkit
+package cli
 
 import (
 	"context"
@@ -9,12 +9,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// rowWrites is held for reading while a row is written and synced (by a
-// JSONLSink or a JSONLFile) and for writing by the second interrupt before
-// it exits, so that the program never ends in the middle of a line.
-var rowWrites sync.RWMutex
+	"github.com/inferbench/inferbench/benchkit"
+)
 
 // exitWait bounds how long the second interrupt waits for a row being
 // written to reach stable storage before it exits anyway.
@@ -59,7 +56,7 @@ func notifyContext(parent context.Context, sigs <-chan os.Signal, program string
 		select {
 		case sig := <-sigs:
 			fmt.Fprintf(stderr, "%s: second %v: exiting now with status %d; rows written so far are synced, the results JSON is not written and nothing is cleaned up\n", program, sig, ExitInterrupted)
-			release := holdRowWrites(wait)
+			release := benchkit.HoldRowWrites(wait)
 			exit(ExitInterrupted)
 			release() // only reached when exit returns (tests)
 		case <-done:
@@ -68,27 +65,5 @@ func notifyContext(parent context.Context, sigs <-chan os.Signal, program string
 	return ctx, func() {
 		once.Do(func() { close(done) })
 		cancel()
-	}
-}
-
-// holdRowWrites waits, for at most d, until no row is being written, and
-// keeps rows from being written until release is called.
-func holdRowWrites(d time.Duration) (release func()) {
-	got := make(chan struct{})
-	go func() {
-		rowWrites.Lock()
-		close(got)
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-got:
-		return rowWrites.Unlock
-	case <-t.C:
-		// A write is stuck (a dead disk): exit without it. Should the
-		// lock come later, release it at once.
-		return func() {
-			go func() { <-got; rowWrites.Unlock() }()
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package benchkit
+package cli
 
 import (
 	"fmt"
@@ -8,13 +8,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
 )
 
-// A ProgressBar is an Observer that draws a one-line progress bar, redrawn
+// A ProgressBar is a [benchkit.Observer] that draws a one-line progress bar, redrawn
 // in place with a carriage return: meant for a terminal's stderr. The line
 // names the placement (when the rows carry one), the cell and the repeat
 // being measured, the requests done of all (over every placement of an
-// ExoSweep), the failures, the achieved rate (requests done / elapsed),
+// [benchkit.ExoSweep]), the failures, the achieved rate (requests done / elapsed),
 // the time elapsed and an estimate of the time left. Call Finish at the
 // end to end the line.
 type ProgressBar struct {
@@ -32,7 +34,7 @@ type ProgressBar struct {
 	started time.Time
 }
 
-var _ Observer = (*ProgressBar)(nil)
+var _ benchkit.Observer = (*ProgressBar)(nil)
 
 // Start sets the instant the elapsed time and the ETA count from (by
 // default, the first report's).
@@ -43,7 +45,7 @@ func (b *ProgressBar) Start() {
 }
 
 // Observe redraws the bar for p.
-func (b *ProgressBar) Observe(p Progress) {
+func (b *ProgressBar) Observe(p benchkit.Progress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := nowOr(b.Now)
@@ -61,7 +63,10 @@ func (b *ProgressBar) Observe(p Progress) {
 	if p.Total > 0 {
 		fill = min(w, w*p.Done/p.Total)
 	}
-	where := cellKey{PlacementOf(p.Row), p.Cell}.name()
+	where := p.Cell.String()
+	if pl := benchkit.PlacementOf(p.Row); !pl.IsZero() {
+		where = "placement=" + pl.String() + "/" + where
+	}
 	elapsed := now.Sub(b.started)
 	fmt.Fprintf(b.W, "\r[%s%s] %d/%d  %s rep %d  failed %d  %s req/s  %s  ETA %s ", strings.Repeat("#", fill), strings.Repeat(" ", w-fill),
 		p.Done, p.Total, where, p.Repeat, b.failed, rateOf(p.Done, elapsed), shortDuration(elapsed), eta(elapsed, p.Done, p.Total))
@@ -84,7 +89,7 @@ func (b *ProgressBar) Finish() {
 // estimate of the time left. It is meant for a terminal's stderr: use
 // NewLoadProgress, which draws nothing unless stderr is one.
 //
-// Row (a Load's OnRow, or chained with it) counts each request as it
+// Row (a [benchkit.Load]'s OnRow, or chained with it) counts each request as it
 // ends; Finish ends the line. Redraws are at most one each Every, and
 // always for the last request. Safe for concurrent use.
 type LoadProgress struct {
@@ -128,7 +133,7 @@ func (p *LoadProgress) Start() {
 }
 
 // Row counts one ended request, a failure if r failed, and redraws.
-func (p *LoadProgress) Row(r LoadRow) {
+func (p *LoadProgress) Row(r benchkit.LoadRow) {
 	if p == nil {
 		return
 	}
@@ -172,16 +177,16 @@ func (p *LoadProgress) Finish() {
 	}
 }
 
-// Phases returns an Observer that hears the progress of n runs of the
+// Phases returns a [benchkit.Observer] that hears the progress of n runs of the
 // same plan one after the other (the phases of a disaggregation
 // benchmark) and tells obs of it as one: Done goes on from the earlier
 // phases' requests, and Total is n times a phase's. A phase ends when its
 // Done reaches its Total; a phase cut short ends when the next one's
 // Done starts again from 1.
-func Phases(obs Observer, n int) Observer {
+func Phases(obs benchkit.Observer, n int) benchkit.Observer {
 	var mu sync.Mutex
 	base, last, lastTotal := 0, 0, 0
-	return ObserverFunc(func(p Progress) {
+	return benchkit.ObserverFunc(func(p benchkit.Progress) {
 		mu.Lock()
 		if p.Done <= last {
 			base += lastTotal
