@@ -32,6 +32,10 @@ type Meta struct {
 	Finished    string   `json:"finished,omitempty"`
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Provenance says where the results came from: the build, the
+	// platform, the command line with secrets redacted, the run nonce and
+	// the tokenizer's hashes.
+	Provenance *benchkit.Provenance `json:"provenance,omitempty"`
 }
 
 // A Document is the results file of a disaggregation run: exo's

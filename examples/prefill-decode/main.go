@@ -62,6 +62,7 @@
 //	--pause 2              seconds slept before each request and after each group (* 0)
 //	--no-probe             skip the one extra request per phase that asks the engine
 //	                       where its prefill ran (only the embedded engine says)
+//	--no-host-info         leave the host name out of the results file's provenance
 //
 // The link and both instances the run created are removed before it exits:
 // on success, on failure and on Ctrl-C. After each phase one probe request

@@ -38,6 +38,7 @@ type config struct {
 	allCombinations, compareBaseline, dryRun, stream, stdout       bool
 	skipPipelineJaccl, skipTensorRing, forceDownload, dangerDelete bool
 	noProbe                                                        bool
+	noHostInfo                                                     bool
 	timeout, settle, pause                                         float64
 
 	embedded        bool
@@ -92,6 +93,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.preset, "preset", sim.Fast().Name, "embedded engine preset: "+strings.Join(sim.PresetNames(), ", "))
 	fs.Float64Var(&c.pause, "pause", 2, "seconds slept before each request and after each group (embedded default 0)")
 	fs.BoolVar(&c.noProbe, "no-probe", false, "skip the probe request after each phase")
+	fs.BoolVar(&c.noHostInfo, "no-host-info", false, "leave the host name out of the results file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -317,6 +319,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	if err != nil {
 		return err
 	}
+	prov := benchkit.NewProvenance(append([]string{"prefill-decode"}, args...), c.noHostInfo)
 	var counter promptsize.Counter
 	tokenizerNote := ""
 	if c.tokenizer != "" {
@@ -325,6 +328,9 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
+		if err := benchkit.HashTokenizerDir(prov, c.tokenizer); err != nil {
+			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -432,14 +438,16 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	d := &disagg.Benchmark{
 		Client: client, Pair: pair, CompareBaseline: c.compareBaseline, NoProbe: c.noProbe, Settle: seconds(c.settle),
 		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
-		Runner:      benchkit.Runner{Builder: builder, Simulated: c.embedded, Logger: logger},
+		Runner:      benchkit.Runner{Builder: builder, Simulated: c.embedded, Logger: logger, Nonce: benchkit.RunNonce(0, false)},
 		Logger:      logger,
 	}
 	meta := disagg.Meta{
 		Tool: "inferbench prefill-decode", Engine: "exo", BaseURL: base, Simulated: c.embedded, Preset: presetName,
 		Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"), Tokenizer: tokenizerNote,
 		Plan: plan, CompareBaseline: c.compareBaseline, Started: time.Now().UTC().Format(time.RFC3339),
+		Provenance: prov,
 	}
+	prov.Nonce = d.Runner.Nonce
 	// On a terminal, a progress bar on stderr over every phase (each
 	// measures the same plan); nothing otherwise.
 	var bar *cli.ProgressBar

@@ -415,3 +415,30 @@ func TestSampleConfig(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestResultsCarryProvenance: the results file says where it came from,
+// as every program's does, and --no-host-info leaves the host out.
+func TestResultsCarryProvenance(t *testing.T) {
+	for _, noHost := range []bool{false, true} {
+		e, _ := embedded(t, nil)
+		out := filepath.Join(t.TempDir(), "out.json")
+		args := []string{"--tg", "8", "--json-out", out}
+		if noHost {
+			args = append(args, "--no-host-info")
+		}
+		var stdout, stderr bytes.Buffer
+		if err := runEnv(context.Background(), args, &stdout, &stderr, e); err != nil {
+			t.Fatalf("run: %v\n%s", err, stderr.String())
+		}
+		p := readDoc(t, out).Meta.Provenance
+		if p == nil {
+			t.Fatal("results meta has no provenance")
+		}
+		if p.GoVersion == "" || p.OS == "" || p.CPUs < 1 || p.Nonce == "" || len(p.Command) == 0 || p.Command[0] != "prefill-decode" {
+			t.Errorf("provenance %+v lacks the build, platform, nonce or command", p)
+		}
+		if host, _ := os.Hostname(); (p.Host == host) == noHost {
+			t.Errorf("--no-host-info=%v: host %q", noHost, p.Host)
+		}
+	}
+}
