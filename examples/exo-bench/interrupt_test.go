@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -17,31 +16,10 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/progtest"
 	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
-
-// buildProgram builds the package in the current directory into a
-// temporary directory and returns the binary's path. It builds with the
-// race detector when this test binary has it, so that the packages the
-// test already compiled come from the build cache.
-func buildProgram(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "prog")
-	args := []string{"build", "-o", bin}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // jsonlLines counts the complete row lines of a file that may still be
 // written (its run header line is not a row).
@@ -65,7 +43,7 @@ func TestInterruptWritesRowsAndCleansUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	tokDir := hftest.WriteTokenizer(t)
 	tok, err := hf.Load(tokDir)
 	if err != nil {

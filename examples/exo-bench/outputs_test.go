@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 // slowArgs makes exo-bench measure its embedded engine with the slow
@@ -90,7 +91,7 @@ func TestSecondRunSameOutputRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.json")
 	jsonl := filepath.Join(dir, "out.jsonl")
@@ -153,7 +154,7 @@ func TestKilledRunLeavesNoStaleResults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	dir := t.TempDir()
 	out, jsonl := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.jsonl")
 	fast := []string{"--preset", "fast", "--pp", "64", "--tg", "8", "--repeat", "1", "--concurrency", "1",

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 // TestProgressOnATerminal runs the program under script(1), whose pty
@@ -18,17 +19,10 @@ func TestProgressOnATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) (util-linux) is not installed")
-	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	out := filepath.Join(t.TempDir(), "out.json")
-	cmd := "'" + bin + "' --allow-saturated --preset fast --pp 64 --tg 4 --concurrency 1,2 --repeat 1 --max-nodes 2 --no-system-metrics --json-out '" + out + "'"
-	got, err := exec.Command(script, "-qec", cmd, "/dev/null").CombinedOutput()
-	if err != nil {
-		t.Fatalf("script -qec %q: %v\n%s", cmd, err, got)
-	}
+	got := progtest.OnTerminal(t, bin, "--allow-saturated", "--preset", "fast", "--pp", "64", "--tg", "4", "--concurrency", "1,2",
+		"--repeat", "1", "--max-nodes", "2", "--no-system-metrics", "--json-out", out)
 	re := regexp.MustCompile(`\r\[[# ]+\] (\d+)/(\d+)  (placement=[^ ]+) rep \d+  failed 0  \S+ req/s  \S+  ETA (\S+) `)
 	ms := re.FindAllSubmatch(got, -1)
 	if len(ms) == 0 {

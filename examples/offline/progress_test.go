@@ -3,30 +3,11 @@ package main
 import (
 	"bytes"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
-)
 
-// buildProgram builds offline into a temporary directory (with -race when
-// the tests run with it) and returns its path.
-func buildProgram(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "prog")
-	args := []string{"build", "-o", bin}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/inferbench/inferbench/internal/progtest"
+)
 
 // progressArgs is a short burst whose progress line ends at 5/5.
 var progressArgs = []string{"--allow-saturated", "--num-seqs", "5", "--min-input-len", "40", "--max-input-len", "60",
@@ -40,16 +21,8 @@ func TestProgressOnATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) (util-linux) is not installed")
-	}
-	bin := buildProgram(t)
-	cmd := "'" + bin + "' " + strings.Join(progressArgs, " ")
-	out, err := exec.Command(script, "-qec", cmd, "/dev/null").CombinedOutput()
-	if err != nil {
-		t.Fatalf("script -qec %q: %v\n%s", cmd, err, out)
-	}
+	bin := progtest.Build(t)
+	out := progtest.OnTerminal(t, bin, progressArgs...)
 	i := bytes.LastIndex(out, []byte("\r5/5 requests  "))
 	if i < 0 {
 		t.Fatalf("no progress line ending at 5/5 on a terminal:\n%q", out)
@@ -68,7 +41,7 @@ func TestNoProgressWhenNotATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, progressArgs...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -5,29 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"testing"
-)
 
-// buildProgram builds prefill-decode into a temporary directory (with
-// -race when the tests run with it) and returns its path.
-func buildProgram(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "prog")
-	args := []string{"build", "-o", bin}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/inferbench/inferbench/internal/progtest"
+)
 
 // progressBar matches one redraw of the progress bar: done/total, the
 // failures, the achieved rate, the elapsed time and the ETA.
@@ -41,17 +23,9 @@ func TestProgressOnATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) (util-linux) is not installed")
-	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	dir := t.TempDir()
-	cmd := exec.Command(script, "-qec", "'"+bin+"' --json-out '"+filepath.Join(dir, "out.json")+"'", "/dev/null")
-	got, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, got)
-	}
+	got := progtest.OnTerminal(t, bin, "--json-out", filepath.Join(dir, "out.json"))
 	ms := progressBar.FindAllSubmatch(got, -1)
 	if len(ms) != 6 {
 		t.Fatalf("%d redraws of the bar, want 6 (one per request):\n%q", len(ms), got)

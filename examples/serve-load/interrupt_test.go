@@ -5,36 +5,14 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
-
-// buildProgram builds the package in the current directory into a
-// temporary directory and returns the binary's path. It builds with the
-// race detector when this test binary has it, so that the packages the
-// test already compiled come from the build cache.
-func buildProgram(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "prog")
-	args := []string{"build", "-o", bin}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestSIGTERMWritesEveryRow runs serve-load as a program against its
 // embedded engine with a slow preset and an open loop of two requests a
@@ -46,7 +24,7 @@ func TestSIGTERMWritesEveryRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	dir := t.TempDir()
 	jsonl, out := filepath.Join(dir, "rows.jsonl"), filepath.Join(dir, "out.json")
 	cmd := exec.Command(bin, "--sim-preset", "m3-ultra-gemma3-27b-4bit", "--pp", "64", "--tg", "8",

@@ -19,6 +19,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/progtest"
 	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
@@ -163,7 +164,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	tokDir := hftest.WriteTokenizer(t)
 	tok, err := hf.Load(tokDir)
 	if err != nil {

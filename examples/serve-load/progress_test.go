@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 // progressArgs is a short run whose progress line ends at 6/6.
@@ -18,16 +20,8 @@ func TestProgressOnATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script(1) (util-linux) is not installed")
-	}
-	bin := buildProgram(t)
-	cmd := "'" + bin + "' " + strings.Join(progressArgs, " ")
-	out, err := exec.Command(script, "-qec", cmd, "/dev/null").CombinedOutput()
-	if err != nil {
-		t.Fatalf("script -qec %q: %v\n%s", cmd, err, out)
-	}
+	bin := progtest.Build(t)
+	out := progtest.OnTerminal(t, bin, progressArgs...)
 	if !bytes.Contains(out, []byte("\r1/6 requests  ")) || !bytes.Contains(out, []byte("\r6/6 requests  ")) {
 		t.Fatalf("no progress line from 1/6 to 6/6 on a terminal:\n%q", out)
 	}
@@ -46,7 +40,7 @@ func TestNoProgressWhenNotATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
 	}
-	bin := buildProgram(t)
+	bin := progtest.Build(t)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, progressArgs...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
