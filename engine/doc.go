@@ -51,7 +51,9 @@
 // (exo's ": generation_stats {...}", ": prefill_progress {...}" and
 // ": keep-alive"), named events ("event: error"), LF, CRLF and CR line ends,
 // the closing "data: [DONE]", and a bound on line length. Each event carries
-// the instant its bytes were read, from a clock the caller may replace. It
+// the instant its bytes were read, from a clock the caller may replace (the
+// exo and openai adapters give it one that reads the kernel's receive
+// instant of the bytes, on Linux). It
 // is shaped like [bufio.Scanner] (Next, Event, Err) and reuses its buffers,
 // so reading a stream allocates nothing per event.
 //

@@ -8,8 +8,10 @@ import (
 
 // A Chunk is one piece of streamed content as the client read it.
 type Chunk struct {
-	// At is the instant the chunk's bytes were read, with its monotonic
-	// reading (take it with time.Now when the bytes arrive, not later).
+	// At is the instant the chunk's bytes arrived, with its monotonic
+	// reading: the kernel's receive instant where the reader has one (the
+	// engine adapters do on Linux), else time.Now when the read returned,
+	// not later.
 	At time.Time
 	// Tokens is the number of tokens the chunk carried, from the server's
 	// usage deltas or from counting its text. Zero means unknown: the
@@ -186,6 +188,24 @@ func (t Trace) ICL() []time.Duration {
 		out = append(out, t.Chunks[i].At.Sub(t.Chunks[i-1].At))
 	}
 	return out
+}
+
+// SharedInstants returns how many chunks share their instant with the
+// chunk after them. A reader stamps what one read returns with one
+// instant, so two chunks with one instant came in one read: the server
+// sent them together, or the client read the earlier only after the later
+// had arrived (it fell a whole gap behind). Either way the earlier one's
+// instant is an upper bound on its arrival, and the gap between the two,
+// which ICL and ITL report as zero, is unknown. A first chunk among them
+// makes TTFT an upper bound.
+func (t Trace) SharedInstants() int {
+	n := 0
+	for i := 1; i < len(t.Chunks); i++ {
+		if t.Chunks[i].At.Equal(t.Chunks[i-1].At) {
+			n++
+		}
+	}
+	return n
 }
 
 // ITL returns the inter-token latencies, per token. A chunk of k tokens

@@ -281,3 +281,30 @@ func TestTraceAtTokenBound(t *testing.T) {
 		t.Errorf("tokens %d, %d ITL gaps; want %d and %d", m.Tokens, len(m.ITL), MaxTraceTokens, MaxTraceTokens-1)
 	}
 }
+
+func TestSharedInstants(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms ...int) Trace {
+		tr := Trace{Start: t0}
+		for _, m := range ms {
+			tr.Chunks = append(tr.Chunks, Chunk{At: t0.Add(time.Duration(m) * time.Millisecond), Tokens: 1})
+		}
+		return tr
+	}
+	for _, c := range []struct {
+		name string
+		tr   Trace
+		want int
+	}{
+		{"none", at(1, 2, 3), 0},
+		{"empty", Trace{}, 0},
+		{"one chunk", at(5), 0},
+		{"first two", at(4, 4, 6), 1},
+		{"a run of three", at(1, 3, 3, 3, 5), 2},
+		{"two pairs", at(1, 1, 2, 2), 2},
+	} {
+		if got := c.tr.SharedInstants(); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func BenchmarkReadStream(b *testing.B) {
 		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
 			Body: io.NopCloser(bytes.NewReader(body))}
 		var res engine.Result
-		if err := c.readStream(context.Background(), "read", engine.Request{MaxTokens: n}, resp, &res); err != nil {
+		if err := c.readStream(context.Background(), "read", nil, engine.Request{MaxTokens: n}, resp, &res); err != nil {
 			b.Fatal(err)
 		}
 		if res.Trace.Tokens() != n || res.ServerStats == nil {

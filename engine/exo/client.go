@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/rxstamp"
 	"github.com/inferbench/inferbench/internal/httpsafe"
 )
 
@@ -80,7 +81,10 @@ type Options struct {
 	// means DefaultSettleBackoff.
 	SettleBackoff time.Duration
 	// Now is the clock that stamps traces. Nil means time.Now, whose
-	// readings carry the monotonic clock.
+	// readings carry the monotonic clock, with each streamed chunk
+	// stamped with its bytes' arrival where the platform reports it (see
+	// the package doc); a clock of the caller's stamps chunks when their
+	// reads return.
 	Now func() time.Time
 }
 
@@ -100,6 +104,9 @@ type Client struct {
 	control *retryablehttp.Client
 	log     *slog.Logger
 	now     func() time.Time
+	// arrivals: the clock is the real one, so a stream's reads are
+	// stamped with the kernel's receive instants (rxstamp).
+	arrivals bool
 
 	maxBurst      int
 	poll          time.Duration
@@ -158,7 +165,8 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	if o.SettleBackoff <= 0 {
 		o.SettleBackoff = DefaultSettleBackoff
 	}
-	if o.Now == nil {
+	arrivals := o.Now == nil
+	if arrivals {
 		o.Now = time.Now
 	}
 
@@ -183,6 +191,7 @@ func New(baseURL string, opts *Options) (*Client, error) {
 		},
 		log:           o.Logger,
 		now:           o.Now,
+		arrivals:      arrivals,
 		maxBurst:      o.MaxBurst,
 		poll:          o.PollInterval,
 		settleBackoff: o.SettleBackoff,
@@ -201,10 +210,12 @@ func New(baseURL string, opts *Options) (*Client, error) {
 func newTransport(idle int) *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
+		// Reads carry the kernel's receive instants where the platform
+		// gives them, so chunk instants do not wait for the scheduler.
+		DialContext: rxstamp.Dialer((&net.Dialer{
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
-		}).DialContext,
+		}).DialContext),
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   idle,
 		IdleConnTimeout:       90 * time.Second,

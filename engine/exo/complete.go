@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/rxstamp"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -181,9 +183,13 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	var res engine.Result
 	res.Warnings = p.warns
 
-	var started bool
+	var (
+		started bool
+		conn    net.Conn // the connection the request went out on
+	)
 	trace := &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) {
+		GotConn: func(info httptrace.GotConnInfo) {
+			conn = info.Conn
 			// GotConn runs on this goroutine, inside Do. The transport may
 			// call it again when it resends a request whose reused
 			// connection was found dead before anything was written; the
@@ -209,10 +215,13 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		return res, engine.Wrap(ctx, engine.KindReset, op, err)
 	}
 	defer resp.Body.Close()
-	res.Trace.Headers = c.now()
 	if !started {
-		res.Trace.Start = res.Trace.Headers
+		res.Trace.Start = c.now()
 	}
+	// The response's reads are stamped with their arrival where the
+	// platform tells it; the headers' instant is their read's.
+	read := c.readClock(conn, res.Trace.Start)
+	res.Trace.Headers = read()
 
 	if resp.StatusCode >= 300 {
 		// A redirect is refused before it is followed (the bench client's
@@ -222,7 +231,7 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		return res, engine.NewStatusError(resp.StatusCode, data)
 	}
 	if req.Stream {
-		err = c.readStream(ctx, op, req, resp, &res)
+		err = c.readStream(ctx, op, read, req, resp, &res)
 	} else {
 		err = c.readBody(ctx, op, req, resp, &res)
 	}
@@ -366,6 +375,16 @@ func parseCompletion(data []byte, res *engine.Result) error {
 	return nil
 }
 
+// readClock returns the clock that stamps the reads of a response on
+// conn, never before start: the kernel's receive instants (rxstamp) when
+// the client keeps the real clock, else c.now.
+func (c *Client) readClock(conn net.Conn, start time.Time) func() time.Time {
+	if !c.arrivals {
+		return c.now
+	}
+	return rxstamp.Clock(rxstamp.Of(conn), start)
+}
+
 // readStream reads a Server-Sent Events answer.
 //
 // Every number the server reports is checked as it arrives: usage against
@@ -377,7 +396,12 @@ func parseCompletion(data []byte, res *engine.Result) error {
 // arrived until then (the offending usage or stats included), and its
 // figures must not be used. At most engine.MaxKeptText bytes of text are
 // kept, with a warning when more arrived.
-func (c *Client) readStream(ctx context.Context, op string, req engine.Request, resp *http.Response, res *engine.Result) error {
+//
+// read stamps each read of the body (nil: c.now).
+func (c *Client) readStream(ctx context.Context, op string, read func() time.Time, req engine.Request, resp *http.Response, res *engine.Result) error {
+	if read == nil {
+		read = c.now
+	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		res.Trace.End = c.now()
@@ -385,7 +409,7 @@ func (c *Client) readStream(ctx context.Context, op string, req engine.Request, 
 			Err: fmt.Errorf("expected Content-Type text/event-stream for a streamed request, found %q: %s", resp.Header.Get("Content-Type"), excerpt(data))}
 	}
 	progress, _ := ctx.Value(prefillKey{}).(func(PrefillProgress))
-	sr := engine.NewSSEReader(resp.Body, &engine.SSEOptions{Now: c.now})
+	sr := engine.NewSSEReader(resp.Body, &engine.SSEOptions{Now: read})
 	var (
 		text        engine.KeptText
 		lastUsage   = -1 // completion_tokens of the previous chunk's usage

@@ -38,6 +38,14 @@
 // errors of kind engine.KindStreamError. Both of exo's spellings of peak
 // memory ("inBytes" in JSON bodies, "in_bytes" in stream comments) decode.
 //
+// With the real clock (Options.Now nil), a chunk's instant is its bytes'
+// arrival: on Linux each read carries the kernel's receive instant
+// (SO_TIMESTAMPNS), so readers woken late, by a burst's other streams or
+// a garbage collection, still stamp each chunk when it came. A chunk read
+// only after the next one arrived carries the next one's instant; the
+// headers' instant is their read's. Elsewhere, and with a clock of the
+// caller's, instants are taken when reads return.
+//
 // # Placements and instances
 //
 // Placements fetches exo's previews, filters them as exo_bench does

@@ -50,7 +50,7 @@ func BenchmarkReadStream(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var res engine.Result
-		if err := c.readStream(context.Background(), bytes.NewReader(body), engine.Request{}, &res); err != nil {
+		if err := c.readStream(context.Background(), bytes.NewReader(body), nil, engine.Request{}, &res); err != nil {
 			b.Fatal(err)
 		}
 		if len(res.Trace.Chunks) != n {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/rxstamp"
 	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
 )
@@ -134,7 +135,10 @@ type Options struct {
 	// duration; never the token). Nil means silent.
 	Logger *slog.Logger
 	// Now is the clock of the trace. Nil means time.Now, whose readings
-	// carry the monotonic clock; tests inject a controlled one.
+	// carry the monotonic clock, with each streamed chunk stamped with
+	// its bytes' arrival where the platform reports it (see Trace in the
+	// package doc); tests inject a controlled one, which stamps chunks
+	// when their reads return.
 	Now func() time.Time
 }
 
@@ -229,10 +233,13 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	}
 	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
+		// Every read carries the kernel's receive instant where the
+		// platform gives one (rxstamp), so chunk instants do not wait
+		// for this process's scheduler.
+		DialContext: rxstamp.Dialer((&net.Dialer{
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
-		}).DialContext,
+		}).DialContext),
 		TLSClientConfig:     tlsConf,
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConns:        burst,

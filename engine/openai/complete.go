@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -113,6 +114,7 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		start   time.Time
 		conns   int
 		connect *time.Duration
+		conn    net.Conn // the connection the request went out on
 	)
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) {
@@ -127,6 +129,7 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 			t := c.now()
 			mu.Lock()
 			conns++
+			conn = info.Conn
 			first := conns == 1
 			if first {
 				start = t
@@ -147,6 +150,7 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	mu.Lock()
 	res.Trace.Start = start
 	res.Connect = connect
+	sent := conn
 	resent := conns > 1
 	mu.Unlock()
 	if resent {
@@ -158,7 +162,10 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "openai: request failed", slog.String("op", op), slog.String("error", err.Error()))
 		return res, err
 	}
-	res.Trace.Headers = c.now()
+	// The response's reads are stamped with their arrival where the
+	// platform tells it; the headers' instant is their read's.
+	read := c.readClock(sent, res.Trace.Start)
+	res.Trace.Headers = read()
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 300 {
@@ -184,7 +191,7 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		err = &engine.Error{Kind: engine.KindMalformed, Op: "read response",
 			Err: fmt.Errorf("openai: Content-Type %q, want text/event-stream; body starts %q", ct, excerpt(c.redactBytes(b)))}
 	case req.Stream && ct != "application/json":
-		err = c.readStream(ctx, resp.Body, req, &res)
+		err = c.readStream(ctx, resp.Body, read, req, &res)
 	default:
 		if req.Stream {
 			res.Warnings = append(res.Warnings, fmt.Errorf("%w: Content-Type %q, want text/event-stream", ErrNotStreamed, ct))

@@ -120,9 +120,24 @@
 // wait for a new one, Result.Connect is that wait (GetConn to GotConn:
 // DNS, dial, TLS); it is nil on a pooled or prewarmed connection. vLLM's
 // benchmark starts its clock before the request is issued, so its TTFT of
-// such a request is about Connect + TTFT. Headers is when Do returned
-// the response headers, each chunk's instant is when the SSE reader read the bytes completing the
-// chunk, and End is when the response has been read. A benchmark request is
+// such a request is about Connect + TTFT. Headers is when the response
+// headers arrived, each chunk's instant when the bytes completing the chunk
+// arrived, and End is when the response has been read.
+//
+// Arrival is the kernel's receive instant: on Linux every connection
+// asks for receive timestamps (SO_TIMESTAMPNS), and each read is stamped
+// with the instant its newest packet reached this host, not with the
+// instant the reading goroutine was scheduled. Many streams' chunks that
+// arrive at once are then each stamped with their own arrival, whatever
+// order the Go runtime wakes their readers in, and a collection or a
+// busy core delays the reads but not their instants. Two limits remain:
+// a chunk read only after the next chunk of its stream has arrived
+// carries the next one's instant (the kernel keeps one per read, and
+// merges queued packets), and a read whose packets came before the
+// kernel turned stamping on (a moment after the process's first such
+// connection) is stamped when it returns. Elsewhere, or with
+// Options.Now set, every instant is the clock's reading when the read
+// returned. A benchmark request is
 // never retried: a failure is returned as an *engine.StatusError or an
 // *engine.Error whose Kind says what broke. Model listing, a control-plane
 // call, goes through go-retryablehttp (connection errors and 5xx are

@@ -66,7 +66,7 @@ func FuzzParseChunk(f *testing.F) {
 		}
 		var res engine.Result
 		stream := "data: " + string(data) + "\n\ndata: [DONE]\n\n"
-		if err := c.readStream(context.Background(), strings.NewReader(stream), engine.Request{}, &res); err != nil {
+		if err := c.readStream(context.Background(), strings.NewReader(stream), nil, engine.Request{}, &res); err != nil {
 			if engine.KindOf(err) == engine.KindStreamError {
 				return // an error object in a position the reader checks first
 			}
@@ -102,7 +102,7 @@ func FuzzReadStream(f *testing.F) {
 			t.Fatal(err)
 		}
 		var res engine.Result
-		err = c.readStream(context.Background(), &eventReader{rest: body}, engine.Request{MaxTokens: 4, IgnoreEOS: true}, &res)
+		err = c.readStream(context.Background(), &eventReader{rest: body}, nil, engine.Request{MaxTokens: 4, IgnoreEOS: true}, &res)
 		switch k := engine.KindOf(err); k {
 		case engine.KindNone, engine.KindTruncated, engine.KindMalformed, engine.KindStreamError, engine.KindImplausibleUsage:
 		default:

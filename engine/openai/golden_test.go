@@ -94,7 +94,7 @@ func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request)
 		t.Fatal(err)
 	}
 	var res engine.Result
-	rerr := c.readStream(context.Background(), &eventReader{rest: body}, req, &res)
+	rerr := c.readStream(context.Background(), &eventReader{rest: body}, nil, req, &res)
 	g := golden{
 		Text: res.Text, ResponseID: res.ResponseID, Model: res.Model, FinishReason: res.FinishReason,
 		Usage: res.Usage, EndMS: res.Trace.End.Sub(clk.base).Milliseconds(), Warnings: []string{},

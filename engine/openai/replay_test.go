@@ -358,7 +358,7 @@ func TestReplayCorpus(t *testing.T) {
 					t.Fatal(err)
 				}
 				res := engine.Result{Trace: engineTraceAt(base)}
-				rerr := c.readStream(context.Background(), &scheduledReader{clk: clk, base: base, writes: r.writes}, engine.Request{MaxTokens: r.maxTokens}, &res)
+				rerr := c.readStream(context.Background(), &scheduledReader{clk: clk, base: base, writes: r.writes}, nil, engine.Request{MaxTokens: r.maxTokens}, &res)
 				checkReplay(t, r, res, rerr, base, time.Millisecond, counted)
 			})
 		}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/rxstamp"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -231,14 +233,29 @@ type streamState struct {
 	stats  *engine.ServerStats
 }
 
+// readClock returns the clock that stamps the reads of a response on
+// conn, never before start: the kernel's receive instants (rxstamp) when
+// the client keeps the real clock, else c.now.
+func (c *Client) readClock(conn net.Conn, start time.Time) func() time.Time {
+	if c.opts.Now != nil {
+		return c.now
+	}
+	return rxstamp.Clock(rxstamp.Of(conn), start)
+}
+
 // readStream reads an event stream into res: the content chunks of its
 // trace, text, id, model, finish reason, usage and warnings. It sets
 // res.Trace.End when it stops; after an error, res keeps what was read
 // until then, chunk token counts included. A server count that cannot be
 // true ends the stream with an error of kind engine.KindImplausibleUsage,
 // and then res has no chunks and no usage: nothing in it can be trusted.
-func (c *Client) readStream(ctx context.Context, r io.Reader, req engine.Request, res *engine.Result) error {
-	sr := engine.NewSSEReader(r, &engine.SSEOptions{Now: c.now, DoneOptional: c.opts.DoneOptional})
+//
+// read stamps each read of r (nil: c.now).
+func (c *Client) readStream(ctx context.Context, r io.Reader, read func() time.Time, req engine.Request, res *engine.Result) error {
+	if read == nil {
+		read = c.now
+	}
+	sr := engine.NewSSEReader(r, &engine.SSEOptions{Now: read, DoneOptional: c.opts.DoneOptional})
 	st := streamState{maxTokens: req.MaxTokens, lastCum: -1}
 	err := c.scan(sr, &st, res)
 	res.Trace.End = c.now()

@@ -1,0 +1,193 @@
+package rxstamp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// pair returns a wrapped client connection and the server's end of a
+// loopback TCP connection.
+func pair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	c, err := Dialer((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c, s
+}
+
+// TestReadCarriesArrival writes on one end, waits, then reads on the other:
+// the read's instant is the write's, not the read's, on Linux.
+func TestReadCarriesArrival(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("receive instants are read on Linux only")
+	}
+	c, s := pair(t)
+	rc := Of(c)
+	if rc == nil {
+		t.Fatalf("Wrap gave %T, want a *Conn", c)
+	}
+	const wait = 30 * time.Millisecond
+	buf := make([]byte, 64)
+	// Linux turns receive stamping on a moment after the first socket
+	// asks for it (a deferred static key): until then reads carry no
+	// instant. Wait for one before timing.
+	for i := 0; ; i++ {
+		if _, err := s.Write([]byte(":\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rc.Last(); ok {
+			break
+		}
+		if i == 100 {
+			t.Fatal("no receive instant after 100 reads over a second")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	clock := Clock(rc, time.Time{})
+	var prev time.Time
+	for i := range 3 {
+		before := time.Now()
+		if _, err := s.Write([]byte("data: x\n\n")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(wait)
+		n, err := c.Read(buf)
+		read := time.Now()
+		if err != nil || n == 0 {
+			t.Fatalf("read %d: %d bytes, %v", i, n, err)
+		}
+		ns, ok := rc.Last()
+		if !ok {
+			t.Fatalf("read %d: no receive instant", i)
+		}
+		// The kernel stamps a loopback packet as the write sends it, so
+		// the instant lies between the write's start and the read, a
+		// whole wait before the read (a third of it is left for a
+		// deferred transmit).
+		if ns < before.UnixNano() || ns > read.Add(-wait*2/3).UnixNano() {
+			t.Errorf("read %d: receive instant %v after the write began and %v before the read; want ≥ 0 and ≥ %v",
+				i, time.Duration(ns-before.UnixNano()), time.Duration(read.UnixNano()-ns), wait*2/3)
+		}
+		at := clock()
+		if at.UnixNano() != ns {
+			t.Errorf("read %d: Clock read %v after the receive instant", i, time.Duration(at.UnixNano()-ns))
+		}
+		if at.Before(prev) {
+			t.Errorf("read %d: Clock went back by %v", i, prev.Sub(at))
+		}
+		if at.Sub(before) < 0 || read.Sub(at) < wait*2/3 {
+			t.Errorf("read %d: Clock %v after the write began and %v before the read (monotonic)", i, at.Sub(before), read.Sub(at))
+		}
+		prev = at
+	}
+}
+
+// TestClockNeverGoesBack: a read without a receive instant falls back to
+// time.Now, and a later one with an older instant does not move the clock
+// back.
+func TestClockNeverGoesBack(t *testing.T) {
+	rc := &Conn{}
+	since := time.Now().Add(time.Hour)
+	if got := Clock(rc, since)(); !got.Equal(since) {
+		t.Errorf("a clock since %v read %v", since, got)
+	}
+	clock := Clock(rc, time.Time{})
+	t0 := clock() // no instant: time.Now
+	rc.last.Store(t0.Add(-time.Second).UnixNano())
+	if t1 := clock(); t1.Before(t0) {
+		t.Errorf("clock went back by %v", t0.Sub(t1))
+	}
+	rc.last.Store(time.Now().Add(time.Hour).UnixNano()) // a future instant (a stepped clock) is not used
+	if t2, now := clock(), time.Now(); t2.After(now) {
+		t.Errorf("clock read %v in the future", t2.Sub(now))
+	}
+	if Clock(nil, time.Time{})().IsZero() {
+		t.Error("Clock(nil) read zero")
+	}
+}
+
+type wrapped struct{ net.Conn }
+
+func (w wrapped) NetConn() net.Conn { return w.Conn }
+
+type loop struct{ net.Conn }
+
+func (l *loop) NetConn() net.Conn { return l }
+
+func TestOf(t *testing.T) {
+	c, _ := pair(t)
+	want := Of(c)
+	if runtime.GOOS == "linux" && want == nil {
+		t.Fatal("no *Conn from a TCP dial")
+	}
+	if got := Of(tls.Client(wrapped{c}, &tls.Config{})); got != want {
+		t.Errorf("through tls and a NetConn wrapper: %p, want %p", got, want)
+	}
+	if got := Of(nil); got != nil {
+		t.Errorf("Of(nil) = %p", got)
+	}
+	if got := Of(&loop{}); got != nil {
+		t.Errorf("a NetConn that returns itself: %p", got)
+	}
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	if Wrap(p1) != p1 || Of(p1) != nil {
+		t.Error("a pipe was wrapped")
+	}
+}
+
+// TestReadErrors: a wrapped connection fails as net.TCPConn does, so that
+// net/http tells timeouts, closes and ends apart.
+func TestReadErrors(t *testing.T) {
+	c, s := pair(t)
+	buf := make([]byte, 8)
+	c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	_, err := c.Read(buf)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("past the deadline: %v, want a timeout", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	s.Close()
+	if n, err := c.Read(buf); n != 0 || err != io.EOF {
+		t.Errorf("after the peer closed: %d, %v; want 0, io.EOF", n, err)
+	}
+	c.Close()
+	if _, err := c.Read(buf); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("after Close: %v, want net.ErrClosed", err)
+	}
+	if n, err := c.Read(nil); n != 0 {
+		t.Errorf("empty read: %d, %v", n, err)
+	}
+}
