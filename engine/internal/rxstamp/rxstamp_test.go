@@ -112,30 +112,6 @@ func TestReadCarriesArrival(t *testing.T) {
 	}
 }
 
-// TestClockNeverGoesBack: a read without a receive instant falls back to
-// time.Now, and a later one with an older instant does not move the clock
-// back.
-func TestClockNeverGoesBack(t *testing.T) {
-	rc := &Conn{}
-	since := time.Now().Add(time.Hour)
-	if got := Clock(rc, since)(); !got.Equal(since) {
-		t.Errorf("a clock since %v read %v", since, got)
-	}
-	clock := Clock(rc, time.Time{})
-	t0 := clock() // no instant: time.Now
-	rc.last.Store(t0.Add(-time.Second).UnixNano())
-	if t1 := clock(); t1.Before(t0) {
-		t.Errorf("clock went back by %v", t0.Sub(t1))
-	}
-	rc.last.Store(time.Now().Add(time.Hour).UnixNano()) // a future instant (a stepped clock) is not used
-	if t2, now := clock(), time.Now(); t2.After(now) {
-		t.Errorf("clock read %v in the future", t2.Sub(now))
-	}
-	if Clock(nil, time.Time{})().IsZero() {
-		t.Error("Clock(nil) read zero")
-	}
-}
-
 type wrapped struct{ net.Conn }
 
 func (w wrapped) NetConn() net.Conn { return w.Conn }
