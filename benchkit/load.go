@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -281,6 +282,18 @@ type Load struct {
 	// every row's offsets are from it (a late start shows in the schedule
 	// lag), its intended instant on the shared timeline in IntendedAt.
 	StartAt time.Time
+	// GCPercent, when not zero, is the garbage collector's target
+	// percentage (debug.SetGCPercent) while the schedule runs; Run
+	// restores the previous one before it returns. A collection inside
+	// the run stops every reader for its pauses and takes CPU from them
+	// for its marking: a chunk whose read comes after the next chunk has
+	// arrived carries the next one's instant. Go's default is 100 (a
+	// collection each time the heap doubles what was live after the last
+	// one); serve-load sets 400. Negative turns collection off for the
+	// run, which then holds all it allocates. The setting is the
+	// process's: Loads that run at once in one process share it.
+	// Summary.Client counts the collections that ran (GCCycles).
+	GCPercent int
 }
 
 // LoadRow is one request of a load test. Durations are in seconds;
@@ -335,6 +348,14 @@ type LoadRow struct {
 	// is then the time to the first text, and TPOTS and ITLS count from
 	// this instant. Null when the server wrote nothing before the text.
 	TTFTFirstChunkS *float64 `json:"ttft_first_chunk_s"`
+	// SharedInstants counts the chunks that share their instant with the
+	// next chunk (timing.Trace.SharedInstants): each came in one read with
+	// it, sent together or read only after the next one arrived, so its
+	// instant is an upper bound and the gap after it, zero in ITLS, is
+	// unknown. FirstShared says the first content chunk is one of them:
+	// TTFTS is then an upper bound.
+	SharedInstants int  `json:"shared_instants"`
+	FirstShared    bool `json:"first_chunk_shared,omitempty"`
 	// ITLS are the per-token gaps (a chunk of k tokens arriving g after
 	// the previous one gives k gaps of g/k) and ICLS the per-chunk gaps.
 	ITLS []float64 `json:"itl_s"`
@@ -473,6 +494,9 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	// measurement, its mark workers taking a core from the readers of
 	// their first chunks. Collect now, before the clock starts.
 	runtime.GC()
+	if l.GCPercent != 0 {
+		defer debug.SetGCPercent(debug.SetGCPercent(l.GCPercent))
+	}
 	if err := l.waitStart(ctx); err != nil {
 		return LoadRun{}, err
 	}
@@ -490,6 +514,7 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 		return sendWithin(engine.WithSendHook(reqCtx, mark), prepared[i], l.RequestTimeout)
 	}
 	cpu0, cpuOK := ProcessCPU()
+	gc0 := readGC()
 	wall0 := time.Now()
 	var run *concurrency.Run[engine.Result]
 	if traffic.Burst > 0 {
@@ -538,6 +563,7 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	ls.Scheduled = len(own)
 	ls.PeakInFlight = sum.PeakInFlight
 	ls.Client = loadHealth(rows, dispatchLags, traffic.MaxConcurrency > 0, cpu0, cpuOK, time.Since(wall0))
+	ls.Client.setGC(gc0, readGC())
 	for _, w := range sum.Warnings {
 		ls.Warnings = append(ls.Warnings, w.Error())
 	}
@@ -649,6 +675,8 @@ func (l *Load) row(q concurrency.Result[engine.Result], p promptsize.Prompt, pp,
 				}
 				row.ITLS = timing.Seconds(m.ITL)
 				row.ICLS = timing.Seconds(m.ICL)
+				row.SharedInstants = tr.SharedInstants()
+				row.FirstShared = len(tr.Chunks) > 1 && tr.Chunks[1].At.Equal(tr.Chunks[0].At)
 			}
 		}
 	}
@@ -668,6 +696,7 @@ const (
 	warnPromptMismatch = "prompt count mismatch"
 	warnShort          = "short generation"
 	warnDialed         = "new connections"
+	warnFirstShared    = "first chunks shared a read"
 )
 
 func (l *Load) log(ctx context.Context, level slog.Level, msg string, args ...any) {

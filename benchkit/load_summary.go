@@ -118,6 +118,10 @@ type LoadSummary struct {
 	// (connect_s set): their dial is in their schedule lag, not their
 	// TTFT, and a warning says so. A prewarmed run has none.
 	Dialed int `json:"dialed"`
+	// FirstShared counts the requests whose first content chunk shares
+	// its instant with the next (LoadRow.FirstShared): their TTFT is an
+	// upper bound, and a warning says so.
+	FirstShared int `json:"first_chunk_shared"`
 
 	// Interrupted is true when the run was stopped before its schedule
 	// was done.
@@ -141,6 +145,9 @@ func SummarizeLoad(rows []LoadRow, slo timing.SLO) LoadSummary {
 		wall = math.Max(wall, r.DoneS)
 		if r.ConnectS != nil {
 			s.Dialed++
+		}
+		if r.FirstShared {
+			s.FirstShared++
 		}
 		if r.Failed() {
 			s.Failed++
@@ -216,6 +223,9 @@ func SummarizeLoad(rows []LoadRow, slo timing.SLO) LoadSummary {
 	}
 	if s.Dialed > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %d of %d requests waited for a new connection (connect_s): the dial delayed their send (schedule lag) but is not in their ttft_s, which vLLM's benchmark would count it in; the server may also be slower on a connection's first request", warnDialed, s.Dialed, s.Requests))
+	}
+	if s.FirstShared > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %d of %d requests received their first content chunk in one read with the next (first_chunk_shared): the server sent them together, or the client read the first only after the second arrived; their ttft_s is an upper bound", warnFirstShared, s.FirstShared, s.Requests))
 	}
 	if unstreamed > 0 && slo.TTFT+slo.TPOT+slo.ITL > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d requests were not streamed: they have no TTFT, TPOT or ITL and cannot meet objectives on them", unstreamed))

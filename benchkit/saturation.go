@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +72,15 @@ type ClientHealth struct {
 	// over the wall time of the measurement; null where unknown. Near the
 	// number of cores, the client had no CPU to spare.
 	CPUOverWall *float64 `json:"cpu_over_wall,omitempty"`
+	// GCCycles is how many garbage collections this process completed
+	// while the schedule ran, and GCPauseS their stop-the-world pauses in
+	// all, seconds (runtime.MemStats); null where not measured. Each
+	// pause delays every reader; a pause or a stretch of marking longer
+	// than the gap between two chunks of a stream makes the earlier read
+	// with the later one, carrying its instant. Load.GCPercent sets how
+	// often collections run. Not judged.
+	GCCycles *int64   `json:"gc_cycles,omitempty"`
+	GCPauseS *float64 `json:"gc_pause_s,omitempty"`
 	// Capped is true when a concurrency cap held requests back; their lag
 	// is then the server's, and the gate is not applied.
 	Capped bool `json:"capped,omitempty"`
@@ -197,6 +207,27 @@ func loadHealth(rows []LoadRow, dispatchLags []float64, capped bool, cpu0 time.D
 		h.CPUOverWall = &v
 	}
 	return &h
+}
+
+// gcStats is the collector's count and pause total at one instant.
+type gcStats struct {
+	cycles  uint32
+	pauseNs uint64
+}
+
+// readGC reads the collector's figures. runtime.ReadMemStats stops the
+// world briefly: call it outside measured windows.
+func readGC() gcStats {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return gcStats{ms.NumGC, ms.PauseTotalNs}
+}
+
+// setGC records the collections between two readings.
+func (h *ClientHealth) setGC(before, after gcStats) {
+	n := int64(after.cycles - before.cycles)
+	p := time.Duration(after.pauseNs - before.pauseNs).Seconds()
+	h.GCCycles, h.GCPauseS = &n, &p
 }
 
 // ClientHealths is each run's client health: its summary's (Load.Run

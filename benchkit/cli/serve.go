@@ -65,6 +65,19 @@ func ExitCode(err error) int {
 // bounds their control-plane calls (the model list, /tokenize).
 const DefaultRequestTimeout = 10 * time.Minute
 
+// DefaultGCPercent is the garbage collector's setting serve-load and
+// offline run their schedules with (benchkit.Load.GCPercent) unless
+// --gc-percent says otherwise: the heap may grow to five times what was
+// live before a collection, a quarter as many collections as Go's
+// default of 100, each of whose pauses delays every reader. A collection
+// cannot move a chunk's arrival instant (the adapters take it from the
+// kernel), but a read delayed past the next chunk's arrival shares that
+// chunk's instant.
+const DefaultGCPercent = 400
+
+// GCPercentUsage is the help text of --gc-percent.
+const GCPercentUsage = "garbage collector's target percentage while the schedule runs (Go's default is 100; -1: no collection during the run; 0: leave GOGC's)"
+
 // AuthHeader returns the header that carries the bearer token held in the
 // environment variable env (Authorization: Bearer <token>), for requests
 // made beside an openai.Client with Options.APIKeyEnv set to env, such

@@ -45,7 +45,9 @@
 // latencies include its own queueing. stdout then says CLIENT SATURATED
 // with the reason, the results JSON records it (summary.client_health,
 // meta.client_saturated), and the run exits 3 unless --allow-saturated
-// (docs/PERFORMANCE.md states how the bound was calibrated).
+// (docs/PERFORMANCE.md states how the bound was calibrated). The burst runs
+// with the garbage collector at --gc-percent (400 by default, Go's is 100);
+// summary.client_health counts the collections that ran inside it.
 //
 // On a terminal, stderr shows a progress line (requests done/total,
 // achieved rate, errors, elapsed, ETA); piped, nothing. -h or --help

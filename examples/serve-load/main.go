@@ -47,8 +47,15 @@
 // name. On a terminal a progress line shows requests done, rate, errors,
 // elapsed time and ETA.
 //
+// Chunk instants are the kernel's receive instants of their bytes (Linux),
+// so a reader woken late still stamps each chunk when it arrived; the
+// schedule runs with the garbage collector at --gc-percent (400 by
+// default, Go's is 100), so that fewer collections stall the readers past
+// a stream's next chunk.
+//
 // The client's own health is recorded in every summary: schedule lag,
-// dispatch lag, achieved against intended rate, CPU over wall time. When
+// dispatch lag, achieved against intended rate, CPU over wall time, the
+// garbage collections that ran inside the schedule. When
 // lag p99 exceeds max(5 ms, 10 % of the mean gap between arrivals), or the
 // achieved rate falls below 90 % of the intended, the load generator was
 // the bottleneck: the summary says client_saturated with the reason and
