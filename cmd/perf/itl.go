@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
@@ -30,10 +31,14 @@ func chunkTokens(j int) int {
 	return 1
 }
 
-// runITL compares the client's chunk instants with the server's flush
-// instants: TTFT error is the first chunk's client instant − its flush
-// instant; ITL error is each per-token gap of the client's Trace.ITL − the
-// same gap computed from the flush instants with the same token counts.
+// runITL compares the client's chunk instants with the server's flushes.
+// The server knows each flush only as an interval, from just before its
+// Flush call to just after it returned; a chunk's flush instant is the
+// point of that interval nearest the client's instant for it (the client's
+// instant itself when it falls inside). TTFT error is the first chunk's
+// client instant − its flush instant; ITL error is each per-token gap of
+// the client's Trace.ITL − the same gap computed from the flush instants
+// with the same token counts.
 // The server is this binary started again (startPace), so that its
 // goroutines do not share the measuring process's scheduler: in one
 // process the server's flushes of a burst's first chunks ran before any
@@ -76,7 +81,7 @@ func runITL(ctx context.Context, cfg config, rep *report) error {
 				return err
 			}
 			rounds := max(1, 64/conc/8) // about as many samples at every concurrency
-			var ttft, itl []time.Duration
+			var ttft, itl, spans []time.Duration
 			for range rounds {
 				type out struct {
 					id  string
@@ -105,11 +110,12 @@ func runITL(ctx context.Context, cfg config, rep *report) error {
 					}
 					ttft = append(ttft, t)
 					itl = append(itl, i...)
+					spans = append(spans, flushSpans(flushes[r.Value.id])...)
 				}
 			}
 			name := fmt.Sprintf("%s, %d stream(s) of %d chunks %v apart", a.sh, conc, cfg.itlChunks, cfg.itlGap)
-			addErrRow(rep, name+": TTFT error", ttft, "")
-			addErrRow(rep, name+": per-token ITL error", itl, "< 1ms")
+			addErrRow(rep, name+": TTFT error", ttft, spans, "")
+			addErrRow(rep, name+": per-token ITL error", itl, spans, "< 1ms")
 		}
 	}
 	return runITLLoad(ctx, cfg, srv, paceHeader("openai"), rep)
@@ -117,8 +123,10 @@ func runITL(ctx context.Context, cfg config, rep *report) error {
 
 // runITLLoad measures the same errors through benchkit.Load, the code
 // serve-load runs, in serve-load's two ways of sending cfg.itlLoad
-// concurrent streams: --burst N and --rate inf --max-concurrency N (4N
-// requests, so that three quarters start when an earlier one ends). Each
+// concurrent streams: --burst N (16 bursts) and --rate inf
+// --max-concurrency N (16N requests, so that all but the first N start
+// when an earlier one ends). 16N first chunks in each make the p99 a
+// percentile, not the largest of a few dozen. Each
 // run builds its prompts, prewarms and prepares as serve-load does; a
 // recording wrapper keeps each Result by response id, after Send
 // returns, to compare its trace with the server's flushes.
@@ -136,8 +144,8 @@ func runITLLoad(ctx context.Context, cfg config, srv *paceProcess, header http.H
 		traffic benchkit.Traffic
 		runs    int
 	}{
-		{fmt.Sprintf("--burst %d", n), benchkit.Traffic{Burst: n}, 4},
-		{fmt.Sprintf("--rate inf --max-concurrency %d", n), benchkit.Traffic{Rate: math.Inf(1), NumRequests: 4 * n, MaxConcurrency: n}, 1},
+		{fmt.Sprintf("--burst %d", n), benchkit.Traffic{Burst: n}, 16},
+		{fmt.Sprintf("--rate inf --max-concurrency %d", n), benchkit.Traffic{Rate: math.Inf(1), NumRequests: 16 * n, MaxConcurrency: n}, 1},
 	} {
 		oa, err := openai.New(srv.URL, &openai.Options{MaxBurst: n})
 		if err != nil {
@@ -145,8 +153,9 @@ func runITLLoad(ctx context.Context, cfg config, srv *paceProcess, header http.H
 		}
 		rec := &recorder{c: oa, res: map[string]engine.Result{}}
 		load := &benchkit.Load{Engine: rec, Model: "perf", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
-			Request: engine.Request{Header: header}}
-		var ttft, itl []time.Duration
+			GCPercent: cli.DefaultGCPercent, // as serve-load runs
+			Request:   engine.Request{Header: header}}
+		var ttft, itl, spans []time.Duration
 		dialed := 0
 		for range mode.runs {
 			run, err := load.Run(ctx, benchkit.Lengths{Input: 64, Output: tokens}, mode.traffic, timing.SLO{})
@@ -174,13 +183,14 @@ func runITLLoad(ctx context.Context, cfg config, srv *paceProcess, header http.H
 				}
 				ttft = append(ttft, t)
 				itl = append(itl, i...)
+				spans = append(spans, flushSpans(flushes[row.ResponseID])...)
 			}
 			rec.mu.Unlock()
 		}
 		oa.CloseIdleConnections()
 		name := fmt.Sprintf("serve-load %s, streams of %d chunks %v apart (%d dials)", mode.name, cfg.itlChunks, cfg.itlGap, dialed)
-		addErrRow(rep, name+": TTFT error", ttft, "< 1ms")
-		addErrRow(rep, name+": per-token ITL error", itl, "< 1ms")
+		addErrRow(rep, name+": TTFT error", ttft, spans, "< 1ms")
+		addErrRow(rep, name+": per-token ITL error", itl, spans, "< 1ms")
 	}
 	return nil
 }
@@ -238,15 +248,26 @@ func (s recordedSend) Send(ctx context.Context) (engine.Result, error) {
 }
 
 // accuracy returns the TTFT error and the per-token ITL errors of a client
-// trace against the server's flush instants of the same chunks.
-func accuracy(tr timing.Trace, flushes []time.Time) (time.Duration, []time.Duration, error) {
+// trace against the server's flushes of the same chunks. A chunk's flush
+// instant is the point of its flush interval nearest the client's instant.
+func accuracy(tr timing.Trace, flushes []flush) (time.Duration, []time.Duration, error) {
 	if len(tr.Chunks) != len(flushes) {
 		return 0, nil, fmt.Errorf("the client read %d chunks, the server flushed %d", len(tr.Chunks), len(flushes))
 	}
 	srvTr := timing.Trace{Start: tr.Start, Chunks: make([]timing.Chunk, len(flushes))}
-	for j, at := range flushes {
+	for j, f := range flushes {
 		if tr.Chunks[j].Tokens != chunkTokens(j) {
 			return 0, nil, fmt.Errorf("chunk %d: the client counted %d tokens, the server sent %d", j, tr.Chunks[j].Tokens, chunkTokens(j))
+		}
+		if f.After.Before(f.Before) {
+			return 0, nil, fmt.Errorf("chunk %d: the server's flush ended %v before it began", j, f.Before.Sub(f.After))
+		}
+		at := tr.Chunks[j].At
+		switch {
+		case at.Before(f.Before):
+			at = f.Before
+		case at.After(f.After):
+			at = f.After
 		}
 		srvTr.Chunks[j] = timing.Chunk{At: at, Tokens: chunkTokens(j)}
 	}
@@ -258,12 +279,23 @@ func accuracy(tr timing.Trace, flushes []time.Time) (time.Duration, []time.Durat
 	for i := range ci {
 		errs[i] = ci[i] - si[i]
 	}
-	return tr.Chunks[0].At.Sub(flushes[0]), errs, nil
+	return tr.Chunks[0].At.Sub(srvTr.Chunks[0].At), errs, nil
+}
+
+// flushSpans returns how long each of the server's Flush calls took: the
+// resolution of the reference.
+func flushSpans(fs []flush) []time.Duration {
+	out := make([]time.Duration, len(fs))
+	for i, f := range fs {
+		out[i] = f.After.Sub(f.Before)
+	}
+	return out
 }
 
 // addErrRow adds a row of the p99 of |errors|, with p50, max and the
-// signed extremes in its note.
-func addErrRow(rep *report, name string, errs []time.Duration, tgt string) {
+// signed extremes in its note, and the p50 and p99 of the server's flush
+// spans, the width of the reference instants.
+func addErrRow(rep *report, name string, errs, spans []time.Duration, tgt string) {
 	abs := make([]time.Duration, len(errs))
 	lo, hi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
 	for i, e := range errs {
@@ -271,8 +303,10 @@ func addErrRow(rep *report, name string, errs []time.Duration, tgt string) {
 		lo, hi = min(lo, e), max(hi, e)
 	}
 	st := concurrency.SummarizeDurations(abs)
+	sp := concurrency.SummarizeDurations(spans)
 	row := Row{Section: "itl", Name: name + " |p99|", Value: float64(st.P99), Unit: "ns",
-		Note: fmt.Sprintf("%d samples; |error| p50 %v, p99 %v, max %v; signed from %v to %v", st.N, st.P50, st.P99, st.Max, lo, hi)}
+		Note: fmt.Sprintf("%d samples; |error| p50 %v, p99 %v, max %v; signed from %v to %v; server's flush spans p50 %v, p99 %v",
+			st.N, st.P50, st.P99, st.Max, lo, hi, sp.P50, sp.P99)}
 	if tgt != "" {
 		row.Target, row.Met = target(tgt, st.P99 < time.Millisecond)
 	}

@@ -25,13 +25,14 @@ import (
 const paceEnv = "INFERBENCH_PERF_PACE_SERVER"
 
 // paceServer streams chunks on a schedule, one every gap, flushing each,
-// and records the wall-clock instant each Flush returned, by the request's
-// X-Req. The request's X-Chunks and X-Gap headers set the schedule.
-// GET /flushes returns the recorded instants (Unix nanoseconds by request
-// id, as JSON) and forgets them.
+// and records for each Flush the wall-clock instants just before it was
+// called and just after it returned, by the request's X-Req: the bytes
+// went to the kernel between the two. The request's X-Chunks and X-Gap
+// headers set the schedule. GET /flushes returns the recorded pairs (Unix
+// nanoseconds by request id, as JSON) and forgets them.
 type paceServer struct {
 	mu      sync.Mutex
-	flushes map[string][]int64
+	flushes map[string][][2]int64
 	next    atomic.Int64
 }
 
@@ -45,7 +46,7 @@ func (s *paceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/flushes" {
 			s.mu.Lock()
 			fl := s.flushes
-			s.flushes = map[string][]int64{}
+			s.flushes = map[string][][2]int64{}
 			s.mu.Unlock()
 			json.NewEncoder(w).Encode(fl)
 			return
@@ -69,10 +70,15 @@ func (s *paceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
-	start := time.Now()
+	// Each chunk goes a gap after the previous one was flushed, not on a
+	// fixed grid: after a late chunk (this process's own collector, the
+	// host's scheduler) the next does not catch up, which would bring two
+	// chunks closer together than the gap the client is measured at.
+	next := time.Now()
 	done := 0
 	for j := range chunks {
-		time.Sleep(time.Until(start.Add(time.Duration(j+1) * gap)))
+		next = next.Add(gap)
+		time.Sleep(time.Until(next))
 		k := chunkTokens(j)
 		done += k
 		ev := sh.chunkEvent(" tok", done, 64, true, j == chunks-1)
@@ -80,11 +86,17 @@ func (s *paceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ev = strings.Replace(ev, paceID, id, 1)
 		}
 		io.WriteString(w, ev)
+		// CLOCK_REALTIME, which the measuring process reads too. The
+		// instant after Flush alone is late whenever this goroutine waits
+		// for a P after the write's system call (up to 0.4 ms on two
+		// shared cores), the one before alone early by the write path.
+		before := time.Now().UnixNano()
 		fl.Flush()
-		at := time.Now().UnixNano() // CLOCK_REALTIME, which the measuring process reads too
-		s.mu.Lock()                 // stored before the next write, so before the client can have read [DONE]
-		s.flushes[id] = append(s.flushes[id], at)
+		after := time.Now()
+		s.mu.Lock() // stored before the next write, so before the client can have read [DONE]
+		s.flushes[id] = append(s.flushes[id], [2]int64{before, after.UnixNano()})
 		s.mu.Unlock()
+		next = after
 		if r.Context().Err() != nil {
 			return
 		}
@@ -103,7 +115,7 @@ func servePace(stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "perf pace server:", err)
 		return 1
 	}
-	srv := &http.Server{Handler: &paceServer{flushes: map[string][]int64{}}}
+	srv := &http.Server{Handler: &paceServer{flushes: map[string][][2]int64{}}}
 	go srv.Serve(ln)
 	fmt.Fprintf(stdout, "http://%s\n", ln.Addr())
 	io.Copy(io.Discard, stdin)
@@ -164,9 +176,13 @@ func startPace(ctx context.Context) (*paceProcess, error) {
 	return p, nil
 }
 
-// takeFlushes returns the flush instants the server recorded since the
-// last call, by request id, and clears them.
-func (p *paceProcess) takeFlushes(ctx context.Context) (map[string][]time.Time, error) {
+// A flush is when the server handed a chunk to the kernel: after Before,
+// before After.
+type flush struct{ Before, After time.Time }
+
+// takeFlushes returns the flushes the server recorded since the last
+// call, by request id, and clears them.
+func (p *paceProcess) takeFlushes(ctx context.Context) (map[string][]flush, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/flushes", nil)
 	if err != nil {
 		return nil, err
@@ -176,17 +192,17 @@ func (p *paceProcess) takeFlushes(ctx context.Context) (map[string][]time.Time, 
 		return nil, fmt.Errorf("fetching the flush instants: %w", err)
 	}
 	defer resp.Body.Close()
-	var raw map[string][]int64
+	var raw map[string][][2]int64
 	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
 		return nil, fmt.Errorf("decoding the flush instants: %w", err)
 	}
-	out := make(map[string][]time.Time, len(raw))
+	out := make(map[string][]flush, len(raw))
 	for id, ns := range raw {
-		ts := make([]time.Time, len(ns))
+		fs := make([]flush, len(ns))
 		for i, n := range ns {
-			ts[i] = time.Unix(0, n)
+			fs[i] = flush{time.Unix(0, n[0]), time.Unix(0, n[1])}
 		}
-		out[id] = ts
+		out[id] = fs
 	}
 	return out, nil
 }

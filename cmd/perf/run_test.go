@@ -129,10 +129,13 @@ func TestParseSpeed(t *testing.T) {
 func TestAccuracy(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := func(x float64) time.Time { return base.Add(time.Duration(x * float64(time.Millisecond))) }
-	flushes := []time.Time{ms(5), ms(7), ms(9), ms(15), ms(17)}
+	var flushes []flush
+	for _, f := range []time.Time{ms(5), ms(7), ms(9), ms(15), ms(17)} {
+		flushes = append(flushes, flush{f, f}) // flushes of no width
+	}
 	tr := timing.Trace{Start: ms(0)}
 	for j, f := range flushes {
-		tr.Chunks = append(tr.Chunks, timing.Chunk{At: f.Add(time.Duration(j) * 10 * time.Microsecond), Tokens: chunkTokens(j)})
+		tr.Chunks = append(tr.Chunks, timing.Chunk{At: f.After.Add(time.Duration(j) * 10 * time.Microsecond), Tokens: chunkTokens(j)})
 	}
 	ttft, itl, err := accuracy(tr, flushes)
 	if err != nil {
@@ -155,6 +158,40 @@ func TestAccuracy(t *testing.T) {
 	}
 	if _, _, err := accuracy(tr, flushes[:4]); err == nil {
 		t.Error("4 flushes for 5 chunks passed")
+	}
+}
+
+// TestAccuracyInterval: an instant inside the server's flush interval is
+// no error; one outside is its distance from the nearer end, and the ITL
+// gaps are taken between those nearest points.
+func TestAccuracyInterval(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	us := func(x int) time.Time { return base.Add(time.Duration(x) * time.Microsecond) }
+	flushes := []flush{{us(2000), us(2400)}, {us(4000), us(4010)}, {us(6000), us(6010)}}
+	for _, c := range []struct {
+		name       string
+		at         []int // the client's instants, µs
+		ttft       time.Duration
+		itl0, itl1 time.Duration
+	}{
+		{"inside", []int{2100, 4005, 6005}, 0, 0, 0},
+		{"late", []int{2500, 4005, 6005}, 100 * time.Microsecond, -100 * time.Microsecond, 0},
+		{"early", []int{1990, 3990, 6005}, -10 * time.Microsecond, 0, 10 * time.Microsecond},
+	} {
+		tr := timing.Trace{Start: us(0)}
+		for j, at := range c.at {
+			tr.Chunks = append(tr.Chunks, timing.Chunk{At: us(at), Tokens: chunkTokens(j)})
+		}
+		ttft, itl, err := accuracy(tr, flushes)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ttft != c.ttft || len(itl) != 2 || itl[0] != c.itl0 || itl[1] != c.itl1 {
+			t.Errorf("%s: TTFT error %v, ITL errors %v; want %v, [%v %v]", c.name, ttft, itl, c.ttft, c.itl0, c.itl1)
+		}
+	}
+	if _, _, err := accuracy(timing.Trace{Start: us(0), Chunks: []timing.Chunk{{At: us(1), Tokens: 1}}}, []flush{{us(5), us(4)}}); err == nil {
+		t.Error("a flush that ends before it begins passed")
 	}
 }
 
