@@ -217,13 +217,18 @@ SGL = ("sgl-project/sglang python/sglang/srt/entrypoints/openai/serving_chat.py@
        "chunk carries the cumulative completion_tokens; a step whose text the reasoning parser splits goes out as a "
        "reasoning_content chunk and a content chunk with the same usage; content chunks never carry a finish_reason: "
        "after the last output a separate chunk with an empty delta, the finish_reason and usage null, then the usage "
-       "chunk with choices []) and protocol.py@9b116dffe828b2dfa7ec0e4d061555b6c354b67a (DeltaMessage: role, "
-       "content, reasoning_content, tool_calls, hidden_states dropped when None; ChatCompletionResponseStreamChoice: "
-       "index, delta, logprobs, finish_reason, matched_stop; ChatCompletionStreamResponse: id, object, created, "
-       "model, choices, usage; model_dump_json without exclusions). That protocol.py, the only one read, predates "
-       "continuous_usage_stats; its UsageInfo has no reasoning_tokens: the usage fields here (prompt_tokens, "
-       "total_tokens, completion_tokens, prompt_tokens_details, reasoning_tokens) follow SGLang's later UsageInfo "
-       "and are not verified at the serving_chat.py commit")
+       "chunk with choices []). The models are those of protocol.py, read at the closest version that could be had: "
+       "protocol.py@0c078e6 itself could not be read, but serving_chat.py@8bf10e71cd7e9e58784759c9a1d7d273ee0d91bc "
+       "is the same file as at 0c078e6 (both 52150 characters long, the same text wherever compared), and protocol.py there (last changed by "
+       "5c961756a38542bbbddc0172ac5e578cc196b88c) has these models unchanged in every version from "
+       "334543ff3ba9e997627e80723e408bb6376117ab, which added continuous_usage_stats, to "
+       "a5bbcda968b69c89e8943d6dfdb6de8a3dd6a8d9. Verified there: DeltaMessage: role, content, reasoning_content, "
+       "tool_calls, hidden_states dropped when None; ChatCompletionResponseStreamChoice: index, delta, logprobs, "
+       "finish_reason, matched_stop; ChatCompletionStreamResponse: id, object, created, model, choices, usage; UsageInfo: "
+       "prompt_tokens, total_tokens, completion_tokens, prompt_tokens_details (default None), reasoning_tokens "
+       "(default 0), in that order; UsageProcessor.calculate_token_usage (usage_processor.py at the same commit) sets "
+       "prompt_tokens_details None without --enable-cache-report and never sets reasoning_tokens; every chunk is "
+       "model_dump_json without exclusions, so the None fields go out as null")
 SMODEL = "Qwen/Qwen3-8B"
 
 
@@ -456,26 +461,29 @@ def mlx(name, behaviour, steps):
 
 # ------------------------------------------------------------------ TGI
 TGI = ("huggingface/text-generation-inference router/src/server.rs@db931fcf42da018a3657580c64bf2720f167f9ab (chat_completions: "
-       "one event per generated token through ChatState::push in router/src/chat.rs, the usage chunk with choices [] after "
-       "the last token's chunk, [DONE]; an error mid-stream is InferError::into_openai_event in router/src/infer/mod.rs: "
-       "{\"error\":{\"message\",\"http_status_code\":422}}, then [DONE]); ChatCompletionChunk in router/src/lib.rs (serde "
-       "tag \"object\" first, id \"\"); the Python server's detokenizer sends \"\" for a token that ends in a partial UTF-8 "
-       "sequence. axum's Event (axum 0.6.20 in router/Cargo.toml; sse.rs json_data and field) writes \"data:\" with "
-       "no space before the JSON and before [DONE], so every event here starts \"data:{\" (verified in "
-       "create_event_from_stream_token and chat_completions of router/src/server.rs@003eaec0fbe00aacf03547b317163363cef56ab9, "
-       "the version read: event.json_data(chat_complete), Event::default().data(\"[DONE]\")). That older server.rs "
-       "puts usage on the last token's chunk instead; the layout here, a usage chunk after it, follows db931fc and "
-       "was not read again")
+       "every event that ChatState::push returns for a generated token, json_data of each, then [DONE]; an error mid-stream "
+       "is InferError::into_openai_event in router/src/infer/mod.rs: {\"error\":{\"message\",\"http_status_code\":422}}, then "
+       "[DONE]) and router/src/chat.rs at the same commit (ChatState::push: the token's chunk, usage null on it, its "
+       "finish_reason set from the token's details; then, with stream_options include_usage, for the token that has details "
+       "(the last), a second chunk with id \"\", choices [] and usage prompt_tokens, completion_tokens, total_tokens). "
+       "Verified at db931fc: those, and ChatCompletionChunk in router/src/lib.rs (serde tag \"object\" first, then id \"\", "
+       "created, model, system_fingerprint, choices, usage; Usage: prompt_tokens, completion_tokens, total_tokens; the "
+       "delta a TextMessage: role, content); system_fingerprint is CARGO_PKG_VERSION, \"-\", then DOCKER_LABEL or \"native\", and "
+       "the version in Cargo.toml there is 3.3.6-dev0. The router's axum is 0.7.9 (axum 0.7 in router/Cargo.toml, 0.7.9 in "
+       "Cargo.lock, where 0.6.20 is only tonic's and ngrok's; 0.7.7 at the older server.rs@003eaec0fbe00aacf03547b317163363cef56ab9), "
+       "whose sse.rs (tokio-rs/axum, tag axum-v0.7.9) writes json_data as \"data: \" then the JSON and data(\"[DONE]\") as "
+       "\"data: [DONE]\", a space after the colon in both. The Python server's detokenizer sends \"\" for a token that "
+       "ends in a partial UTF-8 sequence")
 
 
 def tsse(s):
-    """An event as axum writes it: "data:" then the JSON, no space."""
-    return "data:" + s + "\n\n"
+    """An event as axum 0.7 writes it: "data: " then the JSON."""
+    return "data: " + s + "\n\n"
 
 
 def t_chunk(text, finish=None):
     return ('{"object":"chat.completion.chunk","id":"","created":1764600500,"model":"mistralai/Mistral-7B-Instruct-v0.3",'
-            '"system_fingerprint":"3.3.6-native","choices":[{"index":0,"delta":{"role":"assistant","content":%s},"logprobs":null,'
+            '"system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"delta":{"role":"assistant","content":%s},"logprobs":null,'
             '"finish_reason":%s}],"usage":null}' % (compact(text), compact(finish)))
 
 
@@ -489,14 +497,14 @@ def tgi(name, behaviour, steps, error=False):
         last = i == n - 1 and not error
         ev = [tsse(t_chunk(shown, "length" if last else None))]
         if last:
-            ev.append(tsse('{"object":"chat.completion.chunk","id":"","created":1764600500,"model":"mistralai/Mistral-7B-Instruct-v0.3","system_fingerprint":"3.3.6-native","choices":[],"usage":{"prompt_tokens":14,"completion_tokens":%d,"total_tokens":%d}}' % (n, 14 + n)))
-            ev.append("data:[DONE]\n\n")
+            ev.append(tsse('{"object":"chat.completion.chunk","id":"","created":1764600500,"model":"mistralai/Mistral-7B-Instruct-v0.3","system_fingerprint":"3.3.6-dev0-native","choices":[],"usage":{"prompt_tokens":14,"completion_tokens":%d,"total_tokens":%d}}' % (n, 14 + n)))
+            ev.append(tsse("[DONE]"))
         c.emit(t, *ev)
         c.step(t, [piece], bool(shown))
         if i == 0 and not shown:
             c.first_ms = t
     if error:
-        c.emit(t + 18, tsse('{"error":{"message":"Request failed during generation: Server error: CUDA out of memory","http_status_code":422}}'), "data:[DONE]\n\n")
+        c.emit(t + 18, tsse('{"error":{"message":"Request failed during generation: Server error: CUDA out of memory","http_status_code":422}}'), tsse("[DONE]"))
         c.finish_truth(None, "-", error_kind="stream_error", error_code="422")
         return c
     c.finish_truth("length", "14/%d" % n)
