@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !386
 
 package rxstamp
 
@@ -12,6 +12,10 @@ import (
 	"unsafe"
 )
 
+// Supported says this platform gives receive instants: Linux, but for
+// 386, whose recvmsg goes through socketcall.
+const Supported = true
+
 // Conn is a TCP connection whose reads record the kernel's receive instant
 // of the last packet each returned. Its methods other than Read are the
 // wrapped connection's.
@@ -19,7 +23,18 @@ type Conn struct {
 	net.Conn
 	raw  syscall.RawConn
 	last atomic.Int64 // Unix ns of the last read's newest packet; 0: none
-	oob  []byte       // control-message buffer, used by one reader at a time
+
+	// One read at a time (as net/http reads) uses what follows: the
+	// message header, its one iovec and control buffer, the closure
+	// RawConn.Read calls and its results, all kept here so that a read
+	// allocates nothing.
+	oob    []byte
+	msg    syscall.Msghdr
+	iov    syscall.Iovec
+	p      []byte
+	n      int
+	rerr   syscall.Errno
+	readFn func(fd uintptr) bool
 }
 
 // Wrap turns on receive timestamps on a *net.TCPConn and returns it
@@ -40,7 +55,36 @@ func Wrap(c net.Conn) net.Conn {
 	}); err != nil || serr != nil {
 		return c
 	}
-	return &Conn{Conn: c, raw: raw, oob: make([]byte, syscall.CmsgSpace(int(unsafe.Sizeof(syscall.Timespec{})))*2)}
+	rc := &Conn{Conn: c, raw: raw, oob: make([]byte, syscall.CmsgSpace(int(unsafe.Sizeof(syscall.Timespec{})))*2)}
+	rc.readFn = rc.recvmsg
+	return rc
+}
+
+// recvmsg is one recvmsg(2) of c.p with c's control buffer, for
+// RawConn.Read: it reports false (wait and call again) on EAGAIN.
+func (c *Conn) recvmsg(fd uintptr) bool {
+	for {
+		c.iov.Base = &c.p[0]
+		c.iov.SetLen(len(c.p))
+		c.msg = syscall.Msghdr{Iov: &c.iov, Control: &c.oob[0]}
+		c.msg.Iovlen = 1
+		c.msg.SetControllen(len(c.oob))
+		r, _, e := syscall.Syscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.msg)), 0)
+		c.n, c.rerr = int(r), e
+		if e != syscall.EINTR {
+			break
+		}
+	}
+	if raceEnabled && c.rerr == 0 {
+		// syscall.Read tells the race detector that what was written
+		// to any descriptor before happens before this read; a bare
+		// recvmsg does not. A read of no bytes (which returns at once
+		// and takes nothing) does it, so that a program's data handed
+		// over through a socket (a test's handler and its client) is
+		// seen as ordered.
+		syscall.Read(int(fd), nil)
+	}
+	return c.rerr != syscall.EAGAIN
 }
 
 // Read reads as the wrapped connection would, with recvmsg, and records the
@@ -51,28 +95,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return c.Conn.Read(p)
 	}
-	var (
-		n, oobn int
-		rerr    error
-	)
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, c.oob, 0)
-			if rerr != syscall.EINTR {
-				break
-			}
-		}
-		if raceEnabled && rerr == nil {
-			// syscall.Read tells the race detector that what was
-			// written to any descriptor before happens before this
-			// read; syscall.Recvmsg does not. A read of no bytes
-			// (which returns at once and takes nothing) does it, so
-			// that a program's data handed over through a socket (a
-			// test's handler and its client) is seen as ordered.
-			syscall.Read(int(fd), nil)
-		}
-		return rerr != syscall.EAGAIN
-	})
+	c.p = p
+	err := c.raw.Read(c.readFn)
+	n, rerr, oobn := c.n, c.rerr, int(c.msg.Controllen)
+	c.p, c.iov.Base = nil, nil // hold no caller's buffer past the read
 	if err != nil {
 		// The poller's error (a deadline, a closed connection) is already
 		// a *net.OpError; keep its cause under a read's name.
@@ -82,7 +108,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		}
 		return 0, c.opError(err)
 	}
-	if rerr != nil {
+	if rerr != 0 {
 		return 0, c.opError(os.NewSyscallError("recvmsg", rerr))
 	}
 	if n == 0 {

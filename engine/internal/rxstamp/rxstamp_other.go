@@ -1,8 +1,11 @@
-//go:build !linux
+//go:build !linux || 386
 
 package rxstamp
 
 import "net"
+
+// Supported says this platform gives receive instants: it does not.
+const Supported = false
 
 // Conn is a connection whose reads record the kernel's receive instant;
 // this platform has none, so Wrap never makes one.
