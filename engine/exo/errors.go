@@ -107,9 +107,10 @@ type NotReadyError struct {
 	Want string
 	// Waited is how long the wait lasted.
 	Waited time.Duration
-	// Seen is the instance's last observed state: "absent" when it never
-	// appeared, "present" while it still existed (waiting for gone),
-	// "unknown" when exo answered no poll of a wait for gone.
+	// Seen is the instance's last observed state: "absent" when exo said
+	// it did not exist (it never appeared), "present" while it still
+	// existed (waiting for gone), "unknown" when exo answered no poll of
+	// the wait.
 	Seen string
 	// Runners maps each runner id to the tag of its last observed status
 	// ("RunnerLoading 12/48", "RunnerWarmingUp", "absent").

@@ -104,13 +104,14 @@ func (c *Client) Runners(ctx context.Context) (map[string]RunnerStatus, error) {
 // reports RunnerFailed, with an error matching ErrInstanceGone when the
 // instance appeared and then vanished, and with a *NotReadyError naming
 // the last statuses seen when timeout passes (zero means no timeout but
-// the context's) or ctx ends.
+// the context's) or ctx ends; its Seen is "absent" when exo last said the
+// instance does not exist and "unknown" when exo answered no poll.
 func (c *Client) WaitReady(ctx context.Context, id string, timeout time.Duration) error {
 	start := time.Now()
 	wctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
 	seenInstance := false
-	lastSeen := "absent"
+	lastSeen := "unknown" // until exo answers a poll
 	statuses := map[string]string{}
 	notReady := func(err error) error {
 		if ctx.Err() == nil {
@@ -129,6 +130,7 @@ func (c *Client) WaitReady(ctx context.Context, id string, timeout time.Duration
 				return fmt.Errorf("%w: instance %s of %s was deleted (a runner may have failed); last runner statuses %v",
 					ErrInstanceGone, id, model, statuses)
 			}
+			lastSeen = "absent"
 		case err != nil:
 			if wctx.Err() != nil {
 				return notReady(ctx.Err())

@@ -219,6 +219,18 @@ func TestWaitReady(t *testing.T) {
 			t.Errorf("error = %v, want a NotReadyError wrapping the context's deadline with the instance absent", err)
 		}
 	})
+	t.Run("exo never answers", func(t *testing.T) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /state/instances/{id}", func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // hang until the client gives up
+		})
+		c, _ := newTestClient(t, mux, nil)
+		err := c.WaitReady(context.Background(), "i-pr2", 20*time.Millisecond)
+		var nr *NotReadyError
+		if !errors.As(err, &nr) || nr.Want != "ready" || nr.Seen != "unknown" || nr.Err != nil {
+			t.Errorf("WaitReady on a silent exo = %v, want a NotReadyError for ready with the instance unknown", err)
+		}
+	})
 }
 
 func TestCreateDeleteWaitGone(t *testing.T) {
