@@ -22,6 +22,18 @@ func TestChunksStampedOnArrival(t *testing.T) {
 	if !rxstamp.Supported {
 		t.Skip("this platform gives no receive instants")
 	}
+	for _, tc := range []struct {
+		name string
+		tls  bool
+	}{{"http", false}, {"https", true}} {
+		t.Run(tc.name, func(t *testing.T) { testStampedOnArrival(t, tc.tls) })
+	}
+}
+
+// testStampedOnArrival runs TestChunksStampedOnArrival over plain HTTP
+// or, with tls, over HTTPS, where the TLS layer reads the stamped
+// connection and rxstamp.Of finds it under the *tls.Conn.
+func testStampedOnArrival(t *testing.T, tls bool) {
 	const delay = 30 * time.Millisecond
 	var events [][]byte
 	for i := range 4 {
@@ -29,9 +41,16 @@ func TestChunksStampedOnArrival(t *testing.T) {
 	}
 	events = append(events, []byte("data: [DONE]\n\n"))
 	ls := rxtest.New(http.Header{"Content-Type": {"text/event-stream"}}, delay, events...)
-	srv := httptest.NewServer(ls)
+	srv := httptest.NewUnstartedServer(ls)
+	var opts *Options
+	if tls {
+		srv.StartTLS()
+		opts = &Options{InsecureSkipVerify: true}
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
-	c := newClient(t, srv.URL, nil)
+	c := newClient(t, srv.URL, opts)
 	tr := c.http.Transport.(*http.Transport)
 	tr.DialContext = ls.Dial(tr.DialContext)
 
