@@ -10,8 +10,10 @@
 // the CPU. On Linux, a socket with SO_TIMESTAMPNS receives, with each
 // recvmsg, the kernel's receive instant of the last packet it returned;
 // Conn keeps that instant, and Clock turns it into the reading instant of
-// an engine.SSEReader. Elsewhere, and on connections that are not TCP,
-// Wrap returns its connection unchanged and Clock reads time.Now.
+// an engine.SSEReader. Elsewhere (other systems, and linux/386, whose
+// recvmsg goes through socketcall; Supported says which), and on
+// connections that are not TCP, Wrap returns its connection unchanged and
+// Clock reads time.Now.
 //
 // The instant a read is stamped with is never earlier than the arrival of
 // the last byte it returned and never later than the read's return: the
