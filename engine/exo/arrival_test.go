@@ -21,6 +21,7 @@ func TestChunksStampedOnArrival(t *testing.T) {
 	if !rxstamp.Supported {
 		t.Skip("this platform gives no receive instants")
 	}
+	rxtest.Warm(t)
 	var events [][]byte
 	for i := range 3 {
 		events = append(events, fmt.Appendf(nil, "data: {\"id\":\"r\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\" t%d\"}}]}\n\n", i))

@@ -22,6 +22,7 @@ func TestChunksStampedOnArrival(t *testing.T) {
 	if !rxstamp.Supported {
 		t.Skip("this platform gives no receive instants")
 	}
+	rxtest.Warm(t)
 	for _, tc := range []struct {
 		name string
 		tls  bool

@@ -73,6 +73,60 @@ func (l *Lockstep) Flushes() []Flush {
 	return append([]Flush(nil), l.flushes...)
 }
 
+// Warm makes sure the kernel stamps received packets before a test relies
+// on it: Linux turns stamping on a moment after a socket first asks (a
+// deferred static key, off again when the last such socket closes), and a
+// read before then is stamped when it returns. Warm opens a stamped
+// loopback connection, waits until a read on it carries an instant, and
+// keeps it open until the test ends.
+func Warm(t testing.TB) {
+	t.Helper()
+	if !rxstamp.Supported {
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- s
+	}()
+	c, err := rxstamp.Dialer((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := <-accepted
+	if !ok {
+		c.Close()
+		t.Fatal("rxtest: accepting the warm-up connection failed")
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	rc := rxstamp.Of(c)
+	buf := make([]byte, 8)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := s.Write([]byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rc.Last(); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rxtest: the kernel stamped no read within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // CheckArrivals reports through t each chunk whose instant is not
 // inside the flush of the event at its index: a chunk stamped when its
 // read returned is Delay late.
