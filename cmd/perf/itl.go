@@ -128,7 +128,7 @@ func runITL(ctx context.Context, cfg config, rep *report) error {
 // when an earlier one ends). 16N first chunks in each make the p99 a
 // percentile, not the largest of a few dozen. Each
 // run builds its prompts, prewarms and prepares as serve-load does; a
-// recording wrapper keeps each Result by response id, after Send
+// recorder (engine.Observe) keeps each Result by response id, after Send
 // returns, to compare its trace with the server's flushes.
 func runITLLoad(ctx context.Context, cfg config, srv *paceProcess, header http.Header, rep *report) error {
 	n := cfg.itlLoad
@@ -151,8 +151,8 @@ func runITLLoad(ctx context.Context, cfg config, srv *paceProcess, header http.H
 		if err != nil {
 			return err
 		}
-		rec := &recorder{c: oa, res: map[string]engine.Result{}}
-		load := &benchkit.Load{Engine: rec, Model: "perf", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
+		rec := &recorder{res: map[string]engine.Result{}}
+		load := &benchkit.Load{Engine: engine.Observe(oa, rec.keep), Model: "perf", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
 			GCPercent: cli.DefaultGCPercent, // as serve-load runs
 			Request:   engine.Request{Header: header}}
 		var ttft, itl, spans []time.Duration
@@ -205,11 +205,9 @@ var wordCounter = promptsize.CounterFunc(func(_ context.Context, ms []promptsize
 	return n, nil
 })
 
-// recorder is an engine that sends through an openai.Client and keeps
-// every Result by response id once Send has returned, outside the
-// measured part.
+// recorder keeps every Result by response id once its request has ended
+// (engine.Observe calls keep), outside the measured part.
 type recorder struct {
-	c   *openai.Client
 	mu  sync.Mutex
 	res map[string]engine.Result
 }
@@ -218,33 +216,6 @@ func (r *recorder) keep(res engine.Result) {
 	r.mu.Lock()
 	r.res[res.ResponseID] = res
 	r.mu.Unlock()
-}
-
-func (r *recorder) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
-	res, err := r.c.Complete(ctx, req)
-	r.keep(res)
-	return res, err
-}
-
-func (r *recorder) Prepare(ctx context.Context, req engine.Request) (engine.Prepared, error) {
-	p, err := r.c.Prepare(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return recordedSend{p, r}, nil
-}
-
-func (r *recorder) Prewarm(ctx context.Context, n int) error { return r.c.Prewarm(ctx, n) }
-
-type recordedSend struct {
-	p engine.Prepared
-	r *recorder
-}
-
-func (s recordedSend) Send(ctx context.Context) (engine.Result, error) {
-	res, err := s.p.Send(ctx)
-	s.r.keep(res)
-	return res, err
 }
 
 // accuracy returns the TTFT error and the per-token ITL errors of a client

@@ -9,25 +9,22 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
-	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
 
-// replyKeeper is the engine offline sends through: an openai.Client that
-// keeps, by response id, the text of every reply that carried no usage
-// (and no streamed chunks), so that countUnreported can count it after
-// the run, outside the measured window.
+// replyKeeper keeps, by response id, the text of every reply that
+// carried no usage (and no streamed chunks), so that countUnreported can
+// count it after the run, outside the measured window. Offline sends
+// through engine.Observe(client, keeper.keep).
 type replyKeeper struct {
-	c *openai.Client
-
 	mu    sync.Mutex
 	texts map[string]string // response id → text of a reply without usage
 	seen  map[string]int    // response id → replies that carried it
 }
 
-func newReplyKeeper(c *openai.Client) *replyKeeper {
-	return &replyKeeper{c: c, texts: map[string]string{}, seen: map[string]int{}}
+func newReplyKeeper() *replyKeeper {
+	return &replyKeeper{texts: map[string]string{}, seen: map[string]int{}}
 }
 
 func (k *replyKeeper) keep(res engine.Result) {
@@ -37,36 +34,6 @@ func (k *replyKeeper) keep(res engine.Result) {
 	if res.Usage == nil && len(res.Trace.Chunks) == 0 && res.Text != "" {
 		k.texts[res.ResponseID] = res.Text
 	}
-}
-
-// Complete sends req and keeps its reply's text when it carries no usage.
-func (k *replyKeeper) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
-	res, err := k.c.Complete(ctx, req)
-	k.keep(res)
-	return res, err
-}
-
-// Prepare prepares req; its Send keeps the reply's text as Complete does.
-func (k *replyKeeper) Prepare(ctx context.Context, req engine.Request) (engine.Prepared, error) {
-	p, err := k.c.Prepare(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return keptSend{p, k}, nil
-}
-
-// Prewarm opens n connections ahead of the run.
-func (k *replyKeeper) Prewarm(ctx context.Context, n int) error { return k.c.Prewarm(ctx, n) }
-
-type keptSend struct {
-	p engine.Prepared
-	k *replyKeeper
-}
-
-func (s keptSend) Send(ctx context.Context) (engine.Result, error) {
-	res, err := s.p.Send(ctx)
-	s.k.keep(res)
-	return res, err
 }
 
 // warnCounted opens the row warning of a completion count the client

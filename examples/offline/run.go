@@ -191,8 +191,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 
 	si := benchkit.ProbeServer(ctx, nil, url, cli.AuthHeader(*apiKeyEnv), 5*time.Second)
 	prov.Server = &si
-	keeper := newReplyKeeper(client)
-	load := &benchkit.Load{Engine: keeper, Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
+	keeper := newReplyKeeper()
+	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
 		GCPercent: *gcPercent}
 	if seg.Split() || !start.IsZero() {
