@@ -1,4 +1,4 @@
-package rxstamp
+package rxstamp_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/inferbench/inferbench/engine/internal/rxstamp"
+	"github.com/inferbench/inferbench/engine/internal/rxstamp/rxtest"
 )
 
 // pair returns a wrapped client connection and the server's end of a
@@ -29,7 +32,7 @@ func pair(t *testing.T) (net.Conn, net.Conn) {
 		}
 		accepted <- c
 	}()
-	c, err := Dialer((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	c, err := rxstamp.Dialer((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,42 +47,25 @@ func pair(t *testing.T) (net.Conn, net.Conn) {
 // TestReadCarriesArrival writes on one end, waits, then reads on the other:
 // the read's instant is the write's, not the read's, on Linux.
 func TestReadCarriesArrival(t *testing.T) {
-	if !Supported {
+	if !rxstamp.Supported {
 		t.Skip("this platform gives no receive instants")
 	}
+	rxtest.Warm(t) // the kernel stamps from a moment after the first socket asks
 	c, s := pair(t)
-	rc := Of(c)
+	rc := rxstamp.Of(c)
 	if rc == nil {
 		t.Fatalf("Wrap gave %T, want a *Conn", c)
 	}
 	const wait = 30 * time.Millisecond
 	buf := make([]byte, 64)
-	// Linux turns receive stamping on a moment after the first socket
-	// asks for it (a deferred static key): until then reads carry no
-	// instant. Wait for one before timing.
-	for i := 0; ; i++ {
-		if _, err := s.Write([]byte(":\n")); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rc.Last(); ok {
-			break
-		}
-		if i == 100 {
-			t.Fatal("no receive instant after 100 reads over a second")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	clock := Clock(rc, time.Time{})
+	clock := rxstamp.Clock(rc, time.Time{})
 	var prev time.Time
 	for i := range 3 {
 		before := time.Now()
 		if _, err := s.Write([]byte("data: x\n\n")); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(wait)
+		time.Sleep(wait) // the subject: a read that comes late (a floor, not a bound)
 		n, err := c.Read(buf)
 		read := time.Now()
 		if err != nil || n == 0 {
@@ -121,23 +107,23 @@ func (l *loop) NetConn() net.Conn { return l }
 
 func TestOf(t *testing.T) {
 	c, _ := pair(t)
-	want := Of(c)
-	if Supported && want == nil {
+	want := rxstamp.Of(c)
+	if rxstamp.Supported && want == nil {
 		t.Fatal("no *Conn from a TCP dial")
 	}
-	if got := Of(tls.Client(wrapped{c}, &tls.Config{})); got != want {
+	if got := rxstamp.Of(tls.Client(wrapped{c}, &tls.Config{})); got != want {
 		t.Errorf("through tls and a NetConn wrapper: %p, want %p", got, want)
 	}
-	if got := Of(nil); got != nil {
+	if got := rxstamp.Of(nil); got != nil {
 		t.Errorf("Of(nil) = %p", got)
 	}
-	if got := Of(&loop{}); got != nil {
+	if got := rxstamp.Of(&loop{}); got != nil {
 		t.Errorf("a NetConn that returns itself: %p", got)
 	}
 	p1, p2 := net.Pipe()
 	defer p1.Close()
 	defer p2.Close()
-	if Wrap(p1) != p1 || Of(p1) != nil {
+	if rxstamp.Wrap(p1) != p1 || rxstamp.Of(p1) != nil {
 		t.Error("a pipe was wrapped")
 	}
 }
