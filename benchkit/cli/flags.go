@@ -9,6 +9,29 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 )
 
+// GCPercent is a flag.Value for --gc-percent, the garbage collector's
+// setting while a schedule runs (benchkit.Load.GCPercent): -1 turns
+// collection off for the run, 0 leaves GOGC's setting, a positive value
+// is the percentage. Set refuses anything else with an error naming the
+// choices. Its zero value is 0; programs start it at DefaultGCPercent.
+type GCPercent int
+
+// String returns the value in decimal.
+func (g *GCPercent) String() string { return strconv.Itoa(int(*g)) }
+
+// Set parses s as an integer of at least -1.
+func (g *GCPercent) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want an integer, got %q", s)
+	}
+	if n < -1 {
+		return fmt.Errorf("want -1 (no collection during the run), 0 (GOGC's setting) or a positive percentage, got %d", n)
+	}
+	*g = GCPercent(n)
+	return nil
+}
+
 // IntList is a flag.Value for lists of integers such as --pp 128,512: the
 // values are separated by commas or spaces, and a repeated flag adds to the
 // list (--pp 128 --pp 512 is the same list).

@@ -74,3 +74,28 @@ func FuzzParseRates(f *testing.F) {
 		}
 	})
 }
+
+// TestGCPercent: --gc-percent takes -1, 0 and positive percentages, and
+// refuses the rest with an error that names the choices.
+func TestGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want GCPercent
+		bad  string // in the error, "" when accepted
+	}{
+		{"400", 400, ""}, {"-1", -1, ""}, {"0", 0, ""}, {" 50 ", 50, ""},
+		{"-2", 0, "want -1 (no collection during the run)"}, {"lots", 0, "want an integer"}, {"1.5", 0, "want an integer"},
+	} {
+		fs := flag.NewFlagSet("p", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		g := GCPercent(DefaultGCPercent)
+		fs.Var(&g, "gc-percent", GCPercentUsage)
+		err := fs.Parse([]string{"--gc-percent", tc.in})
+		switch {
+		case tc.bad == "" && (err != nil || g != tc.want):
+			t.Errorf("%q: %v, %v; want %d", tc.in, g, err, tc.want)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad) || g != DefaultGCPercent):
+			t.Errorf("%q: %v, value %v; want an error containing %q and the default kept", tc.in, err, g, tc.bad)
+		}
+	}
+}

@@ -48,7 +48,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
 	noHostInfo := fs.Bool("no-host-info", false, "leave the host name out of the results file")
 	allowSaturated := fs.Bool("allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
-	gcPercent := fs.Int("gc-percent", cli.DefaultGCPercent, cli.GCPercentUsage)
+	gcPercent := cli.GCPercent(cli.DefaultGCPercent)
+	fs.Var(&gcPercent, "gc-percent", cli.GCPercentUsage)
 	timeout := fs.Duration("timeout", cli.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
 	segment := fs.String("segment", "", "send only segment i/N of the plan: request k when k mod N = i (needs --seed; docs/DISTRIBUTED.md)")
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
@@ -194,7 +195,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	keeper := newReplyKeeper()
 	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
-		GCPercent: *gcPercent}
+		GCPercent: int(gcPercent)}
 	if seg.Split() || !start.IsZero() {
 		fmt.Fprintf(stderr, "offline: segment %s of the plan, shared start %s\n", seg, meta.Segment.StartAt)
 	}

@@ -36,7 +36,7 @@ type options struct {
 	seed                                            uint64
 	seeded                                          bool
 	sharedPrefix                                    int
-	gcPercent                                       int
+	gcPercent                                       cli.GCPercent
 	stream, noHostInfo, allowSaturated              bool
 	sloTTFT, sloTPOT, sloITL, sloE2E                float64
 	attainment                                      float64
@@ -70,7 +70,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
 	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths, the arrival schedule and, when given, the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
-	fs.IntVar(&o.gcPercent, "gc-percent", cli.DefaultGCPercent, cli.GCPercentUsage)
+	o.gcPercent = cli.DefaultGCPercent
+	fs.Var(&o.gcPercent, "gc-percent", cli.GCPercentUsage)
 	fs.IntVar(&o.sharedPrefix, "shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none; each prompt differs from its first content token)")
 	fs.BoolVar(&o.stream, "stream", true, "stream responses (needed for TTFT, TPOT and ITL)")
 	fs.Float64Var(&o.sloTTFT, "slo-ttft", 0, "TTFT objective in ms for goodput (0: none)")
@@ -359,7 +360,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		SharedPrefix:   o.sharedPrefix,
 		Segment:        o.split.seg,
 		StartAt:        o.split.start,
-		GCPercent:      o.gcPercent,
+		GCPercent:      int(o.gcPercent),
 	}
 	if meta.Segment = o.split.header(traffic(o), rates); meta.Segment != nil {
 		fmt.Fprintf(stderr, "serve-load: segment %s of the plan, shared start %q\n", o.split.seg, meta.Segment.StartAt)
