@@ -14,26 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
-	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
-
-// slowClient holds every request back by delay before it is handed to the
-// engine: a client that cannot release its burst at once, whatever the
-// machine.
-func slowClient(delay time.Duration) func(engine.Engine) engine.Engine {
-	return func(e engine.Engine) engine.Engine {
-		return engine.Func(func(ctx context.Context, req engine.Request) (engine.Result, error) {
-			t := time.NewTimer(delay)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return engine.Result{}, ctx.Err()
-			}
-			return e.Complete(ctx, req)
-		})
-	}
-}
 
 // stillClock is a burst clock that never moves: every request of the
 // burst is dispatched at the release instant.
@@ -49,14 +31,6 @@ func (c *stillClock) Now() time.Time {
 }
 
 func (c *stillClock) Sleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
-
-// punctual drops the engine's own send instant, so that a request's send
-// is its dispatch on the burst's clock.
-func punctual(e engine.Engine) engine.Engine {
-	return engine.Func(func(ctx context.Context, req engine.Request) (engine.Result, error) {
-		return e.Complete(engine.WithSendHook(ctx, func(time.Time) {}), req)
-	})
-}
 
 // TestOfflineSaturationGate: a burst of 4 whose client is slowed by 40 ms
 // a request (a bound of max(5 ms, 0.5 ms × 4)) exits 3 and says why on
@@ -82,9 +56,9 @@ func TestOfflineSaturationGate(t *testing.T) {
 			if tc.allow {
 				args = append(args, "--allow-saturated")
 			}
-			h := hooks{wrap: punctual, clock: &stillClock{now: time.Unix(1e9, 0)}}
+			h := hooks{wrap: progtest.Punctual, clock: &stillClock{now: time.Unix(1e9, 0)}}
 			if tc.slow > 0 {
-				h = hooks{wrap: slowClient(tc.slow)}
+				h = hooks{wrap: progtest.SlowClient(tc.slow)}
 			}
 			var stdout, stderr bytes.Buffer
 			err := runWith(context.Background(), args, &stdout, &stderr, h)

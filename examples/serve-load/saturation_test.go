@@ -10,29 +10,12 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
-	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
-
-// slowClient holds every request back by delay before it is handed to the
-// engine: a load generator that cannot keep up, whatever the machine.
-func slowClient(delay time.Duration) func(engine.Engine) engine.Engine {
-	return func(e engine.Engine) engine.Engine {
-		return engine.Func(func(ctx context.Context, req engine.Request) (engine.Result, error) {
-			t := time.NewTimer(delay)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return engine.Result{}, ctx.Err()
-			}
-			return e.Complete(ctx, req)
-		})
-	}
-}
 
 // punctualClock is a schedule clock on which every wait ends exactly at
 // its deadline: Sleep moves the time on by d and returns. With it, and
-// sends marked at their dispatch (punctual), every request goes out at
+// sends marked at their dispatch (progtest.Punctual), every request goes out at
 // its intended instant however loaded the machine is.
 type punctualClock struct {
 	mu  sync.Mutex
@@ -53,14 +36,6 @@ func (c *punctualClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 	return ctx.Err()
-}
-
-// punctual drops the engine's own send instant, so that a request's send
-// is its dispatch on the schedule's clock.
-func punctual(e engine.Engine) engine.Engine {
-	return engine.Func(func(ctx context.Context, req engine.Request) (engine.Result, error) {
-		return e.Complete(engine.WithSendHook(ctx, func(time.Time) {}), req)
-	})
 }
 
 // TestServeLoadSaturationGate: a client slowed by 40 ms a request, at
@@ -89,9 +64,9 @@ func TestServeLoadSaturationGate(t *testing.T) {
 			}
 			var h hooks
 			if tc.slow > 0 {
-				h.wrap = slowClient(tc.slow)
+				h.wrap = progtest.SlowClient(tc.slow)
 			} else {
-				h.wrap, h.clock = punctual, &punctualClock{now: time.Unix(1e9, 0)}
+				h.wrap, h.clock = progtest.Punctual, &punctualClock{now: time.Unix(1e9, 0)}
 			}
 			var stdout, stderr bytes.Buffer
 			err := runWith(context.Background(), args, &stdout, &stderr, h)
