@@ -1,7 +1,6 @@
 package rxstamp_test
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -14,36 +13,6 @@ import (
 	"github.com/inferbench/inferbench/engine/internal/rxstamp/rxtest"
 )
 
-// pair returns a wrapped client connection and the server's end of a
-// loopback TCP connection.
-func pair(t *testing.T) (net.Conn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	c, err := rxstamp.Dialer((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { c.Close(); s.Close() })
-	return c, s
-}
-
 // TestReadCarriesArrival writes on one end, waits, then reads on the other:
 // the read's instant is the write's, not the read's, on Linux.
 func TestReadCarriesArrival(t *testing.T) {
@@ -51,7 +20,7 @@ func TestReadCarriesArrival(t *testing.T) {
 		t.Skip("this platform gives no receive instants")
 	}
 	rxtest.Warm(t) // the kernel stamps from a moment after the first socket asks
-	c, s := pair(t)
+	c, s := rxtest.Pair(t)
 	rc := rxstamp.Of(c)
 	if rc == nil {
 		t.Fatalf("Wrap gave %T, want a *Conn", c)
@@ -106,7 +75,7 @@ type loop struct{ net.Conn }
 func (l *loop) NetConn() net.Conn { return l }
 
 func TestOf(t *testing.T) {
-	c, _ := pair(t)
+	c, _ := rxtest.Pair(t)
 	want := rxstamp.Of(c)
 	if rxstamp.Supported && want == nil {
 		t.Fatal("no *Conn from a TCP dial")
@@ -131,7 +100,7 @@ func TestOf(t *testing.T) {
 // TestReadErrors: a wrapped connection fails as net.TCPConn does, so that
 // net/http tells timeouts, closes and ends apart.
 func TestReadErrors(t *testing.T) {
-	c, s := pair(t)
+	c, s := rxtest.Pair(t)
 	buf := make([]byte, 8)
 	c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
 	_, err := c.Read(buf)

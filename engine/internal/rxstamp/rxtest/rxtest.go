@@ -73,17 +73,11 @@ func (l *Lockstep) Flushes() []Flush {
 	return append([]Flush(nil), l.flushes...)
 }
 
-// Warm makes sure the kernel stamps received packets before a test relies
-// on it: Linux turns stamping on a moment after a socket first asks (a
-// deferred static key, off again when the last such socket closes), and a
-// read before then is stamped when it returns. Warm opens a stamped
-// loopback connection, waits until a read on it carries an instant, and
-// keeps it open until the test ends.
-func Warm(t testing.TB) {
+// Pair returns the two ends of a loopback TCP connection: the client's,
+// dialed through rxstamp.Dialer (a *rxstamp.Conn where Supported), and
+// the server's. Both close when the test ends.
+func Pair(t testing.TB) (client, server net.Conn) {
 	t.Helper()
-	if !rxstamp.Supported {
-		return
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,9 +99,24 @@ func Warm(t testing.TB) {
 	s, ok := <-accepted
 	if !ok {
 		c.Close()
-		t.Fatal("rxtest: accepting the warm-up connection failed")
+		t.Fatal("rxtest: accepting the loopback connection failed")
 	}
 	t.Cleanup(func() { c.Close(); s.Close() })
+	return c, s
+}
+
+// Warm makes sure the kernel stamps received packets before a test relies
+// on it: Linux turns stamping on a moment after a socket first asks (a
+// deferred static key, off again when the last such socket closes), and a
+// read before then is stamped when it returns. Warm opens a stamped
+// loopback connection, waits until a read on it carries an instant, and
+// keeps it open until the test ends.
+func Warm(t testing.TB) {
+	t.Helper()
+	if !rxstamp.Supported {
+		return
+	}
+	c, s := Pair(t)
 	rc := rxstamp.Of(c)
 	buf := make([]byte, 8)
 	for deadline := time.Now().Add(10 * time.Second); ; {
