@@ -226,6 +226,10 @@ func TTFTByPromptLength(title string, rows []benchkit.LoadRow) (*gplot.Plot, err
 // figure. A run without a finite rate (all at once, a burst) is its own
 // point one doubling beyond the highest rate, its tick labelled "inf" and
 // not joined to the line.
+//
+// All three share one linear axis in ms, so that TPOT lies flat near 0
+// beside E2E; LatencyPanels draws the same runs readably, a panel to a
+// figure, from plain RatePoints, and replaces this once its callers move.
 func LatencyByRate(title string, runs []benchkit.LoadRun, slo timing.SLO) (*gplot.Plot, error) {
 	finite := slices.Clone(runs)
 	finite = slices.DeleteFunc(finite, func(r benchkit.LoadRun) bool { return r.Summary.RequestRate == nil })
@@ -408,42 +412,71 @@ func addLine(p *gplot.Plot, pts plotter.XYs, col color.Color, dashed bool, name 
 	return nil
 }
 
-// WritePNG renders p as a PNG of Width × Height to w, its legend below
-// the plot's area rather than over the data.
-func WritePNG(w io.Writer, p *gplot.Plot) error {
-	c := vgimg.New(Width, Height)
-	dc := draw.New(c)
-	legend := p.Legend
-	p.Legend = gplot.NewLegend()
-	defer func() { p.Legend = legend }()
-	area := dc
-	// A long legend is set smaller, down to 0.7 of its size, so that it
-	// takes at most about a third of the height.
-	if r := legend.Rectangle(dc); r.Max.Y-r.Min.Y > Height/3 {
-		legend.TextStyle.Font.Size = vg.Length(float64(legend.TextStyle.Font.Size) * max(0.7, float64(Height/3)/float64(r.Max.Y-r.Min.Y)))
+// A Drawing is what WritePNG and SavePNG render: a *plot.Plot, at
+// Width × Height with its legend below the data, or a *Figure, at its own
+// size. Anything else that draws itself onto a canvas is drawn as it is
+// at Width × Height.
+type Drawing interface{ Draw(draw.Canvas) }
+
+// WritePNG renders d (a *plot.Plot or a *Figure) as a PNG to w.
+func WritePNG(w io.Writer, d Drawing) error {
+	var c *vgimg.Canvas
+	switch d := d.(type) {
+	case nil:
+		return errors.New("plot: write PNG: nothing to draw (nil)")
+	case *gplot.Plot:
+		if d == nil {
+			return errors.New("plot: write PNG: nil plot")
+		}
+		c = vgimg.New(Width, Height)
+		drawPlot(draw.New(c), d)
+	case *Figure:
+		if d == nil {
+			return errors.New("plot: write PNG: nil figure")
+		}
+		c = vgimg.New(d.size())
+		d.Draw(draw.New(c))
+	default:
+		c = vgimg.New(Width, Height)
+		d.Draw(draw.New(c))
 	}
-	if r := legend.Rectangle(dc); r.Max.Y > r.Min.Y {
-		h := r.Max.Y - r.Min.Y + vg.Points(6)
-		area = draw.Crop(dc, 0, 0, h, 0)
-		below := draw.Crop(dc, 0, 0, 0, -(Height - h))
-		legend.Top, legend.Left = true, true
-		legend.XOffs = vg.Points(4)
-		legend.Draw(below)
-	}
-	p.Draw(area)
 	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(w); err != nil {
 		return fmt.Errorf("plot: write PNG: %w", err)
 	}
 	return nil
 }
 
-// SavePNG renders p as a PNG file at path.
-func SavePNG(path string, p *gplot.Plot) error {
+// drawPlot draws p filling dc, its legend below the plot's area rather
+// than over the data.
+func drawPlot(dc draw.Canvas, p *gplot.Plot) {
+	height := dc.Max.Y - dc.Min.Y
+	legend := p.Legend
+	p.Legend = gplot.NewLegend()
+	defer func() { p.Legend = legend }()
+	area := dc
+	// A long legend is set smaller, down to 0.7 of its size, so that it
+	// takes at most about a third of the height.
+	if r := legend.Rectangle(dc); r.Max.Y-r.Min.Y > height/3 {
+		legend.TextStyle.Font.Size = vg.Length(float64(legend.TextStyle.Font.Size) * max(0.7, float64(height/3)/float64(r.Max.Y-r.Min.Y)))
+	}
+	if r := legend.Rectangle(dc); r.Max.Y > r.Min.Y {
+		h := r.Max.Y - r.Min.Y + vg.Points(6)
+		area = draw.Crop(dc, 0, 0, h, 0)
+		below := draw.Crop(dc, 0, 0, 0, -(height - h))
+		legend.Top, legend.Left = true, true
+		legend.XOffs = vg.Points(4)
+		legend.Draw(below)
+	}
+	p.Draw(area)
+}
+
+// SavePNG renders d (a *plot.Plot or a *Figure) as a PNG file at path.
+func SavePNG(path string, d Drawing) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	if err := WritePNG(f, p); err != nil {
+	if err := WritePNG(f, d); err != nil {
 		f.Close()
 		return err
 	}
