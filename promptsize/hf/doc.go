@@ -123,12 +123,12 @@
 // the tests that select, reject, selectattr and rejectattr name (the
 // library runs its own), lower and upper of a value that is not a str.
 //
-// The corpus test (TestTemplateCorpus) renders 61 real templates from
+// The corpus test (TestTemplateCorpus) renders 63 real templates from
 // public repositories and npm tokenizer packages
 // (testdata/templates/index.json: repository or package, path, commit or
-// tarball sha1, sha256) with 12 conversations each and compares with the
-// Jinja2 3.1.6 goldens of scripts/chat_template_goldens.py: all 609 cases
-// Jinja2 renders are byte-identical, and all 123 where it raises are errors in Go
+// tarball sha1, sha256) with 13 conversations each and compares with the
+// Jinja2 3.1.6 goldens of scripts/chat_template_goldens.py: all 691 cases
+// Jinja2 renders are byte-identical, and all 128 where it raises are errors in Go
 // (raise_exception with the template's message, the others of Python's
 // kind). TestTemplateExpressions does the same for one-line probes of
 // every operator (testdata/templates/expressions.txt).
