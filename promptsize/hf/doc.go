@@ -102,9 +102,15 @@
 // does; <, <=, >, >= refuse to order a str and an int; "in" on none or a
 // number is a TypeError, on an undefined value false; an attribute or item
 // of an undefined value is an UndefinedError; tojson, length and last of a
-// map/select/reject/... generator are the TypeError Python raises. Such a
-// failure is a *TemplateExprError naming Python's error kind, the line, the
-// operation's source and the types, e.g.
+// map/select/reject/items/... generator are the TypeError Python raises.
+// Tests run as Jinja2's: an undefined value is iterable, a sequence and
+// callable (Jinja2's Undefined iterates as empty), so a loop over it
+// prints nothing and a schema walker that asks "is iterable" of a missing
+// field takes that branch; a generator is no sequence; a bool is a number;
+// odd, even and divisibleby compute value % n with Python's errors; gt,
+// ge, lt, le and in are the checked operators. Such a failure is a
+// *TemplateExprError naming Python's error kind, the line, the operation's
+// source and the types, e.g.
 //
 //	line 14: TypeError: can only concatenate str (not "list") to str, in '<s>' + message['content']
 //
@@ -113,14 +119,16 @@
 // filter, or a + with such an operand), not carried by variables. Not
 // modelled: a tuple + tuple prints as a list (the library builds no tuples
 // outside literals), the int keys of a dict literal are strings (so they
-// order as ints against numbers), non-ASCII identifiers, *args in calls.
+// order as ints against numbers), non-ASCII identifiers, *args in calls,
+// the tests that select, reject, selectattr and rejectattr name (the
+// library runs its own), lower and upper of a value that is not a str.
 //
-// The corpus test (TestTemplateCorpus) renders 61 real templates from
+// The corpus test (TestTemplateCorpus) renders 63 real templates from
 // public repositories and npm tokenizer packages
 // (testdata/templates/index.json: repository or package, path, commit or
-// tarball sha1, sha256) with 12 conversations each and compares with the
-// Jinja2 3.1.6 goldens of scripts/chat_template_goldens.py: all 609 cases
-// Jinja2 renders are byte-identical, and all 123 where it raises are errors in Go
+// tarball sha1, sha256) with 13 conversations each and compares with the
+// Jinja2 3.1.6 goldens of scripts/chat_template_goldens.py: all 691 cases
+// Jinja2 renders are byte-identical, and all 128 where it raises are errors in Go
 // (raise_exception with the template's message, the others of Python's
 // kind). TestTemplateExpressions does the same for one-line probes of
 // every operator (testdata/templates/expressions.txt).

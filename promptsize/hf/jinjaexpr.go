@@ -28,8 +28,14 @@ import (
 //   - a + b where an operand is a Markup (the result of safe or escape)
 //     HTML-escapes the plain str side, as markupsafe does;
 //   - tojson, length, count and last applied straight to the generator
-//     map, select, reject, selectattr, rejectattr, unique, batch or slice
-//     return is the TypeError Python raises.
+//     map, select, reject, selectattr, rejectattr, unique, batch, slice or
+//     items return is the TypeError Python raises;
+//   - the tests whose library version answers otherwise than Jinja2's
+//     become fnTest calls (iterable, sequence, callable, number, escaped,
+//     odd, even, divisibleby: an undefined value is iterable, a sequence
+//     and callable, as Jinja2's Undefined is; a bool is a number; odd,
+//     even and divisibleby compute value % n as Python does), and the
+//     tests gt, ge, lt, le and in become fnCmp and fnIn calls.
 //
 // Every checked call carries a site number: the line and the source text
 // of the operation, which the error names. Statements whose syntax is not
@@ -45,6 +51,7 @@ const (
 	fnDef      = "inferbench_def"      // (obj, site)
 	fnGen      = "inferbench_gen"      // (value, filter, consumer, site)
 	fnIterable = "inferbench_iterable" // (value, site): a for loop's iterable
+	fnTest     = "inferbench_test"     // (value, name, form, site[, arg]): a test as Jinja2 runs it
 )
 
 // An exprSite is one checked operation of a template: where it is and its
@@ -59,6 +66,26 @@ type exprSite struct {
 var generatorFilters = map[string]bool{
 	"map": true, "select": true, "reject": true, "selectattr": true,
 	"rejectattr": true, "unique": true, "batch": true, "slice": true,
+	"items": true,
+}
+
+// pyTests are the tests written as fnTest calls, with their number of
+// arguments; a test called otherwise is left to the library.
+var pyTests = map[string]int{
+	"iterable": 0, "sequence": 0, "callable": 0, "number": 0, "escaped": 0,
+	"odd": 0, "even": 0, "divisibleby": 1,
+}
+
+// Bits of fnTest's form argument: what the operand is known to be from
+// its form.
+const (
+	testFormGenerator = 1 // a generator filter's result
+	testFormMarkup    = 2 // a Markup
+)
+
+// cmpTests are the ordering tests and the operator each one is.
+var cmpTests = map[string]string{
+	"gt": ">", "greaterthan": ">", "ge": ">=", "lt": "<", "lessthan": "<", "le": "<=",
 }
 
 // markupFilters return a markupsafe.Markup.
@@ -943,6 +970,9 @@ func (w *exprWriter) write(n *enode) (string, error) {
 		}
 		return s + ")", nil
 	case enTest:
+		if s, ok, err := w.writeCheckedTest(n); ok || err != nil {
+			return s, err
+		}
 		x, err := w.write(n.kids[0])
 		if err != nil {
 			return "", err
@@ -1040,6 +1070,48 @@ func (w *exprWriter) write(n *enode) (string, error) {
 		return "(" + body + " if " + cond + " else " + els + ")", nil
 	}
 	return "", fmt.Errorf("unknown expression node %d", n.kind)
+}
+
+// writeCheckedTest writes the test n as a checked call when its name and
+// arity are those of a test the library runs otherwise than Jinja2 (ok
+// false: the library's own test will do).
+func (w *exprWriter) writeCheckedTest(n *enode) (s string, ok bool, err error) {
+	operand, args := n.kids[0], n.kids[1:]
+	arity, checked := pyTests[n.val]
+	op, cmp := cmpTests[n.val]
+	switch {
+	case checked && len(args) == arity:
+	case (cmp || n.val == "in") && len(args) == 1:
+	default:
+		return "", false, nil
+	}
+	items, err := w.writeAll(n.kids)
+	if err != nil {
+		return "", false, err
+	}
+	switch {
+	case cmp:
+		s = fnCmp + "(" + items[0] + ", " + items[1] + ", " + quoteForLibrary(op) + ", " + w.site(n, n.kids...) + ")"
+	case n.val == "in":
+		s = fnIn + "(" + items[0] + ", " + items[1] + ", " + w.site(n, n.kids...) + ")"
+	default:
+		form := 0
+		if operand.kind == enFilter && generatorFilters[operand.val] {
+			form |= testFormGenerator
+		}
+		if isMarkup(operand) {
+			form |= testFormMarkup
+		}
+		s = fnTest + "(" + items[0] + ", " + quoteForLibrary(n.val) + ", " + strconv.Itoa(form) + ", " + w.site(n, n.kids...)
+		for _, a := range items[1:] {
+			s += ", " + a
+		}
+		s += ")"
+	}
+	if n.neg {
+		s = "(not " + s + ")"
+	}
+	return s, true, nil
 }
 
 // writeObject writes the object of an attribute, item or slice access,

@@ -47,6 +47,7 @@ func pyOps(sites []exprSite) map[string]jinja.Value {
 		fnDef:      jinja.NewCallable(fnDef, o.def),
 		fnGen:      jinja.NewCallable(fnGen, o.gen),
 		fnIterable: jinja.NewCallable(fnIterable, o.iterable),
+		fnTest:     jinja.NewCallable(fnTest, o.test),
 	}
 }
 
@@ -226,6 +227,9 @@ func (o *pyOpsState) arith(args []jinja.Value, _ map[string]jinja.Value) (jinja.
 		}
 		return jinja.NewInt(x * y), nil
 	case "/":
+		if fy == 0 && floats {
+			return zero("float division by zero")
+		}
 		if fy == 0 {
 			return zero("division by zero")
 		}
@@ -257,7 +261,7 @@ func (o *pyOpsState) arith(args []jinja.Value, _ map[string]jinja.Value) (jinja.
 			return jinja.NewFloat(r), nil
 		}
 		if y == 0 {
-			return zero("integer division or modulo by zero")
+			return zero("integer modulo by zero")
 		}
 		r := x % y
 		if r != 0 && (r < 0) != (y < 0) {
@@ -517,4 +521,48 @@ func (o *pyOpsState) iterable(args []jinja.Value, _ map[string]jinja.Value) (jin
 		return jinja.Undefined(), err
 	}
 	return jinja.Undefined(), o.fail(site, "TypeError", "'%s' object is not iterable", pyTypeName(v))
+}
+
+// test runs the test name on v as Jinja2 does (args: v, name, form, site
+// and the test's argument, if any); form says what v's expression is
+// known to be (testFormGenerator, testFormMarkup). Jinja2's Undefined
+// iterates as empty, has a length (0) and __getitem__, and is callable, so
+// it is iterable, a sequence and callable; a generator is iterable but no
+// sequence; a bool is a number; odd, even and divisibleby are value % n
+// compared with 1 or 0, with Python's errors (an undefined value, None, a
+// str, a zero divisor).
+func (o *pyOpsState) test(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 4 || !args[1].IsString() || !args[2].IsInt() {
+		return jinja.Undefined(), errors.New("internal: a checked test without its arguments")
+	}
+	v, name, form := args[0], args[1].AsString(), args[2].AsInt()
+	switch name {
+	case "iterable":
+		return jinja.NewBool(v.IsUndefined() || v.IsString() || v.IsList() || v.IsDict()), nil
+	case "sequence":
+		return jinja.NewBool(form&testFormGenerator == 0 && (v.IsUndefined() || v.IsString() || v.IsList() || v.IsDict())), nil
+	case "callable":
+		return jinja.NewBool(v.IsUndefined() || v.IsCallable()), nil
+	case "number":
+		return jinja.NewBool(isPyNumber(v)), nil
+	case "escaped":
+		return jinja.NewBool(form&testFormMarkup != 0), nil
+	case "odd", "even", "divisibleby":
+		divisor, want := jinja.NewInt(2), int64(0)
+		switch {
+		case name == "odd":
+			want = 1
+		case name == "divisibleby":
+			if len(args) != 5 {
+				return jinja.Undefined(), errors.New("internal: a checked divisibleby without its divisor")
+			}
+			divisor = args[4]
+		}
+		r, err := o.arith([]jinja.Value{v, divisor, jinja.NewString("%"), args[3]}, nil)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewBool(r.Equals(jinja.NewInt(want))), nil
+	}
+	return jinja.Undefined(), fmt.Errorf("internal: no checked test %q", name)
 }

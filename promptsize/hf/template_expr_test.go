@@ -117,6 +117,8 @@ func FuzzTemplateExpression(f *testing.F) {
 		`a if b else c if d`, `-x|abs ** 2 // 3 % 4`, `(1, 2) + (3,)`,
 		`{"k": [1, 2.5e3, none]}.k[1:2:-1]`, `not a in b and c not in d or e < f <= g`,
 		`x|map(attribute='y')|tojson`, `"s"|safe + "<"`, `f(*a)`, `a.0.b`, `1_000 + 0.5`,
+		`x.type is iterable and y|items is not sequence`, `a is divisibleby 3 or b is not lt(2)`,
+		`"s"|safe is escaped`, `n is odd(1)`, `k is in {"k": 1}`,
 	} {
 		f.Add(s)
 	}
