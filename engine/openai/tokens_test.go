@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -165,5 +166,55 @@ func TestEstimateNamesItsFirstChunk(t *testing.T) {
 	if len(res.Warnings) != 1 || !errors.Is(res.Warnings[0], ErrEstimatedTokens) || errors.Is(res.Warnings[0], ErrHiddenFirstTokens) ||
 		!strings.Contains(res.Warnings[0].Error(), "the estimate puts 3 tokens in the first content chunk") {
 		t.Errorf("warnings %v: want one estimate naming the first chunk's 3 tokens", res.Warnings)
+	}
+}
+
+// TestSharedFirstRead reads vLLM-shaped streams whose role chunk and first
+// token come in one read, as vLLM writes them: the role chunk is the
+// trace's anchor, not a content chunk, so that read makes neither
+// FirstContentShared nor SharedInstants; only a read that also holds the
+// second token does.
+func TestSharedFirstRead(t *testing.T) {
+	role := `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
+	tok := func(s string) string {
+		return `data: {"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}` + "\n\n"
+	}
+	done := "data: [DONE]\n\n"
+	for _, tc := range []struct {
+		name   string
+		writes []replayWrite
+		shared bool
+		count  int
+	}{
+		{"role and first token in one read", []replayWrite{
+			{at: 10, data: []byte(role + tok("The"))}, {at: 20, data: []byte(tok(" cat"))}, {at: 30, data: []byte(tok(" sat") + done)}}, false, 0},
+		{"role, first and second token in one read", []replayWrite{
+			{at: 10, data: []byte(role + tok("The") + tok(" cat"))}, {at: 30, data: []byte(tok(" sat") + done)}}, true, 1},
+		{"the role alone, then the first two tokens in one read", []replayWrite{
+			{at: 10, data: []byte(role)}, {at: 20, data: []byte(tok("The") + tok(" cat"))}, {at: 30, data: []byte(tok(" sat") + done)}}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &fakeClock{}
+			base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			clk.set(base)
+			c, err := New("http://127.0.0.1:9", &Options{Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := engine.Result{Trace: engineTraceAt(base)}
+			if err := c.readStream(context.Background(), &scheduledReader{clk: clk, base: base, writes: tc.writes}, nil, engine.Request{MaxTokens: 8}, &res); err != nil {
+				t.Fatal(err)
+			}
+			tr := res.Trace
+			if len(tr.Chunks) != 3 || tr.FirstChunk.IsZero() {
+				t.Fatalf("%d content chunks, anchor %v: want 3 and an anchor", len(tr.Chunks), tr.FirstChunk)
+			}
+			if got := tr.FirstContentShared(); got != tc.shared {
+				t.Errorf("FirstContentShared = %v, want %v", got, tc.shared)
+			}
+			if got := tr.SharedInstants(); got != tc.count {
+				t.Errorf("SharedInstants = %d, want %d", got, tc.count)
+			}
+		})
 	}
 }
