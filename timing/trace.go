@@ -190,14 +190,19 @@ func (t Trace) ICL() []time.Duration {
 	return out
 }
 
-// SharedInstants returns how many chunks share their instant with the
-// chunk after them. A reader stamps what one read returns with one
-// instant, so two chunks with one instant came in one read: the server
+// SharedInstants returns how many content chunks share their instant with
+// the content chunk after them. A reader stamps what one read returns with
+// one instant, so two chunks with one instant came in one read: the server
 // sent them together, or the client read the earlier only after the later
 // had arrived (it fell a whole gap behind). Either way the earlier one's
 // instant is an upper bound on its arrival, and the gap between the two,
 // which ICL and ITL report as zero, is unknown. A first chunk among them
-// makes TTFT an upper bound.
+// makes TTFT an upper bound (FirstContentShared).
+//
+// Only Chunks count: the first-chunk anchor (FirstChunk, a role chunk
+// that a server such as vLLM writes with its first token) is not a
+// content chunk, and its sharing a read with the first content chunk,
+// which is how such a server writes them, is not counted.
 func (t Trace) SharedInstants() int {
 	n := 0
 	for i := 1; i < len(t.Chunks); i++ {
@@ -206,6 +211,27 @@ func (t Trace) SharedInstants() int {
 		}
 	}
 	return n
+}
+
+// FirstContentShared reports whether the first content chunk came in one
+// read with the second: Chunks[0].At equals Chunks[1].At. Two content
+// chunks are two tokens or steps of the server, generated at different
+// instants (an adapter merges the pieces of one step, such as SGLang's
+// reasoning and content chunks of one decode step, into one chunk), so the
+// first arrived up to a whole gap before the instant the read gives it,
+// and no instant of the trace says when: TTFT is an upper bound, which
+// nothing in the trace can correct. It is false for a trace of fewer than
+// two content chunks.
+//
+// A first-chunk anchor that came in the same read as the first content
+// chunk (FirstChunk equal to Chunks[0].At: a role chunk and the first
+// token flushed together, as vLLM and SGLang write them) does not make
+// it true: the anchor is not a content chunk, and that read hides no
+// gap. When the anchor came in an earlier read and the first two content
+// chunks share a later one, it is true (TTFT is an upper bound) while
+// TTFTFirstChunk, the time to the first token, is not affected.
+func (t Trace) FirstContentShared() bool {
+	return len(t.Chunks) > 1 && t.Chunks[1].At.Equal(t.Chunks[0].At)
 }
 
 // ITL returns the inter-token latencies, per token. A chunk of k tokens

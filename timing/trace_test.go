@@ -302,9 +302,57 @@ func TestSharedInstants(t *testing.T) {
 		{"first two", at(4, 4, 6), 1},
 		{"a run of three", at(1, 3, 3, 3, 5), 2},
 		{"two pairs", at(1, 1, 2, 2), 2},
+		{"the anchor in the first chunk's read", anchored(at(4, 5, 6), 4), 0},
+		{"the anchor and the first two in one read", anchored(at(4, 4, 6), 4), 1},
 	} {
 		if got := c.tr.SharedInstants(); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// anchored returns tr with its first-chunk anchor ms after Start.
+func anchored(tr Trace, ms int) Trace {
+	tr.FirstChunk = tr.Start.Add(time.Duration(ms) * time.Millisecond)
+	return tr
+}
+
+func TestFirstContentShared(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms ...int) Trace {
+		tr := Trace{Start: t0}
+		for _, m := range ms {
+			tr.Chunks = append(tr.Chunks, Chunk{At: t0.Add(time.Duration(m) * time.Millisecond), Tokens: 1})
+		}
+		return tr
+	}
+	for _, c := range []struct {
+		name string
+		tr   Trace
+		want bool
+	}{
+		{"empty", Trace{}, false},
+		{"one chunk", at(5), false},
+		{"one chunk in the anchor's read", anchored(at(5), 5), false},
+		{"apart", at(4, 5, 6), false},
+		// vLLM's role chunk and first token flushed together: the
+		// anchor is not a content chunk, nothing is hidden.
+		{"the anchor in the first chunk's read", anchored(at(4, 5, 6), 4), false},
+		{"an earlier anchor, the first apart", anchored(at(4, 5, 6), 2), false},
+		{"the first two in one read", at(4, 4, 6), true},
+		// Role chunk, first and second token in one read: the first
+		// token's instant is an upper bound, and so is the anchor.
+		{"the anchor and the first two in one read", anchored(at(4, 4, 6), 4), true},
+		// The anchor came earlier: TTFT (to the first text) is an upper
+		// bound, TTFTFirstChunk is not.
+		{"an earlier anchor, the first two in one read", anchored(at(4, 4, 6), 2), true},
+		{"later chunks in one read", at(4, 5, 5, 5), false},
+	} {
+		if got := c.tr.FirstContentShared(); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+		if c.tr.FirstContentShared() && c.tr.SharedInstants() == 0 {
+			t.Errorf("%s: the first content chunk shares a read, SharedInstants counts none", c.name)
 		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
@@ -201,5 +203,57 @@ func BenchmarkCountChunks(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplayRecountTokenizers checks the re-count truth of the replays
+// that have one against the tokenizers it names (scripts/replay_corpus.py):
+// each piece the stream shows is one token of Llama 3's tokenizer (the
+// model's), the re-count is gemma3's encoding of the shown text, and
+// read with gemma3's tokenizer itself as the Counter (its token ends) the
+// stream still gives the truth: one token a chunk, where the stream says
+// so, however the counter splits the text.
+func TestReplayRecountTokenizers(t *testing.T) {
+	model := loadCountModel(t, "llama3_1")
+	recount := loadCountModel(t, "gemma3")
+	seen := 0
+	for _, r := range loadReplays(t) {
+		if r.recount == nil {
+			continue
+		}
+		seen++
+		t.Run(r.name, func(t *testing.T) {
+			for i, p := range r.pieces {
+				if r.hidden[i] || p == "" {
+					continue
+				}
+				if ids := model.Encode(p); len(ids) != 1 {
+					t.Errorf("piece %d %q is %d tokens of Llama 3's tokenizer, want 1", i, p, len(ids))
+				}
+			}
+			var got []string
+			for _, id := range recount.Encode(r.shown()) {
+				got = append(got, recount.Decode([]int{id}))
+			}
+			if !slices.Equal(got, r.recount) {
+				t.Errorf("gemma3 splits the text as %q, the truth says %q", got, r.recount)
+			}
+			clk := &fakeClock{}
+			base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			clk.set(base)
+			c, err := New("http://127.0.0.1:9", &Options{Now: clk.Now, Counter: recount})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := engine.Result{Trace: engineTraceAt(base)}
+			rerr := c.readStream(context.Background(), &scheduledReader{clk: clk, base: base, writes: r.writes}, nil, engine.Request{MaxTokens: r.maxTokens}, &res)
+			checkReplay(t, r, res, rerr, base, time.Millisecond, true)
+			if len(res.Warnings) != 0 {
+				t.Errorf("warnings %v, want none: the stream states every count", res.Warnings)
+			}
+		})
+	}
+	if seen == 0 {
+		t.Fatal("no replay has a re-count")
 	}
 }

@@ -33,36 +33,56 @@
 // chunk and a content chunk) adds its text but no token and no gap.
 // Servers that report usage only at the end (OpenAI, llama.cpp, Ollama,
 // mlx_lm.server, TGI, or vLLM behind a gateway that drops per-chunk usage)
-// leave the per-chunk counts to the fallbacks, in order:
+// state less, and what they state comes before any count of the text:
+// every content chunk carried at least one token (a detokenizer writes
+// text only for a token it decoded) and the chunks carried N =
+// completion_tokens of the final usage in all. So when there are as many
+// content chunks as N, each carried one, exactly and without a warning,
+// whatever a tokenizer makes of the text: re-tokenizing generated text is
+// not the model's tokenization (",\n\n" is one token of Llama 3's and two
+// of Gemma 3's, and a model may emit any split its vocabulary has). With
+// finish_reason "stop" one token of N is the end of sequence, which no
+// chunk shows (Ollama's eval_count and vLLM's completion_tokens count
+// it): it goes to the last chunk, so one chunk per token and an end of
+// sequence is exact too. Only the tokens beyond that, S = N − chunks
+// (− 1 for an end of sequence), are placed by estimate, in order:
 //
 //  1. Options.CountText, a plain-text tokenizer, or Options.Counter, a chat
 //     Counter, applied to the generated text after the stream has ended (so
 //     counting never delays reading): with K_i the tokens counted in the
 //     text of content chunks 0 through i,
-//     tokens(chunk i) = max(1, K_i − Σ tokens(chunks before i)),
-//     a chunk with text having carried at least one token.
+//     count(chunk i) = max(1, K_i − Σ count(chunks before i)).
+//     The S tokens go where the count found more than one: all that it
+//     found when it found S or fewer (what it did not place goes to the
+//     first chunk: text held back before it, a reasoning marker the parser
+//     swallowed), else shared in proportion to what it found per chunk, so
+//     that no chunk falls below one and the total stays N.
 //     A Counter that is a [promptsize.TokenEnder] (promptsize/hf's
 //     Tokenizer) encodes the text once and K_i is the number of its tokens
 //     that end by the end of chunk i; any other counter counts each chunk
 //     with a bounded left context (at least 512 bytes), so the cost is
 //     linear in the text: one count per chunk, none of the whole text.
 //     A Result Warning wrapping [ErrEstimatedTokens] says so.
-//  2. Without a counter, the final usage's completion_tokens N is shared
-//     among the chunks by text length, at least one each (exactly one
-//     each, with no warning, when N equals the number of chunks): the
-//     total and TPOT are exact, per-token ITL approximate, and a Warning
-//     wrapping [ErrEstimatedTokens] says so.
-//  3. With neither, each chunk's count is 0, which timing reads as
-//     "unknown, take it as one token", and a Warning wrapping
-//     [ErrUnknownTokens] says so: no client can count such a stream.
+//  2. Without a counter, the S tokens are shared among the chunks by text
+//     length: the total and TPOT are exact, per-token ITL approximate, and
+//     a Warning wrapping [ErrEstimatedTokens] says so.
+//
+// The counter is not asked at all when the stream states every count. A
+// stream with per-chunk usage on some chunks only is cut at them into
+// runs whose totals the usage states, and each run is attributed so.
+// Without a final usage the counts come from the counter (a Warning
+// wrapping [ErrEstimatedTokens]), and with no counter either each chunk's
+// count is 0, which timing reads as "unknown, take it as one token", and
+// a Warning wrapping [ErrUnknownTokens] says so: no client can count such
+// a stream.
 //
 // Whenever the server sent a final usage, the counts add up to its N: a
 // trace's total, and so TPOT, is never built from a chunk count while the
-// usage says otherwise. Tokens no text covered (a reasoning marker the
-// parser swallowed, text held back before the first chunk) go to the first
-// content chunk, an end-of-sequence token (finish_reason "stop") to the
-// last; a counter that found more than N gives the excess back from the
-// last chunks, with a Warning wrapping [ErrTokenMismatch].
+// usage says otherwise. Tokens after the last content chunk of a stream
+// with per-chunk usage (vLLM's end of sequence on a text-less chunk) go to
+// that chunk. Only a server count below the number of content chunks
+// cannot be met; each chunk then counts one, with a Warning wrapping
+// [ErrTokenMismatch].
 //
 // # The two first instants
 //
@@ -78,10 +98,13 @@
 // counted twice. llama.cpp's prompt-progress chunks (return_progress) are
 // written during prefill and are not anchors. Ollama and mlx_lm.server
 // write nothing before the first text: their first text chunk is the
-// first instant, and when it carries k0 > 1 tokens a Warning wrapping
+// first instant, and when the stream states that it carried k0 > 1 tokens
+// (its own usage, or it is the only chunk) a Warning wrapping
 // [ErrHiddenFirstTokens] says that TTFT may be late by up to k0 − 1 steps
-// and ITL has n − k0 gaps. A server that wrote a role chunk with its
-// headers, before prefill, would make a false anchor; none of these does.
+// and ITL has n − k0 gaps. When only an estimate puts several tokens in
+// it, the estimate's own warning says so, and nothing claims more. A
+// server that wrote a role chunk with its headers, before prefill, would
+// make a false anchor; none of these does.
 //
 // # Numbers a server reports
 //

@@ -5,10 +5,13 @@ import "errors"
 // Sentinel errors wrapped by the Warnings of a Result, for errors.Is. A
 // warning never fails a request: it says how far to trust a number.
 var (
-	// ErrEstimatedTokens: some chunk token counts were estimated by
-	// counting the chunk text (the server sent no per-chunk usage for
-	// them), or a chunk carried text although the server's cumulative
-	// count did not grow and it was counted as one token.
+	// ErrEstimatedTokens: some chunk token counts are estimates: the
+	// server's counts left tokens beyond one a chunk whose place only
+	// counting the text or its length could suggest, or the server sent
+	// no final count and the text was counted, or a chunk carried text
+	// although the server's cumulative count did not grow and it was
+	// counted as one token. It is never given when the stream states
+	// every count (as many content chunks as tokens).
 	ErrEstimatedTokens = errors.New("openai: chunk token counts estimated")
 	// ErrUnknownTokens: some chunk token counts are unknown (0 in the
 	// trace, which timing takes as one token each): no per-chunk usage and
@@ -30,11 +33,13 @@ var (
 	// ErrResent: the transport found a pooled connection closed and sent
 	// the request again on a new one; Trace.Start is the first attempt's.
 	ErrResent = errors.New("openai: request resent on a new connection")
-	// ErrHiddenFirstTokens: the first content chunk carried several
-	// tokens and the server sent no earlier chunk to mark when the first
-	// was generated (Ollama, mlx_lm.server and TGI hold back text that is
-	// not yet printable): TTFT may be late and ITL has fewer gaps than
-	// tokens.
+	// ErrHiddenFirstTokens: the stream states that the first content
+	// chunk carried several tokens (its own usage says so, or it is the
+	// only chunk) and the server sent no earlier chunk to mark when the
+	// first was generated (Ollama, mlx_lm.server and TGI hold back text
+	// that is not yet printable): TTFT may be late and ITL has fewer gaps
+	// than tokens. An estimate that puts several tokens there says so in
+	// its own warning, wrapping ErrEstimatedTokens, not this.
 	ErrHiddenFirstTokens = errors.New("openai: first tokens hidden")
 	// ErrTextCut: the server streamed more text than engine.MaxKeptText;
 	// Result.Text holds its start, the counts the whole stream.

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,18 @@ func FuzzReadStream(f *testing.F) {
 		}
 		if len(res.Trace.Chunks) > 0 && res.Text == "" {
 			t.Fatalf("%d chunks but no text", len(res.Trace.Chunks))
+		}
+		// With the server's count, every chunk carried a token and the
+		// counts add up to it, or a warning says they cannot.
+		if res.Usage != nil && len(res.Trace.Chunks) > 0 {
+			for i, ch := range res.Trace.Chunks {
+				if ch.Tokens < 1 {
+					t.Fatalf("chunk %d has %d tokens with a final usage of %d", i, ch.Tokens, res.Usage.CompletionTokens)
+				}
+			}
+			if n := res.Trace.Tokens(); n != res.Usage.CompletionTokens && !errors.Is(errors.Join(res.Warnings...), ErrTokenMismatch) {
+				t.Fatalf("the chunks carry %d tokens, usage says %d, and no warning says so: %v", n, res.Usage.CompletionTokens, res.Warnings)
+			}
 		}
 	})
 }

@@ -147,19 +147,23 @@ func TestGoldenStreams(t *testing.T) {
 			tokens: []int{1, 1, 1, 1, 1, 1}},
 		// Usage at the end only, 7 tokens over 4 content chunks ("Short",
 		// " answer.", "Four", "." : 5, 8, 4, 1 bytes), no counter: one
-		// each, and the 3 left shared by text length (3 × 5/18, 3 × 8/18,
-		// 3 × 4/18, 3 × 1/18 = 0.83, 1.33, 0.67, 0.17: largest remainders
-		// give 1, 1, 1, 0), so 2, 2, 2, 1 = 7.
+		// each, the end of sequence (finish_reason "stop") to the last,
+		// and the 2 left shared by text length (2 × 5/18, 2 × 8/18,
+		// 2 × 4/18, 2 × 1/18 = 0.56, 0.89, 0.44, 0.11: largest remainders
+		// give 1, 1, 0, 0), so 2, 2, 1, 1+1 = 7. That the first chunk
+		// held 2 is an estimate: the estimate's warning says so, and no
+		// hidden-first-token warning claims it.
 		{name: "ollama", req: engine.Request{MaxTokens: 64},
-			tokens: []int{2, 2, 2, 1}, warns: []error{ErrEstimatedTokens, ErrHiddenFirstTokens}},
+			tokens: []int{2, 2, 1, 2}, warns: []error{ErrEstimatedTokens}},
 		// The same with a word-counting CountText: prefixes "Short",
 		// "Short answer.", "Short answer.Four", "Short answer.Four." count
 		// 1, 2, 2, 2 words: tokens max(1, 1−0), max(1, 2−1), max(1, 2−2),
-		// max(1, 2−3) = 1, 1, 1, 1; they add up to 4, usage says 7: with
+		// max(1, 2−3) = 1, 1, 1, 1, no extra token; usage says 7: with
 		// finish_reason "stop" one goes to the last chunk (the end of
-		// sequence), two to the first (hidden before the first text).
+		// sequence), the two the count did not place to the first (held
+		// back before the first text), again an estimate.
 		{name: "ollama_counted", opts: &Options{CountText: wordCount}, req: engine.Request{MaxTokens: 64},
-			tokens: []int{3, 1, 1, 2}, warns: []error{ErrEstimatedTokens, ErrHiddenFirstTokens}},
+			tokens: []int{3, 1, 1, 2}, warns: []error{ErrEstimatedTokens}},
 		// What came before an error is kept: "Once" had no usage.
 		{name: "sglang_stream_error", req: engine.Request{MaxTokens: 16},
 			tokens: []int{0}, warns: []error{ErrUnknownTokens}, kind: engine.KindStreamError},
