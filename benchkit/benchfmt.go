@@ -38,7 +38,7 @@ var benchfmtUnits = []struct{ unit, key, value string }{
 // per repeat of each cell (one burst: the repeats are the independent
 // samples, the requests of a burst are not), named
 // Benchmark<Name>/placement=<placement>/pp=<pp>/tg=<tg>/conc=<c> (the
-// placement part, PlacementKey.String, only for rows that carry one: rows
+// placement part, Placement.String, only for requests that carry one: requests
 // of different placements are never one line), whose iteration count is
 // the number of successful requests and whose values are:
 //
@@ -55,7 +55,7 @@ var benchfmtUnits = []struct{ unit, key, value string }{
 // (benchstat's geomean needs positive values); a burst whose requests all
 // failed writes no line. Unit metadata lines say which direction is
 // better.
-func WriteBenchfmt(w io.Writer, rows []Row, opts BenchfmtOptions) error {
+func WriteBenchfmt(w io.Writer, rows []Request, opts BenchfmtOptions) error {
 	name := opts.Name
 	if name == "" {
 		name = "Serve"
@@ -70,14 +70,14 @@ func WriteBenchfmt(w io.Writer, rows []Row, opts BenchfmtOptions) error {
 			return fmt.Errorf("benchkit: write benchfmt: %w", err)
 		}
 	}
-	order, byCell := groupCells(rows)
-	for _, k := range order {
-		for _, b := range groupRepeats(byCell[k]) {
+	for _, cell := range groupBy(rows, ByCell) {
+		k := Summary{Key: ByCell, Labels: cell[0].Labels, Cell: cell[0].Cell()}.Name()
+		for _, b := range byRepeat(cell) {
 			f := figuresOf(b)
 			if f.ok == 0 {
 				continue
 			}
-			res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(name + "/" + k.name()), Iters: f.ok}
+			res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(name + "/" + k), Iters: f.ok}
 			add := func(v float64, unit string) {
 				if v > 0 && !math.IsInf(v, 0) {
 					res.Values = append(res.Values, benchfmt.Value{Value: v, Unit: unit})

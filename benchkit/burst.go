@@ -34,43 +34,27 @@ type BurstOptions struct {
 	Logger *slog.Logger
 }
 
-// A BurstReport is one measured burst: each request's result and client
-// timing, the burst's dispatch skew and wall time (the embedded
-// concurrency.Summary), and the throughput aggregates.
+// A BurstReport is one measured burst: each request's record, the
+// burst's dispatch skew and wall time (the embedded concurrency.Summary),
+// and the throughput aggregates.
 type BurstReport struct {
-	// Requests[i] is the outcome of request i.
-	Requests []BurstOutcome
+	// Requests[i] is request i, as every driver records it: its client
+	// timing (TTFTS, TPOTS, ITLS, …), the server's counts, its error.
+	Requests []Request
 	// Summary holds Start (the shared release instant), Wall (release to
 	// the end of the last request), Skew (the spread of the send
 	// instants), and the Dispatched and Failed counts.
 	concurrency.Summary
 	// Stats are the generation aggregates over the requests, from each
-	// request's tokens and client-side generation rate: exo's max×N
-	// beside Σ tokens / Wall, the mean and the median.
+	// request's tokens and generation rate: exo's max×N beside Σ tokens /
+	// Wall, the mean and the median.
 	Stats timing.BurstStats
 	// Prewarmed is true when the engine opened a connection per request
 	// before the release (engine.Prewarmer).
 	Prewarmed bool
-	// Warnings say what may have bent the figures: a failed prewarm, a
-	// server that counted the prompt differently from the client.
+	// Warnings say what may have bent the figures: a failed prewarm.
 	Warnings []error
 }
-
-// A BurstOutcome is one request of a burst: concurrency's Result (Index,
-// Value, Err and the Sent and Done offsets from the release) and the
-// client-side figures of its trace.
-type BurstOutcome struct {
-	concurrency.Result[engine.Result]
-	// Metrics are TTFT, TPOT, E2E, the generation rate and the token gaps
-	// computed from Value.Trace; zero when Failed.
-	Metrics timing.Metrics
-	// MetricsErr is why Metrics could not be computed: a trace that
-	// breaks its invariants (timing.Trace.Validate).
-	MetricsErr error
-}
-
-// Failed reports whether the request failed or left no usable trace.
-func (o BurstOutcome) Failed() bool { return o.Err != nil || o.MetricsErr != nil }
 
 // Window is the burst's window on the client's clock, from the release to
 // the end of the last request, for energy.Measure or a power plot.
@@ -83,9 +67,11 @@ func (r BurstReport) Window() energy.Window {
 // opts.NoPrewarm is unset), readies every request before the release
 // (engine.Prepare: validation and encoding happen outside the
 // measurement), releases them at one instant (concurrency.Burst), and
-// computes each request's client timing and the burst's aggregates.
+// records each request (NewRequest) with the burst's aggregates. The
+// records have no client prompt count (PPTokens 0): SendPrompts, which
+// knows the prompts, has.
 //
-// A failed request is an outcome with its error, never the end of the
+// A failed request is a record with its error, never the end of the
 // burst; a request that e refuses to prepare is such a failure and the
 // others are still released. The error is non-nil only when e is nil or
 // ctx ended before the burst finished (it wraps ctx.Err(), and the report
@@ -95,6 +81,16 @@ func (r BurstReport) Window() energy.Window {
 // cell of a Plan, and the package's Example_handWiredBurst shows the steps
 // by hand for a harness that must interleave its own.
 func SendBurst(ctx context.Context, e engine.Engine, reqs []engine.Request, opts *BurstOptions) (BurstReport, error) {
+	prompts := make([]promptsize.Prompt, len(reqs))
+	for i, q := range reqs {
+		for _, m := range q.Messages {
+			prompts[i].Messages = append(prompts[i].Messages, promptsize.Message(m))
+		}
+	}
+	return sendBurst(ctx, e, reqs, prompts, opts)
+}
+
+func sendBurst(ctx context.Context, e engine.Engine, reqs []engine.Request, prompts []promptsize.Prompt, opts *BurstOptions) (BurstReport, error) {
 	var o BurstOptions
 	if opts != nil {
 		o = *opts
@@ -125,22 +121,15 @@ func SendBurst(ctx context.Context, e engine.Engine, reqs []engine.Request, opts
 	}, bopts)
 	rep.Summary = br.Summary
 	rep.Warnings = append(rep.Warnings, br.Warnings...)
-	rep.Requests = make([]BurstOutcome, n)
-	agg := make([]timing.BurstRequest, n)
+	rep.Requests = make([]Request, n)
 	for i, q := range br.Requests {
-		out := BurstOutcome{Result: q}
-		if q.Err == nil {
-			out.Metrics, out.MetricsErr = q.Value.Trace.Metrics()
-		}
-		if out.Failed() {
-			out.Metrics = timing.Metrics{}
-			agg[i].Failed = true
-		} else {
-			agg[i] = timing.BurstRequest{Tokens: resultTokens(q.Value), GenerationTPS: out.Metrics.GenerationTPS, RateDefined: out.Metrics.GenerationTPSDefined}
-		}
-		rep.Requests[i] = out
+		asked := Request{Index: i, TGTarget: reqs[i].MaxTokens, Model: reqs[i].Model, Stream: reqs[i].Stream}
+		asked.Concurrency = n
+		r := NewRequest(asked, prompts[i], q, !reqs[i].IgnoreEOS)
+		r.DispatchSkewS = br.Skew.Max.Seconds()
+		rep.Requests[i] = r
 	}
-	rep.Stats = timing.AggregateBurst(agg, br.Wall)
+	rep.Stats = figuresOf(rep.Requests).burst
 	if br.Err != nil {
 		return rep, fmt.Errorf("benchkit: burst interrupted: %w", br.Err)
 	}
@@ -149,11 +138,11 @@ func SendBurst(ctx context.Context, e engine.Engine, reqs []engine.Request, opts
 
 // SendPrompts sends one request per prompt to e as one burst (SendBurst):
 // each asks model for exactly tg tokens (bench semantics: IgnoreEOS),
-// streamed, with the prompt's messages, on opts.Request's template. It
-// adds a warning for each request whose server counted the prompt
-// differently from prompts[i].Tokens: the client's tokenizer or chat
-// template then differs from the engine's, and the prompt was not the
-// length asked for.
+// streamed, with the prompt's messages, on opts.Request's template. Each
+// record has the prompt's verified count (PPTokens) and target, and a
+// WarnPromptMismatch warning when the server counted the prompt
+// differently: the client's tokenizer or chat template then differs from
+// the engine's, and the prompt was not the length asked for.
 func SendPrompts(ctx context.Context, e engine.Engine, model string, tg int, prompts []promptsize.Prompt, opts *BurstOptions) (BurstReport, error) {
 	var tmpl engine.Request
 	if opts != nil {
@@ -164,23 +153,9 @@ func SendPrompts(ctx context.Context, e engine.Engine, model string, tg int, pro
 		reqs[i] = promptRequest(tmpl, model, p, tg, true)
 		reqs[i].Stream = true
 	}
-	rep, err := SendBurst(ctx, e, reqs, opts)
-	for i, out := range rep.Requests {
-		if w := promptCountMismatch(out.Value, prompts[i].Tokens); out.Err == nil && w != "" {
-			rep.Warnings = append(rep.Warnings, fmt.Errorf("benchkit: request %d: %s", i, w))
-		}
+	rep, err := sendBurst(ctx, e, reqs, prompts, opts)
+	for i := range rep.Requests {
+		rep.Requests[i].PPTarget = prompts[i].Tokens
 	}
 	return rep, err
-}
-
-// promptCountMismatch says how the server's prompt count of res differs
-// from the client's, or "" when it agrees or the server gave none.
-func promptCountMismatch(res engine.Result, client int) string {
-	switch {
-	case res.ServerStats != nil && res.ServerStats.PromptTokens != client:
-		return fmt.Sprintf("server counted %d prompt tokens, the client %d: the client's tokenizer or chat template differs from the engine's", res.ServerStats.PromptTokens, client)
-	case res.ServerStats == nil && res.Usage != nil && res.Usage.PromptTokens != client:
-		return fmt.Sprintf("server usage says %d prompt tokens, the client counted %d: the client's tokenizer or chat template differs from the engine's", res.Usage.PromptTokens, client)
-	}
-	return ""
 }

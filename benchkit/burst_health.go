@@ -30,19 +30,19 @@ type BurstHealth struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// BurstSkewBound is the dispatch skew allowed a burst of n requests:
+// burstSkewBound is the dispatch skew allowed a burst of n requests:
 // max(SaturationMinLag, SaturationSkewPerRequest × n), in seconds.
-func BurstSkewBound(n int) float64 {
+func burstSkewBound(n int) float64 {
 	return max(SaturationMinLag.Seconds(), SaturationSkewPerRequest.Seconds()*float64(n))
 }
 
 // CheckBursts judges every burst of more than one request in rows (a
-// Runner's rows, grouped by placement, cell and repeat) and returns those
+// Runner's requests, grouped by placement, cell and repeat) and returns those
 // whose skew exceeded its bound; saturated is true when there is one.
 // A burst of one request has no skew and is not judged.
-func CheckBursts(rows []Row) (bad []BurstHealth, saturated bool) {
+func CheckBursts(rows []Request) (bad []BurstHealth, saturated bool) {
 	type key struct {
-		cellKey
+		cell   string
 		repeat int
 	}
 	var order []key
@@ -51,10 +51,11 @@ func CheckBursts(rows []Row) (bad []BurstHealth, saturated bool) {
 		if r.Concurrency < 2 {
 			continue
 		}
-		k := key{cellKey{PlacementOf(r), Cell{PP: r.PPTarget, TG: r.TG, Concurrency: r.Concurrency}}, r.RepeatIndex}
+		name := Summary{Key: ByCell, Labels: r.Labels, Cell: r.Cell()}.Name()
+		k := key{name, r.Repeat}
 		b, ok := bursts[k]
 		if !ok {
-			b = &BurstHealth{Burst: fmt.Sprintf("%s/repeat=%d", k.name(), k.repeat), N: r.Concurrency, BoundS: BurstSkewBound(r.Concurrency)}
+			b = &BurstHealth{Burst: fmt.Sprintf("%s/repeat=%d", name, r.Repeat), N: r.Concurrency, BoundS: burstSkewBound(r.Concurrency)}
 			bursts[k] = b
 			order = append(order, k)
 		}
@@ -72,9 +73,9 @@ func CheckBursts(rows []Row) (bad []BurstHealth, saturated bool) {
 	return bad, len(bad) > 0
 }
 
-// BurstReasons joins the reasons of the bursts in bs: "pp=…/repeat=0:
+// burstReasons joins the reasons of the bursts in bs: "pp=…/repeat=0:
 // dispatch skew …; …".
-func BurstReasons(bs []BurstHealth) string {
+func burstReasons(bs []BurstHealth) string {
 	rs := make([]string, 0, len(bs))
 	for _, b := range bs {
 		rs = append(rs, b.Burst+": "+b.Reason)

@@ -81,22 +81,24 @@ func TestSendPromptsPrewarmsPreparesAndMeasures(t *testing.T) {
 		}
 		if q.Failed() {
 			failed++
-			if engine.KindOf(q.Err) != engine.KindOther || !strings.Contains(q.Err.Error(), "refused to encode") {
-				t.Errorf("failed outcome %d: %v; want the Prepare error", i, q.Err)
+			if q.ErrorKind != string(engine.KindOther) || !strings.Contains(q.Error, "refused to encode") {
+				t.Errorf("failed outcome %d: %s %s; want the Prepare error", i, q.ErrorKind, q.Error)
 			}
 			continue
 		}
 		// The fake's chunks: the first at 10 ms, then 1 ms apart, and the
 		// end 1 ms after the last: TPOT = (15 − 10) ms / 4.
-		if m := q.Metrics; m.TTFT != 10*time.Millisecond || m.TPOT != 1250*time.Microsecond || m.Tokens != tg || !m.GenerationTPSDefined {
+		if m := q.Metrics(); m.TTFT != 10*time.Millisecond || m.TPOT != 1250*time.Microsecond || m.Tokens != tg || !m.GenerationTPSDefined {
 			t.Errorf("outcome %d: TTFT %v TPOT %v tokens %d; want 10ms, 1.25ms, %d", i, m.TTFT, m.TPOT, m.Tokens, tg)
 		}
 	}
 	if failed != 1 {
 		t.Errorf("%d failed outcomes, want 1", failed)
 	}
-	if len(rep.Warnings) != 0 {
-		t.Errorf("warnings %v, want none: the engine counts as the builder does", rep.Warnings)
+	for i, q := range rep.Requests {
+		if len(rep.Warnings) != 0 || q.HasWarning(WarnPromptMismatch) {
+			t.Errorf("request %d: warnings %v %v, want none: the engine counts as the builder does", i, rep.Warnings, q.Warnings)
+		}
 	}
 	e.fakeEngine.mu.Lock()
 	defer e.fakeEngine.mu.Unlock()
@@ -109,7 +111,8 @@ func TestSendPromptsPrewarmsPreparesAndMeasures(t *testing.T) {
 }
 
 // TestSendPromptsWarnsOnCountMismatch: prompts counted by a tokenizer that
-// differs from the engine's are named in the warnings, one per request.
+// differs from the engine's carry a prompt-mismatch warning, on each
+// request.
 func TestSendPromptsWarnsOnCountMismatch(t *testing.T) {
 	off := promptsize.CounterFunc(func(ctx context.Context, ms []promptsize.Message) (int, error) {
 		n, err := wordCounter(ctx, ms)
@@ -120,8 +123,10 @@ func TestSendPromptsWarnsOnCountMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Warnings) != 2 || !strings.Contains(rep.Warnings[0].Error(), "server counted 29 prompt tokens, the client 30") {
-		t.Errorf("warnings %v; want one per request naming 29 against 30", rep.Warnings)
+	for i, q := range rep.Requests {
+		if !q.HasWarning(WarnPromptMismatch) || !strings.Contains(q.Warnings[0].Message, "server counted 29 prompt tokens, the client 30") || q.PPTokens != 30 {
+			t.Errorf("request %d: warnings %v, pp_tokens %d; want a prompt mismatch naming 29 against 30", i, q.Warnings, q.PPTokens)
+		}
 	}
 }
 

@@ -24,10 +24,10 @@ type ClockInfo struct {
 // monotonicClock names the clock Go's time.Now carries for differences.
 const monotonicClock = "Go runtime monotonic clock (CLOCK_MONOTONIC on Linux)"
 
-// ReadClockInfo reads this host's clock source and synchronisation
+// readClockInfo reads this host's clock source and synchronisation
 // status, best effort: what the platform cannot tell is left empty.
-func ReadClockInfo() ClockInfo {
+func readClockInfo() ClockInfo {
 	c := ClockInfo{Monotonic: monotonicClock}
-	readClockInfo(&c)
+	readPlatformClock(&c)
 	return c
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // readClockInfo fills c from sysfs and adjtimex(2) in read-only mode.
-func readClockInfo(c *ClockInfo) {
+func readPlatformClock(c *ClockInfo) {
 	if b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil {
 		c.Source = strings.TrimSpace(string(b))
 	}

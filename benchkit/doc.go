@@ -1,21 +1,31 @@
-// Package benchkit composes inferbench's packages into a benchmark: a Plan
-// of (pp, tg, concurrency) cells, a Runner that builds token-exact prompts,
-// releases bursts, samples energy and computes timing, Rows that record
-// what was measured and how, and Sinks and renderers that write them as
-// they come (JSONL) and at the end (exo's JSON, CSV, Markdown, a terminal
-// table, and Go's benchmark format for benchstat).
+// Package benchkit composes inferbench's packages into a benchmark, around
+// one record: a Request is one measured request, what was asked, what came
+// back and how each figure was measured, with the labels that place it
+// (run and rate, placement, burst and repeat, phase, session and turn).
 //
-// For one burst without a Plan, SendPrompts (or SendBurst, for requests
-// built by the caller) is the whole path in one call: it prewarms the
-// engine's connections, prepares every request before the release, sends
-// them at one instant and returns each request's client timing with the
-// burst's dispatch skew and throughput aggregates:
+// Every driver emits Requests, built by one function (NewRequest), so a
+// figure follows one rule whichever driver measured it:
+//
+//   - a Runner measures a Plan of (pp, tg, concurrency) cells as
+//     barrier-released bursts, with energy sampled over each (ExoSweep
+//     runs it on every placement of an exo cluster; package
+//     benchkit/disagg runs exo's prefill/decode disaggregation benchmark);
+//   - a Load sends a Workload (random lengths today; traces, datasets and
+//     sessions are workloads too) on an open-loop schedule or as one
+//     burst, sweeps rates and searches the highest one meeting an SLO;
+//   - SendBurst and SendPrompts send one burst in one call.
+//
+// Sinks receive the Requests as they are measured (a JSONL file, a
+// progress line, a caller's own). Summaries are groupings of Requests
+// (Summarize with a Key: ByRun, ByCell, ByPhase, ByTurn), and every output
+// is a view of them: a Request's own JSON (a load test's row), ExoRun
+// (exo's "runs" row), the results documents (Document, LoadDocument), CSV,
+// Go's benchmark format for benchstat, and the tables.
 //
 //	br, err := benchkit.SendPrompts(ctx, eng, model, tg, prompts, nil)
-//	// br.Requests[i].Metrics.TTFT, br.Skew.Max, br.Stats.ThroughputTPS
+//	// br.Requests[i].TTFTS, br.Skew.Max, br.Stats.ThroughputTPS
 //
-// exo's prefill/decode disaggregation benchmark, built on the Runner, is
-// package benchkit/disagg; the command-line plumbing the example programs
-// share (flags, exit statuses, interrupts, progress lines, output files)
+// The command-line plumbing the example programs share (flags, the target
+// they measure, exit statuses, interrupts, progress lines, output files)
 // is package benchkit/cli.
 package benchkit

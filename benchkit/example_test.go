@@ -40,7 +40,7 @@ func ExampleRunner() {
 		panic(err)
 	}
 	exact, warned := 0, 0
-	for _, row := range rep.Rows {
+	for _, row := range rep.Requests {
 		if row.PPTokens == 512 && row.Stats.PromptTokens == 512 && row.Stats.GenerationTokens == 64 {
 			exact++
 		}
@@ -48,7 +48,7 @@ func ExampleRunner() {
 			warned++
 		}
 	}
-	fmt.Printf("%d rows, %d exact, %d with warnings, %d cells, %d failed\n", len(rep.Rows), exact, warned, len(rep.Cells()), rep.Failed())
+	fmt.Printf("%d rows, %d exact, %d with warnings, %d cells, %d failed\n", len(rep.Requests), exact, warned, len(rep.Cells()), rep.Failed())
 	// Output:
 	// 27 rows, 27 exact, 0 with warnings, 2 cells, 0 failed
 }
@@ -75,8 +75,9 @@ func ExampleSendPrompts() {
 		panic(err)
 	}
 	for i, q := range br.Requests {
-		// q.Metrics holds TTFT, TPOT, E2E and the generation rate.
-		fmt.Printf("request %d: %d tokens, TTFT measured: %t\n", i, q.Metrics.Tokens, q.Metrics.TTFTDefined)
+		// Each is the record every driver writes: TTFTS, TPOTS, E2ES,
+		// the per-token gaps, the server's counts, the error if any.
+		fmt.Printf("request %d: %d tokens, TTFT measured: %t\n", i, q.Tokens(), q.TTFTS != nil)
 	}
 	// br.Skew.Max is the spread of the send instants.
 	fmt.Printf("prewarmed %t, %d failed, %d tokens, %d warnings\n", br.Prewarmed, br.Stats.Failed, br.Stats.TotalTokens, len(br.Warnings))

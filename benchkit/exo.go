@@ -50,9 +50,8 @@ type ExoSweep struct {
 	Sources         []energy.Source
 	MetricsInterval time.Duration
 	// Runner is the template of each placement's Runner: its Engine, Model
-	// and Placement are set by the sweep; the rest is copied. Its Observer
-	// hears the sweep's progress: Done and Total count the requests of
-	// every placement, so a progress bar does not restart at each.
+	// and Placement are set by the sweep; the rest is copied, its Sinks
+	// included, so that they receive the requests of every placement.
 	Runner Runner
 	// WrapEngine, when set, wraps the engine each placement's requests go
 	// to (a test's slowed client); nil sends them to Client.
@@ -63,8 +62,8 @@ type ExoSweep struct {
 
 // ExoResult is what a sweep measured.
 type ExoResult struct {
-	// Rows are every measured request of every placement.
-	Rows []Row
+	// Requests are every measured request of every placement.
+	Requests []Request
 	// Cluster is the cluster snapshot taken before the first placement.
 	Cluster json.RawMessage
 	// SystemMetrics summarises the sampled metrics of every placement's
@@ -122,12 +121,6 @@ func (s *ExoSweep) Run(ctx context.Context, plan Plan) (ExoResult, error) {
 		}
 	}
 	merged := map[string]map[string][]energy.Sample{}
-	// Progress counts over the whole sweep: every placement measures the
-	// same plan.
-	perPlacement := 0
-	for _, c := range plan.Cells() {
-		perPlacement += c.Concurrency * plan.repeat()
-	}
 	for _, p := range placements {
 		if ctx.Err() != nil {
 			break
@@ -136,10 +129,15 @@ func (s *ExoSweep) Run(ctx context.Context, plan Plan) (ExoResult, error) {
 		if p.Relabelled() {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("placement preview labels differ from its instance; measured as %s/%s on %d nodes", p.Sharding, p.InstanceMeta, p.Nodes))
 		}
-		rep, rec, err := s.runPlacement(ctx, p, plan, &res, sweepProgress{base: len(res.Rows), total: perPlacement * len(placements)})
-		res.Rows = append(res.Rows, rep.Rows...)
+		rep, rec, err := s.runPlacement(ctx, p, plan, &res)
+		res.Requests = append(res.Requests, rep.Requests...)
 		res.Windows = append(res.Windows, rep.Windows...)
-		res.Warnings = append(res.Warnings, rep.Warnings...)
+		for _, w := range rep.Warnings {
+			// Every placement runs the same plan: its cautions once.
+			if !slices.Contains(res.Warnings, w) {
+				res.Warnings = append(res.Warnings, w)
+			}
+		}
 		if rec != nil {
 			res.Power = appendPower(res.Power, rec.Power())
 			for _, ser := range rec.Series {
@@ -194,15 +192,9 @@ func summarizeMetrics(m map[string]map[string][]energy.Sample) map[string]map[st
 	return out
 }
 
-// sweepProgress places one placement's progress in the sweep's: base
-// requests were measured before it, of total in all.
-type sweepProgress struct {
-	base, total int
-}
-
 // runPlacement measures plan on one placement, creating and deleting its
 // instance unless Reuse is set.
-func (s *ExoSweep) runPlacement(ctx context.Context, p exo.Placement, plan Plan, res *ExoResult, sp sweepProgress) (Report, *energy.Recording, error) {
+func (s *ExoSweep) runPlacement(ctx context.Context, p exo.Placement, plan Plan, res *ExoResult) (Report, *energy.Recording, error) {
 	meta := Placement{Sharding: p.Sharding, InstanceMeta: p.InstanceMeta, Nodes: p.Nodes, InstanceID: p.Instance.ID}
 	if !s.Reuse {
 		pr, err := s.Client.Plan(ctx, p, s.Card, &s.PlanOptions)
@@ -233,13 +225,6 @@ func (s *ExoSweep) runPlacement(ctx context.Context, p exo.Placement, plan Plan,
 	r.Engine, r.Model, r.Placement = s.Client, s.Card.FullID(), meta
 	if s.WrapEngine != nil {
 		r.Engine = s.WrapEngine(r.Engine)
-	}
-	if obs := r.Observer; obs != nil {
-		r.Observer = ObserverFunc(func(pr Progress) {
-			pr.Done += sp.base
-			pr.Total = sp.total
-			obs.Observe(pr)
-		})
 	}
 	if r.ModelShortID == "" {
 		r.ModelShortID = s.Card.ShortID()

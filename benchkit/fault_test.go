@@ -51,9 +51,9 @@ const maxStallTimeout = 16 * stallTimeout
 // healthyTimedOut says whether a healthy row of a fault matrix sweep (an
 // even repeat) timed out: the machine ran the request slower than the
 // stall case's bound, so the case tested nothing and is run again.
-func healthyTimedOut(rows []Row) bool {
+func healthyTimedOut(rows []Request) bool {
 	for _, r := range rows {
-		if r.RepeatIndex%2 == 0 && engine.Kind(r.ErrorKind) == engine.KindTimeout {
+		if r.Repeat%2 == 0 && engine.Kind(r.ErrorKind) == engine.KindTimeout {
 			return true
 		}
 	}
@@ -161,29 +161,29 @@ func newSweep(t *testing.T, url string, model string, counter promptsize.Counter
 // results document that is valid JSON holding every row.
 func checkOutputs(t *testing.T, res ExoResult, jsonl []byte, want int) {
 	t.Helper()
-	if len(res.Rows) != want {
-		t.Fatalf("%d rows, want one per attempted request (%d)", len(res.Rows), want)
+	if len(res.Requests) != want {
+		t.Fatalf("%d rows, want one per attempted request (%d)", len(res.Requests), want)
 	}
 	if n := bytes.Count(jsonl, []byte("\n")); n != want {
 		t.Errorf("JSONL has %d lines, want %d", n, want)
 	}
-	var back []Row
+	var back []Request
 	jr := NewJSONLReader(bytes.NewReader(jsonl))
 	for jr.Scan() {
 		if err := jr.LineErr(); err != nil {
 			t.Errorf("JSONL line does not decode: %v", err)
 		}
-		back = append(back, jr.Row())
+		back = append(back, jr.Request())
 	}
 	if err := jr.Err(); err != nil {
 		t.Error(err)
 	}
 	// Compare through JSON: a row's JSON form is what a file keeps.
-	if diff := cmp.Diff(jsonRoundTrip(t, res.Rows), back); diff != "" {
+	if diff := cmp.Diff(jsonRoundTrip(t, res.Requests), back); diff != "" {
 		t.Errorf("JSONL rows differ from the sweep's (-sweep +jsonl):\n%s", diff)
 	}
 	var doc bytes.Buffer
-	if err := WriteJSON(&doc, Document{Runs: res.Rows, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics, Meta: &Meta{Tool: "inferbench", Warnings: res.Warnings}}); err != nil {
+	if err := WriteJSON(&doc, Document{Runs: res.Requests, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics, Meta: &Meta{Tool: "inferbench", Warnings: res.Warnings}}); err != nil {
 		t.Fatalf("results JSON: %v", err)
 	}
 	var d Document
@@ -195,15 +195,15 @@ func checkOutputs(t *testing.T, res ExoResult, jsonl []byte, want int) {
 	}
 }
 
-func jsonRoundTrip(t *testing.T, rows []Row) []Row {
+func jsonRoundTrip(t *testing.T, rows []Request) []Request {
 	t.Helper()
-	var out []Row
+	var out []Request
 	for _, r := range rows {
 		b, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Row
+		var back Request
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 					f.sweep.Runner.RequestTimeout = timeout
 					plan := Plan{PP: []int{40}, TG: []int{4}, Repeat: 4, Stream: stream}
 					res, err = f.sweep.Run(context.Background(), plan)
-					if !healthyTimedOut(res.Rows) || timeout >= maxStallTimeout {
+					if !healthyTimedOut(res.Requests) || timeout >= maxStallTimeout {
 						break
 					}
 					// The bound is too short for this machine now, which is
@@ -248,8 +248,8 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 					srv.Close()
 				}
 				failed := 0
-				for i, r := range res.Rows {
-					faulted := r.RepeatIndex%2 == 1
+				for i, r := range res.Requests {
+					faulted := r.Repeat%2 == 1
 					switch {
 					case faulted && engine.Kind(r.ErrorKind) != want:
 						t.Errorf("row %d (faulted): kind %q, want %q; error %q", i, r.ErrorKind, want, r.Error)
@@ -258,8 +258,8 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 					case !faulted && r.Failed():
 						t.Errorf("row %d (healthy): failed with %s: %s", i, r.ErrorKind, r.Error)
 					}
-					if !faulted && (r.Stats == nil && !stream || r.generatedTokens() != 4) {
-						t.Errorf("row %d (healthy): stats %v, %d tokens", i, r.Stats, r.generatedTokens())
+					if !faulted && (r.Stats == nil && !stream || r.Tokens() != 4) {
+						t.Errorf("row %d (healthy): stats %v, %d tokens", i, r.Stats, r.Tokens())
 					}
 					if r.Failed() {
 						failed++
@@ -276,7 +276,7 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 				if failed != wantFailed {
 					t.Errorf("%d failed rows, want %d", failed, wantFailed)
 				}
-				if perr := programError(err, failed); errors.Is(perr, ErrRequestsFailed) != (wantFailed > 0) {
+				if perr := programError(err, failed); errors.Is(perr, errRequestsFailed) != (wantFailed > 0) {
 					t.Errorf("program error %v with %d failed rows", perr, failed)
 				}
 				// The sweep deleted the instance it created.
@@ -291,11 +291,14 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 	}
 }
 
+// errRequestsFailed stands for the program's error of failed requests.
+var errRequestsFailed = errors.New("some requests failed")
+
 // programError is the error an example program returns for a sweep that
 // ended with err and failed rows, as examples/exo-bench does.
 func programError(err error, failed int) error {
 	if err == nil && failed > 0 {
-		return fmt.Errorf("%w: %d", ErrRequestsFailed, failed)
+		return fmt.Errorf("%w: %d", errRequestsFailed, failed)
 	}
 	return err
 }
@@ -312,7 +315,7 @@ func TestExoSweepServerRestarted(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	var second *sim.Server
 	n := 0
-	restart := SinkFunc(func(r Row) error {
+	restart := SinkFunc(func(r Request) error {
 		n++
 		switch n {
 		case 1:
@@ -340,14 +343,14 @@ func TestExoSweepServerRestarted(t *testing.T) {
 		t.Fatal("the second server never started")
 	}
 	var kinds []string
-	for _, r := range res.Rows {
+	for _, r := range res.Requests {
 		kinds = append(kinds, r.ErrorKind)
 	}
 	if diff := cmp.Diff([]string{"", string(engine.KindConnect), "", ""}, kinds); diff != "" {
-		t.Errorf("row error kinds (-want +got):\n%s\nrows: %+v", diff, res.Rows)
+		t.Errorf("row error kinds (-want +got):\n%s\nrows: %+v", diff, res.Requests)
 	}
-	if !strings.Contains(res.Rows[1].Error, "connect") {
-		t.Errorf("the request to the stopped server: %q", res.Rows[1].Error)
+	if !strings.Contains(res.Requests[1].Error, "connect") {
+		t.Errorf("the request to the stopped server: %q", res.Requests[1].Error)
 	}
 	// The instance the sweep created died with the first server; deleting
 	// it on the second is a not-found, which is no warning.
@@ -357,8 +360,8 @@ func TestExoSweepServerRestarted(t *testing.T) {
 		}
 	}
 	checkOutputs(t, res, f.jsonl.Bytes(), 4)
-	if perr := programError(err, 1); !errors.Is(perr, ErrRequestsFailed) {
-		t.Errorf("program error %v, want one wrapping ErrRequestsFailed", perr)
+	if perr := programError(err, 1); !errors.Is(perr, errRequestsFailed) {
+		t.Errorf("program error %v, want one wrapping errRequestsFailed", perr)
 	}
 	f.client.CloseIdleConnections()
 	second.Close()

@@ -7,12 +7,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/timing"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -24,15 +27,15 @@ func ip(v int) *int         { return &v }
 // fixtureRows is a small run: cell pp=64/tg=8 at concurrency 1 (2 repeats,
 // with the server's power_usage and short client energy windows) and
 // concurrency 2 (2 repeats, one request failed in the second).
-func fixtureRows() []Row {
+func fixtureRows() []Request {
 	stats := func(ptps, gtps float64) *engine.ServerStats {
 		return &engine.ServerStats{PromptTPS: ptps, GenerationTPS: gtps, PromptTokens: 64, GenerationTokens: 8, PeakMemoryBytes: 3 << 30, PrefixCacheHit: engine.PrefixCacheNone}
 	}
-	base := Row{OutputTextPreview: "a b c", ModelID: "sim/model-8b", ModelShortID: "model-8b", PPTokens: 64, PPTarget: 64, TG: 8, GeneratedTokens: ip(8), Simulated: true}
-	r := func(rep, conc, idx int, elapsed, ptps, gtps float64) Row {
+	base := Request{Preview: "a b c", Model: "sim/model-8b", ModelShortID: "model-8b", PPTokens: 64, PPTarget: 64, TGTarget: 8, CompletionTokens: ip(8), Simulated: true}
+	r := func(rep, conc, idx int, elapsed, ptps, gtps float64) Request {
 		x := base
-		x.RepeatIndex, x.Concurrency, x.RequestIndex = rep, conc, idx
-		x.ElapsedS = elapsed
+		x.Repeat, x.Concurrency, x.Index = rep, conc, idx
+		x.DoneS = elapsed
 		x.Stats = stats(ptps, gtps)
 		x.E2ES = fp(elapsed)
 		x.Energy = &Energy{WindowS: elapsed, Joules: 10 * elapsed, AvgWatts: 10, ErrorBoundJ: fp(0.5), Shared: conc > 1, Source: "client", SampleIntervalS: 0.25}
@@ -49,10 +52,10 @@ func fixtureRows() []Row {
 		return x
 	}
 	failed := base
-	failed.RepeatIndex, failed.Concurrency, failed.RequestIndex = 1, 2, 1
-	failed.ElapsedS, failed.GeneratedTokens, failed.ErrorKind, failed.Error = 0.1, ip(0), "status", "engine: status 503: overloaded"
+	failed.Repeat, failed.Concurrency, failed.Index = 1, 2, 1
+	failed.DoneS, failed.CompletionTokens, failed.ErrorKind, failed.Error = 0.1, ip(0), "status", "engine: status 503: overloaded"
 	failed.ConcurrentIndex = ip(1)
-	return []Row{
+	return []Request{
 		r(0, 1, 0, 0.5, 1000, 20),
 		r(1, 1, 0, 0.4, 1200, 25),
 		r(0, 2, 0, 0.8, 900, 12),
@@ -80,7 +83,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestSummarizeCells(t *testing.T) {
-	cells := SummarizeCells(fixtureRows())
+	cells := Summarize(fixtureRows(), ByCell, timing.SLO{})
 	if len(cells) != 2 {
 		t.Fatalf("%d cells, want 2", len(cells))
 	}
@@ -117,10 +120,11 @@ func TestSummarizeCells(t *testing.T) {
 
 func TestGoldenFormats(t *testing.T) {
 	rows := fixtureRows()
-	cells := SummarizeCells(rows)
+	cells := Summarize(rows, ByCell, timing.SLO{})
 
 	var jsonl bytes.Buffer
 	s := NewJSONLSink(&jsonl)
+	s.Exo = true // exo-bench's rows file
 	for _, r := range rows {
 		if err := s.Add(r); err != nil {
 			t.Fatal(err)
@@ -129,10 +133,7 @@ func TestGoldenFormats(t *testing.T) {
 	golden(t, "rows.jsonl", jsonl.Bytes())
 
 	var doc bytes.Buffer
-	d := Document{Runs: rows, Meta: &Meta{Tool: "inferbench", Engine: "sim", Simulated: true, Model: "sim/model-8b", Plan: Plan{PP: []int{64}, TG: []int{8}, Concurrency: []int{1, 2}, Repeat: 2}}}
-	for _, c := range cells {
-		d.Summary = append(d.Summary, c.Record())
-	}
+	d := Document{Runs: rows, Meta: &Meta{RunInfo: RunInfo{Tool: "inferbench", Engine: "sim", Simulated: true, Model: "sim/model-8b"}, Plan: Plan{PP: []int{64}, TG: []int{8}, Concurrency: []int{1, 2}, Repeat: 2}}, Summary: cells}
 	d.SystemMetrics = map[string]map[string]energy.MetricSummary{"node-0": {"sysPower": {Min: 10, Max: 30, Mean: 20, Samples: 4}}}
 	if err := WriteJSON(&doc, d); err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestGoldenFormats(t *testing.T) {
 	golden(t, "rows.csv", csvOut.Bytes())
 
 	var md bytes.Buffer
-	if err := WriteMarkdown(&md, cells, TableOptions{Simulated: true, Title: "model-8b"}); err != nil {
+	if err := WriteTable(&md, cells, TableOptions{Simulated: true, Title: "model-8b", Markdown: true}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "table.md", md.Bytes())
@@ -250,14 +251,14 @@ func TestJSONLRoundTrip(t *testing.T) {
 	// A crash mid-write leaves a cut last line, and a blank line is noise.
 	data := buf.String() + "\n{\"elapsed_s\": 1.2, \"stat"
 	rd := NewJSONLReader(strings.NewReader(data))
-	var got []Row
+	var got []Request
 	var lineErrs []error
 	for rd.Scan() {
 		if err := rd.LineErr(); err != nil {
 			lineErrs = append(lineErrs, err)
 			continue
 		}
-		got = append(got, rd.Row())
+		got = append(got, rd.Request())
 	}
 	if err := rd.Err(); err != nil {
 		t.Fatal(err)
@@ -272,16 +273,84 @@ func TestJSONLRoundTrip(t *testing.T) {
 
 func TestTableMarksSimulated(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteTable(&buf, SummarizeCells(fixtureRows()), TableOptions{Simulated: true}); err != nil {
+	if err := WriteTable(&buf, Summarize(fixtureRows(), ByCell, timing.SLO{}), TableOptions{Simulated: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
 	if !strings.Contains(out, "SIMULATED") {
 		t.Errorf("table does not say the figures are simulated:\n%s", out)
 	}
-	for _, col := range []string{"exo agg tok/s (max×N)", "Σtok/wall tok/s", "J/tok"} {
+	for _, col := range []string{"exo max×N", "Σtok/wall", "J/tok", "± is the half width of each figure's 95 % confidence interval over the 2 repeats"} {
 		if !strings.Contains(out, col) {
-			t.Errorf("table lacks column %q:\n%s", col, out)
+			t.Errorf("table lacks %q:\n%s", col, out)
+		}
+	}
+	// The half width to two significant digits, the mean to the same
+	// place: 1100 ± 1270.6 is 1100 ± 1300.
+	if !strings.Contains(out, "1100 ±1300") || strings.Contains(out, "(sd") {
+		t.Errorf("intervals not rounded to their half width, or sd in the terminal table:\n%s", out)
+	}
+}
+
+// TestTerminalTableWidth: a sweep like exo-bench's default one (two
+// placements, pp 128 and 4096, concurrency 1 and 4, two repeats a few per
+// cent apart, prompt rates in the thousands, server energy) fits a
+// 120-column terminal, notes aside.
+func TestTerminalTableWidth(t *testing.T) {
+	var rows []Request
+	for _, pl := range []Placement{{Sharding: "Pipeline", InstanceMeta: "MlxRing", Nodes: 1}, {Sharding: "Tensor", InstanceMeta: "MlxJaccl", Nodes: 1}} {
+		for _, pp := range []int{128, 4096} {
+			for _, conc := range []int{1, 4} {
+				for rep := range 2 {
+					for i := range conc {
+						f := 1 + 0.03*float64(rep) + 0.01*float64(i)
+						r := Request{Labels: Labels{Placement: pl, Concurrency: conc, Repeat: rep}, Index: i,
+							PPTarget: pp, PPTokens: pp, TGTarget: 32, CompletionTokens: ip(32), DoneS: 0.9 * f,
+							Stats:      &engine.ServerStats{PromptTPS: 5432.1 * f, GenerationTPS: 81.7 / f, PromptTokens: pp, GenerationTokens: 32, PeakMemoryBytes: 5 << 30},
+							PowerUsage: &engine.PowerUsage{ElapsedSeconds: 0.9 * f, TotalEnergyJoules: 41.3 * f}}
+						rows = append(rows, r)
+					}
+				}
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, Summarize(rows, ByCell, timing.SLO{}), TableOptions{Simulated: true, Title: "Llama-3.2-1B-Instruct-4bit"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if n := utf8.RuneCountInString(l); n > 120 && !strings.HasPrefix(l, "[") {
+			t.Errorf("a line of %d columns: %q\n%s", n, l, buf.String())
+		}
+	}
+	t.Logf("\n%s", buf.String())
+}
+
+// TestDocumentsReadBack: exo's results file and a load test's read back
+// into their documents and write again byte for byte.
+func TestDocumentsReadBack(t *testing.T) {
+	rows := fixtureRows()
+	exoDoc := Document{Runs: rows, Meta: &Meta{RunInfo: RunInfo{Tool: "inferbench", Engine: "sim", Simulated: true, Model: "sim/model-8b"}, Plan: Plan{PP: []int{64}, TG: []int{8}}},
+		Summary: Summarize(rows, ByCell, timing.SLO{})}
+	load := LoadRun{Requests: rows, Summary: Summarize(rows, ByRun, timing.SLO{})[0]}
+	loadDoc := NewLoadDocument(LoadMeta{RunInfo: RunInfo{Tool: "inferbench", Engine: "openai"}, Workload: Lengths{Input: 64, Output: 8, Seed: 3}}, []LoadRun{load}, nil)
+	for name, c := range map[string]struct {
+		doc  any
+		back any
+	}{"exo": {exoDoc, new(Document)}, "load": {loadDoc, new(LoadDocument)}} {
+		var first bytes.Buffer
+		if err := WriteJSON(&first, c.doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(first.Bytes(), c.back); err != nil {
+			t.Fatalf("%s: read back: %v", name, err)
+		}
+		var again bytes.Buffer
+		if err := WriteJSON(&again, reflect.ValueOf(c.back).Elem().Interface()); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(first.String(), again.String()); diff != "" {
+			t.Errorf("%s document read back writes otherwise (-first +again):\n%s", name, diff)
 		}
 	}
 }

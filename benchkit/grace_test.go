@@ -43,15 +43,15 @@ func TestRunnerGrace(t *testing.T) {
 			if !errors.Is(err, context.Canceled) || !rep.Interrupted {
 				t.Fatalf("err %v interrupted %v, want context.Canceled and true", err, rep.Interrupted)
 			}
-			if len(col.Rows()) != 3 || fe.calls.Load() != 3 {
-				t.Fatalf("rows %d calls %d, want the 3 in flight recorded and nothing more sent", len(col.Rows()), fe.calls.Load())
+			if len(col.Requests()) != 3 || fe.calls.Load() != 3 {
+				t.Fatalf("rows %d calls %d, want the 3 in flight recorded and nothing more sent", len(col.Requests()), fe.calls.Load())
 			}
-			for _, row := range col.Rows() {
+			for _, row := range col.Requests() {
 				if engine.Kind(row.ErrorKind) != tc.wantKind {
 					t.Errorf("in-flight row: kind %q (%s), want %q", row.ErrorKind, row.Error, tc.wantKind)
 				}
-				if tc.wantKind == engine.KindNone && row.generatedTokens() != 4 {
-					t.Errorf("finished row has %d tokens, want 4", row.generatedTokens())
+				if tc.wantKind == engine.KindNone && row.Tokens() != 4 {
+					t.Errorf("finished row has %d tokens, want 4", row.Tokens())
 				}
 			}
 		})

@@ -51,27 +51,27 @@ func TestRunnerImplausibleRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rep.Rows) != 4 || rep.Failed() != 2 {
-				t.Fatalf("%d rows, %d failed; want 4 and 2", len(rep.Rows), rep.Failed())
+			if len(rep.Requests) != 4 || rep.Failed() != 2 {
+				t.Fatalf("%d rows, %d failed; want 4 and 2", len(rep.Requests), rep.Failed())
 			}
-			for _, row := range rep.Rows {
+			for _, row := range rep.Requests {
 				if !row.Failed() {
-					if row.GeneratedTokens == nil || *row.GeneratedTokens != 4 || row.Stats == nil {
-						t.Errorf("honest row: tokens %v, stats %v", row.GeneratedTokens, row.Stats)
+					if row.CompletionTokens == nil || *row.CompletionTokens != 4 || row.Stats == nil {
+						t.Errorf("honest row: tokens %v, stats %v", row.CompletionTokens, row.Stats)
 					}
 					continue
 				}
 				if row.ErrorKind != string(engine.KindImplausibleUsage) || !strings.Contains(row.Error, "6.5e+19") || !strings.Contains(row.Error, "1e+07") {
 					t.Errorf("row kind %q, error %q; want implausible_usage naming 6.5e+19 and 1e+07", row.ErrorKind, row.Error)
 				}
-				if row.Stats != nil || row.GeneratedTokens != nil || row.TPOTS != nil || row.ClientGenerationTPS != nil || row.ITL != nil {
+				if row.Stats != nil || row.CompletionTokens != nil || row.TPOTS != nil || row.GenerationTPS != nil || row.ITLS != nil {
 					t.Errorf("implausible row keeps figures: stats %v, tokens %v, tpot %v, client tps %v, itl %v",
-						row.Stats, row.GeneratedTokens, row.TPOTS, row.ClientGenerationTPS, row.ITL)
+						row.Stats, row.CompletionTokens, row.TPOTS, row.GenerationTPS, row.ITLS)
 				}
 				if row.E2ES == nil || stream != (row.TTFTS != nil) {
 					t.Errorf("implausible row lost the client's own figures: e2e %v, ttft %v", row.E2ES, row.TTFTS)
 				}
-				b, err := json.Marshal(row)
+				b, err := json.Marshal(row.Exo())
 				if err != nil || !json.Valid(b) || !bytes.Contains(b, []byte(`"generated_tokens":null`)) || !bytes.Contains(b, []byte(`"stats":null`)) {
 					t.Errorf("row JSON %s, %v", b, err)
 				}

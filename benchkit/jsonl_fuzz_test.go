@@ -44,7 +44,7 @@ func FuzzJSONLReader(f *testing.F) {
 					t.Fatalf("record %d: line error %v after line %d", records, err, lastLine)
 				}
 				lastLine = le.Line
-				if !cmp.Equal(jr.Row(), Row{}) {
+				if !cmp.Equal(jr.Request(), Request{}) {
 					t.Fatalf("record %d: a line error with a non-zero row", records)
 				}
 			}
@@ -59,15 +59,15 @@ func FuzzJSONLReader(f *testing.F) {
 		// A whole row written after the damage reads back exactly.
 		tail := append(append(append(append([]byte{}, data...), '\n'), whole...), '\n')
 		jr = NewJSONLReader(bytes.NewReader(tail))
-		var last Row
+		var last Request
 		var lastErr error
 		for jr.Scan() {
-			last, lastErr = jr.Row(), jr.LineErr()
+			last, lastErr = jr.Request(), jr.LineErr()
 		}
 		if lastErr != nil {
 			t.Fatalf("the whole row after the damage does not decode: %v", lastErr)
 		}
-		if diff := cmp.Diff(jsonRoundTrip(t, []Row{want})[0], last); diff != "" {
+		if diff := cmp.Diff(jsonRoundTrip(t, []Request{want})[0], last); diff != "" {
 			t.Fatalf("the whole row after the damage (-want +got):\n%s", diff)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAppendJSONL appends two runs to a file whose last line a killed run
@@ -20,7 +21,7 @@ func TestAppendJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, prog := range []string{"run-a", "run-b"} {
-		h := NewRunHeader(prog)
+		h := RunHeader{Program: prog, PID: os.Getpid(), Started: time.Now().UTC().Format(time.RFC3339Nano)}
 		j, err := AppendJSONL(path, h)
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +65,7 @@ func TestAppendJSONL(t *testing.T) {
 	}
 }
 
-func jsonLine(r Row) ([]byte, error) {
+func jsonLine(r Request) ([]byte, error) {
 	var buf bytes.Buffer
 	err := NewJSONLSink(&buf).Add(r)
 	return buf.Bytes(), err

@@ -18,10 +18,6 @@ import (
 	"github.com/inferbench/inferbench/timing"
 )
 
-// ErrBadLoad is wrapped by every error that rejects a load test before
-// anything is sent: bad lengths, bad traffic, prompts that cannot be built.
-var ErrBadLoad = errors.New("benchkit: bad load")
-
 // Lengths draws the prompt and generation lengths of a load test, as
 // vLLM's random dataset does: each request's input length is uniform over
 // the integers of
@@ -112,6 +108,65 @@ func (l Lengths) Draw(n int) (in, out []int) {
 		out[i] = olo + src.IntN(ohi-olo+1)
 	}
 	return in, out
+}
+
+// A Workload is a source of requests for a Load: for each request of a
+// run, its prompt built to an exact length, what it asks for, the labels
+// that place it and, when the workload has its own timing, when it is
+// meant to go. Lengths (random lengths, as vLLM's random dataset) is the
+// first; traces, datasets and sessions are others.
+type Workload interface {
+	// Requests builds requests own (indices into a plan of n, in
+	// schedule order) with b, whose Counter counts as the engine does.
+	// salt(i) is the text that makes request i's prompt unique in the run
+	// (the run nonce, the run and i), nil when the Load sends unsalted
+	// prompts. out[j] is request own[j]. An error refuses the whole run:
+	// nothing has been sent.
+	Requests(ctx context.Context, b *promptsize.Builder, n int, own []int, salt func(i int) string) ([]Item, error)
+}
+
+// An Item is one request of a Workload.
+type Item struct {
+	// Prompt is the prompt to send, its count verified (promptsize).
+	Prompt promptsize.Prompt
+	// PPTarget is the prompt length asked for; MaxTokens the generation
+	// length (max_tokens).
+	PPTarget, MaxTokens int
+	// At, when set, is when the request is meant to go, from the run's
+	// start, in place of the traffic's schedule: a trace's own timing.
+	// Either every item of a run has one or none does.
+	At *time.Duration
+	// Labels are the item's own (a session and turn); the Load sets the
+	// run and rate.
+	Labels Labels
+}
+
+// Requests draws the lengths of a plan of n requests and builds the
+// prompts of own: Workload's method.
+func (l Lengths) Requests(ctx context.Context, b *promptsize.Builder, n int, own []int, salt func(int) string) ([]Item, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	ins, outs := l.Draw(n)
+	items := make([]Item, len(own))
+	for j, i := range own {
+		pp := ins[i]
+		var p promptsize.Prompt
+		var err error
+		if salt == nil {
+			p, err = b.Build(ctx, pp)
+		} else {
+			p, err = b.BuildSalted(ctx, pp, salt(i))
+		}
+		if err != nil {
+			if errors.Is(err, promptsize.ErrBelowOverhead) || errors.Is(err, promptsize.ErrUnreachable) {
+				return nil, fmt.Errorf("%w: request %d: prompt of %d tokens: %w", ErrBadLoad, i, pp, err)
+			}
+			return nil, fmt.Errorf("benchkit: build prompt of request %d (%d tokens): %w", i, pp, err)
+		}
+		items[j] = Item{Prompt: p, PPTarget: pp, MaxTokens: outs[i]}
+	}
+	return items, nil
 }
 
 // Traffic says how a load test's requests are sent: an open loop at Rate
@@ -211,12 +266,13 @@ func (t Traffic) String() string {
 }
 
 // A Load measures an OpenAI-compatible (or any) engine under load: it
-// draws each request's lengths, builds every prompt to its exact length
-// with a per-request salt before anything is sent, prepares every request
+// takes each request from a Workload (random lengths, a trace, a dataset),
+// every prompt built to its exact length with a per-request salt before
+// anything is sent, prepares every request
 // ahead of its send when the engine is an engine.Preparer (the encoded
 // bodies are held until sent, about the size of the prompts), sends the
 // requests on an open-loop schedule (or as one burst), and records one
-// LoadRow per request with the client's timing, the server's counts and
+// Request per request with the client's timing, the server's counts and
 // the schedule.
 //
 // Before the first request goes, Run prewarms min(n, MaxConcurrency)
@@ -263,11 +319,13 @@ type Load struct {
 	// (Ctrl-C): dispatch stops at once, and the requests still running
 	// when Grace has passed are cancelled. 0 cancels them at once.
 	Grace time.Duration
-	// Simulated marks every row as measured against a simulated engine.
+	// Simulated marks every request as measured against a simulated
+	// engine.
 	Simulated bool
-	// OnRow, when set, receives each row as its request ends, from one
-	// goroutine at a time.
-	OnRow func(LoadRow)
+	// Sinks receive each request as it ends, from one goroutine at a
+	// time. A sink that fails stops the dispatch; Run's error then wraps
+	// ErrSink.
+	Sinks []Sink
 	// Clock reads every instant of the schedule; nil means the system's.
 	Clock concurrency.Clock
 	// Logger receives debug records; nil logs nothing.
@@ -296,174 +354,27 @@ type Load struct {
 	GCPercent int
 }
 
-// LoadRow is one request of a load test. Durations are in seconds;
-// offsets are from the run's start instant. Figures a request does not
-// have (TTFT of an unstreamed request, TPOT of a one-token reply, a
-// server count the server did not send) are null, never 0.
-type LoadRow struct {
-	// Run numbers the run in a sweep or search (from 0); Rate is its
-	// offered rate (null when infinite or a burst).
-	Run  int      `json:"run"`
-	Rate *float64 `json:"rate"`
-	// Index is the request's place in the schedule, from 0.
-	Index int `json:"index"`
-	// ResponseID is the server's id of the response.
-	ResponseID string `json:"response_id"`
-	// PPTarget is the drawn prompt length; PPTokens the client's verified
-	// count of the prompt sent; ServerPromptTokens the server's
-	// usage.prompt_tokens (or exo's generation_stats.prompt_tokens).
-	PPTarget           int  `json:"pp_target"`
-	PPTokens           int  `json:"pp_tokens"`
-	ServerPromptTokens *int `json:"server_prompt_tokens"`
-	// TGTarget is the drawn output length (max_tokens); CompletionTokens
-	// what came back: the server's usage.completion_tokens, else the
-	// streamed chunks' tokens.
-	TGTarget         int `json:"tg_target"`
-	CompletionTokens int `json:"completion_tokens"`
-	// IntendedSendS is when the schedule meant the request to go,
-	// SendOffsetS when its bytes began to go out (the engine's send
-	// instant: for engine/openai, when the transport handed over the
-	// connection, after any dial), DoneS when its response ended.
-	IntendedSendS float64 `json:"intended_send_s"`
-	SendOffsetS   float64 `json:"send_offset_s"`
-	DoneS         float64 `json:"done_s"`
-	// ConnectS is how long the request waited for a new connection to be
-	// opened for it (DNS, dial, TLS: engine.Result.Connect) before its
-	// send instant; null when it went out on a connection already open
-	// (pooled or prewarmed) or the engine cannot tell. The wait is part
-	// of the schedule lag (SendOffsetS − IntendedSendS), not of TTFTS or
-	// E2ES; vLLM's benchmark, whose clock starts before the request is
-	// issued, counts it in its TTFT.
-	ConnectS *float64 `json:"connect_s"`
-	// TTFTS, TPOTS and E2ES are the client's time to first token, time
-	// per output token after the first, (E2E − TTFT)/(n − 1), and
-	// end-to-end latency (timing.Trace's formulas), all measured from
-	// the send instant, so without any dial (see ConnectS).
-	TTFTS *float64 `json:"ttft_s"`
-	TPOTS *float64 `json:"tpot_s"`
-	E2ES  *float64 `json:"e2e_s"`
-	// TTFTFirstChunkS is the time to the server's first chunk when that
-	// chunk marks the first token before its text (vLLM's and SGLang's
-	// role chunk, llama.cpp's role delta: timing.Trace.FirstChunk); TTFTS
-	// is then the time to the first text, and TPOTS and ITLS count from
-	// this instant. Null when the server wrote nothing before the text.
-	TTFTFirstChunkS *float64 `json:"ttft_first_chunk_s"`
-	// SharedInstants counts the chunks that share their instant with the
-	// next chunk (timing.Trace.SharedInstants): each came in one read with
-	// it, sent together or read only after the next one arrived, so its
-	// instant is an upper bound and the gap after it, zero in ITLS, is
-	// unknown. FirstShared says the first content chunk is one of them:
-	// TTFTS is then an upper bound.
-	SharedInstants int  `json:"shared_instants"`
-	FirstShared    bool `json:"first_chunk_shared,omitempty"`
-	// ITLS are the per-token gaps (a chunk of k tokens arriving g after
-	// the previous one gives k gaps of g/k) and ICLS the per-chunk gaps.
-	ITLS []float64 `json:"itl_s"`
-	ICLS []float64 `json:"icl_s"`
-	// Stream says whether the response was streamed; FinishReason is the
-	// server's.
-	Stream       bool   `json:"stream"`
-	FinishReason string `json:"finish_reason,omitempty"`
-	// Simulated marks rows measured against the embedded engine.
-	Simulated bool `json:"simulated,omitempty"`
-	// Warnings are quality notes: counts that differ, fewer tokens than
-	// asked, estimated chunk token counts.
-	Warnings []string `json:"warnings,omitempty"`
-	// ErrorKind is engine.KindOf of the error; Error its message, ""
-	// for a request that succeeded.
-	ErrorKind string `json:"error_kind,omitempty"`
-	Error     string `json:"error"`
-	// PlanFields name the plan, the segment and the shared timeline.
-	PlanFields
-}
-
-// Failed reports whether the row records a failed request.
-func (r LoadRow) Failed() bool { return r.Error != "" }
-
-// Metrics rebuilds the request's client figures from the row, as SLO.Met
-// and ComputeGoodput take them.
-func (r LoadRow) Metrics() timing.Metrics {
-	var m timing.Metrics
-	m.Tokens = r.CompletionTokens
-	if r.TTFTS != nil {
-		m.TTFT, m.TTFTDefined = seconds(*r.TTFTS), true
-	}
-	if r.TPOTS != nil {
-		m.TPOT, m.TPOTDefined = seconds(*r.TPOTS), true
-	}
-	if r.E2ES != nil {
-		m.E2E, m.E2EDefined = seconds(*r.E2ES), true
-	}
-	for _, g := range r.ITLS {
-		m.ITL = append(m.ITL, seconds(g))
-	}
-	for _, g := range r.ICLS {
-		m.ICL = append(m.ICL, seconds(g))
-	}
-	return m
-}
-
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
-
 // A LoadRun is one run of a load test: its summary and every request.
 type LoadRun struct {
-	Summary  LoadSummary `json:"summary"`
-	Requests []LoadRow   `json:"requests"`
+	Summary  Summary   `json:"summary"`
+	Requests []Request `json:"requests"`
 }
 
-// Run measures one load test: it validates lengths and traffic, draws the
-// lengths, builds every prompt, then sends. Nothing is sent when a check
-// or a prompt fails (the error wraps ErrBadLoad). A failed request is a
-// row, never the end of the run. When ctx ends, dispatch stops, the
-// requests in flight get Grace to finish, and Run returns the rows it has
-// with an error wrapping ctx.Err().
-func (l *Load) Run(ctx context.Context, lengths Lengths, traffic Traffic, slo timing.SLO) (LoadRun, error) {
-	return l.run(ctx, 0, lengths, traffic, slo)
+// Run measures one load test: it validates the traffic, takes every
+// request from w and builds its prompt, then sends. Nothing is sent when a
+// check or a prompt fails (the error wraps ErrBadLoad). A failed request
+// is a Request with its error, never the end of the run. When ctx ends,
+// dispatch stops, the requests in flight get Grace to finish, and Run
+// returns the requests it has with an error wrapping ctx.Err().
+func (l *Load) Run(ctx context.Context, w Workload, traffic Traffic, slo timing.SLO) (LoadRun, error) {
+	return l.run(ctx, 0, w, traffic, slo)
 }
 
-func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Traffic, slo timing.SLO) (LoadRun, error) {
-	if l.Engine == nil || l.Builder == nil || l.Model == "" {
-		return LoadRun{}, fmt.Errorf("%w: Engine, Model and Builder are required", ErrBadLoad)
-	}
-	if err := lengths.Validate(); err != nil {
-		return LoadRun{}, err
-	}
-	if err := traffic.Validate(); err != nil {
-		return LoadRun{}, err
-	}
-	sched := traffic.Schedule()
-	n := len(sched)
-	if n == 0 {
-		return LoadRun{}, fmt.Errorf("%w: the schedule of %s within %s holds no request", ErrBadLoad, traffic, traffic.Duration)
-	}
-	if err := l.checkSegment(n, traffic); err != nil {
-		return LoadRun{}, err
-	}
-	// own are the requests of the plan this segment sends (all of them
-	// without a segment); everything below is indexed by plan request.
-	own := l.Segment.norm().Indices(n)
-	ins, outs := lengths.Draw(n)
-	prompts, err := l.prompts(ctx, runIdx, ins, own)
+func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic, slo timing.SLO) (LoadRun, error) {
+	r, err := l.plan(ctx, runIdx, w, traffic)
 	if err != nil {
 		return LoadRun{}, err
 	}
-	// The plan is the whole one (its cap included); this segment's cap is
-	// its share of it.
-	plan := l.planFields(runIdx, lengths, traffic, n)
-	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
-	// Connections are opened before the schedule starts: a burst's n, an
-	// open loop's min(n, MaxConcurrency) (all n when uncapped), so that no
-	// request of the first wave dials inside its measurement.
-	if pw, ok := l.Engine.(engine.Prewarmer); ok {
-		warm := len(own)
-		if traffic.Burst == 0 && traffic.MaxConcurrency > 0 {
-			warm = min(len(own), traffic.MaxConcurrency)
-		}
-		if err := pw.Prewarm(ctx, warm); err != nil {
-			l.log(ctx, slog.LevelWarn, "prewarm failed; requests may dial inside the measurement", "n", warm, "err", err)
-		}
-	}
-
 	// Requests run under their own context, which outlives ctx by Grace:
 	// an interrupt stops dispatch at once but lets requests in flight end.
 	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
@@ -477,18 +388,7 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 		context.AfterFunc(reqCtx, func() { t.Stop() })
 	})
 	defer stop()
-
-	// Every request is prepared (validated, encoded, its headers built:
-	// engine.Preparer) before the schedule starts, so that the lag and the
-	// skew measure the sending, not the encoding. An engine that cannot
-	// prepare does that work in Complete, as before. A request that fails
-	// to prepare is a failed row and is not sent.
-	prepared := make([]engine.Prepared, n)
-	prepErrs := make([]error, n)
-	for _, i := range own {
-		// A failure is that request's row, from send.
-		prepared[i], prepErrs[i] = engine.Prepare(ctx, l.Engine, l.request(prompts[i], outs[i]))
-	}
+	r.prepare(ctx)
 	// Building and preparing allocate more than anything in the run: a
 	// garbage collection they start would run inside the first requests'
 	// measurement, its mark workers taking a core from the readers of
@@ -500,44 +400,167 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 	if err := l.waitStart(ctx); err != nil {
 		return LoadRun{}, err
 	}
-	var startShift atomic.Int64 // the runner's start − StartAt, ns
+	// A sink that fails stops the dispatch.
+	dispatchCtx, stopDispatch := context.WithCancelCause(ctx)
+	defer stopDispatch(nil)
+	cpu0, cpuOK := processCPU()
+	gc0 := readGC()
+	wall0 := time.Now()
+	run := r.start(dispatchCtx, reqCtx)
+	rows, lags, sinkErr := r.collect(dispatchCtx, run, stopDispatch)
+	sum := run.Summary()
+	ls := summarize(rows, ByRun, slo)
+	ls.Traffic = traffic.String()
+	ls.RequestRate = r.rate
+	ls.Scheduled = len(r.own)
+	ls.PeakInFlight = sum.PeakInFlight
+	ls.Client = loadHealth(rows, lags, r.traffic.MaxConcurrency > 0, cpu0, cpuOK, time.Since(wall0))
+	ls.Client.setGC(gc0, readGC())
+	for _, w := range sum.Warnings {
+		ls.DriverWarnings = append(ls.DriverWarnings, w.Error())
+	}
+	switch {
+	case sinkErr != nil:
+		ls.Interrupted, err = true, sinkErr
+	case sum.Err != nil:
+		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
+		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
+	}
+	ls.Warnings = append(ls.Warnings, ls.DriverWarnings...)
+	return LoadRun{Summary: ls, Requests: rows}, err
+}
+
+// Resummarize summarises the run's requests again, after a caller changed
+// them (completion tokens counted after the run, say), against slo: every
+// figure from the requests is recomputed, and what only the Load knew
+// (the traffic, the schedule's size, the peak in flight, the client's
+// health, an interruption and its own warnings) is kept.
+func (r *LoadRun) Resummarize(slo timing.SLO) {
+	old := r.Summary
+	s := summarize(r.Requests, ByRun, slo)
+	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = old.Traffic, old.RequestRate, old.Scheduled, old.PeakInFlight
+	s.Client, s.Interrupted, s.DriverWarnings = old.Client, old.Interrupted, old.DriverWarnings
+	s.Warnings = append(s.Warnings, old.DriverWarnings...)
+	r.Summary = s
+}
+
+// loadRun is one run of a Load as planned: everything indexed by plan
+// request (sched, prepared) or by the segment's own requests (items).
+type loadRun struct {
+	l        *Load
+	runIdx   int
+	traffic  Traffic // the segment's share of the cap
+	sched    []time.Duration
+	own      []int
+	items    []Item
+	fields   PlanFields
+	rate     *float64
+	prepared []engine.Prepared
+	prepErrs []error
+	shift    atomic.Int64 // the runner's start − StartAt, ns
+}
+
+// plan checks the load, takes its requests from w and opens the
+// connections, before anything is sent; each refusal wraps ErrBadLoad.
+func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic) (*loadRun, error) {
+	if l.Engine == nil || l.Builder == nil || l.Model == "" || w == nil {
+		return nil, fmt.Errorf("%w: Engine, Model, Builder and a Workload are required", ErrBadLoad)
+	}
+	if err := traffic.Validate(); err != nil {
+		return nil, err
+	}
+	r := &loadRun{l: l, runIdx: runIdx, sched: traffic.Schedule()}
+	n := len(r.sched)
+	if n == 0 {
+		return nil, fmt.Errorf("%w: the schedule of %s within %s holds no request", ErrBadLoad, traffic, traffic.Duration)
+	}
+	if err := l.checkSegment(n, traffic); err != nil {
+		return nil, err
+	}
+	// own are the requests of the plan this segment sends (all of them
+	// without a segment).
+	r.own = l.Segment.norm().Indices(n)
+	var err error
+	if r.items, err = l.items(ctx, runIdx, w, n, r.own); err != nil {
+		return nil, err
+	}
+	if err := timed(r.items, r.own, r.sched); err != nil {
+		return nil, err
+	}
+	// The plan is the whole one (its cap included); this segment's cap is
+	// its share of it.
+	r.fields = l.planFields(runIdx, w, traffic, n)
+	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
+	r.traffic = traffic
+	if traffic.Burst == 0 && !math.IsInf(traffic.Rate, 1) {
+		rate := traffic.Rate
+		r.rate = &rate
+	}
+	// Connections are opened before the schedule starts: a burst's n, an
+	// open loop's min(n, MaxConcurrency) (all n when uncapped), so that no
+	// request of the first wave dials inside its measurement.
+	if pw, ok := l.Engine.(engine.Prewarmer); ok {
+		warm := len(r.own)
+		if traffic.Burst == 0 && traffic.MaxConcurrency > 0 {
+			warm = min(len(r.own), traffic.MaxConcurrency)
+		}
+		if err := pw.Prewarm(ctx, warm); err != nil {
+			l.log(ctx, slog.LevelWarn, "prewarm failed; requests may dial inside the measurement", "n", warm, "err", err)
+		}
+	}
+	return r, nil
+}
+
+// prepare readies every request (validated, encoded, its headers built:
+// engine.Preparer) before the schedule starts, so that the lag and the
+// skew measure the sending, not the encoding. An engine that cannot
+// prepare does that work in Complete. A request that fails to prepare is
+// a failed row and is not sent.
+func (r *loadRun) prepare(ctx context.Context) {
+	n := len(r.sched)
+	r.prepared, r.prepErrs = make([]engine.Prepared, n), make([]error, n)
+	for j, i := range r.own {
+		r.prepared[i], r.prepErrs[i] = engine.Prepare(ctx, r.l.Engine, r.l.request(r.items[j].Prompt, r.items[j].MaxTokens))
+	}
+}
+
+// start starts the schedule: one burst, or an open loop replaying the
+// plan's offsets of the segment's requests. Requests run under reqCtx.
+func (r *loadRun) start(ctx, reqCtx context.Context) *concurrency.Run[engine.Result] {
+	l := r.l
 	onStart := func(start time.Time) {
 		if !l.StartAt.IsZero() {
-			startShift.Store(int64(start.Sub(l.StartAt)))
+			r.shift.Store(int64(start.Sub(l.StartAt)))
 		}
 	}
 	send := func(_ context.Context, j int, mark func(time.Time)) (engine.Result, error) {
-		i := own[j]
-		if prepErrs[i] != nil {
-			return engine.Result{}, fmt.Errorf("benchkit: preparing request %d: %w", i, prepErrs[i])
+		i := r.own[j]
+		if r.prepErrs[i] != nil {
+			return engine.Result{}, fmt.Errorf("benchkit: preparing request %d: %w", i, r.prepErrs[i])
 		}
-		return sendWithin(engine.WithSendHook(reqCtx, mark), prepared[i], l.RequestTimeout)
+		return sendWithin(engine.WithSendHook(reqCtx, mark), r.prepared[i], l.RequestTimeout)
 	}
-	cpu0, cpuOK := ProcessCPU()
-	gc0 := readGC()
-	wall0 := time.Now()
-	var run *concurrency.Run[engine.Result]
-	if traffic.Burst > 0 {
-		run = concurrency.StartBurst(ctx, len(own), send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger, OnStart: onStart})
-	} else {
-		offs := make([]time.Duration, len(own))
-		for j, i := range own {
-			offs[j] = sched[i]
-		}
-		run = concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{
-			Arrivals:    concurrency.Replay{Offsets: offs},
-			MaxInFlight: traffic.MaxConcurrency,
-			Clock:       l.Clock,
-			Logger:      l.Logger,
-			OnStart:     onStart,
-		}, send)
+	if r.traffic.Burst > 0 {
+		return concurrency.StartBurst(ctx, len(r.own), send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger, OnStart: onStart})
 	}
-	var rate *float64
-	if traffic.Burst == 0 && !math.IsInf(traffic.Rate, 1) {
-		rate = &traffic.Rate
+	offs := make([]time.Duration, len(r.own))
+	for j, i := range r.own {
+		offs[j] = r.sched[i]
 	}
-	var rows []LoadRow
-	var dispatchLags []float64
+	return concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{
+		Arrivals:    concurrency.Replay{Offsets: offs},
+		MaxInFlight: r.traffic.MaxConcurrency,
+		Clock:       l.Clock,
+		Logger:      l.Logger,
+		OnStart:     onStart,
+	}, send)
+}
+
+// collect records each request as it ends and hands it to the sinks; the
+// first sink that fails stops the dispatch (stop) and is returned. lags
+// are the dispatch lags of the requests sent.
+func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Result], stop context.CancelCauseFunc) (rows []Request, lags []float64, sinkErr error) {
+	l := r.l
 	for q := range run.Results() {
 		// A request that ctx stopped before it was sent (a burst not yet
 		// released) was never attempted: it is not a row.
@@ -545,39 +568,29 @@ func (l *Load) run(ctx context.Context, runIdx int, lengths Lengths, traffic Tra
 			continue
 		}
 		if q.Dispatched {
-			dispatchLags = append(dispatchLags, (q.Dispatch - q.Intended).Seconds())
+			lags = append(lags, (q.Dispatch - q.Intended).Seconds())
 		}
-		q.Index = own[q.Index]
-		row := l.row(q, prompts[q.Index], ins[q.Index], outs[q.Index])
-		row.Run, row.Rate = runIdx, rate
-		l.placeRow(&row, plan, prompts[q.Index], time.Duration(startShift.Load()))
-		if l.OnRow != nil {
-			l.OnRow(row)
+		j := q.Index
+		q.Index = r.own[j]
+		it := r.items[j]
+		asked := Request{Labels: it.Labels, Index: q.Index, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
+			Model: l.Model, Stream: l.Stream, Simulated: l.Simulated}
+		asked.Run, asked.Rate = r.runIdx, r.rate
+		row := NewRequest(asked, it.Prompt, q, l.AllowEOS)
+		l.placeRow(&row, r.fields, it.Prompt, time.Duration(r.shift.Load()))
+		if err := addAll(l.Sinks, row); err != nil && sinkErr == nil {
+			sinkErr = err
+			stop(err)
 		}
 		rows = append(rows, row)
 	}
-	sum := run.Summary()
-	ls := SummarizeLoad(rows, slo)
-	ls.Traffic = traffic.String()
-	ls.RequestRate = rate
-	ls.Scheduled = len(own)
-	ls.PeakInFlight = sum.PeakInFlight
-	ls.Client = loadHealth(rows, dispatchLags, traffic.MaxConcurrency > 0, cpu0, cpuOK, time.Since(wall0))
-	ls.Client.setGC(gc0, readGC())
-	for _, w := range sum.Warnings {
-		ls.Warnings = append(ls.Warnings, w.Error())
-	}
-	if sum.Err != nil {
-		ls.Interrupted = true
-		ls.Warnings = append(ls.Warnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(own)))
-		return LoadRun{Summary: ls, Requests: rows}, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
-	}
-	return LoadRun{Summary: ls, Requests: rows}, nil
+	return rows, lags, sinkErr
 }
 
-// prompts builds one exact prompt per request, salted with the nonce, the
-// run and its index unless NoSalt, before anything is sent.
-func (l *Load) prompts(ctx context.Context, runIdx int, ins, own []int) ([]promptsize.Prompt, error) {
+// items takes the requests own of a plan of n from w, salted with the
+// nonce, the run and the index (after any shared prefix) unless NoSalt,
+// before anything is sent.
+func (l *Load) items(ctx context.Context, runIdx int, w Workload, n int, own []int) ([]Item, error) {
 	if l.Nonce == "" && !l.NoSalt {
 		l.Nonce = promptsize.NewNonce(nil)
 	}
@@ -585,25 +598,31 @@ func (l *Load) prompts(ctx context.Context, runIdx int, ins, own []int) ([]promp
 	if err != nil {
 		return nil, err
 	}
-	ps := make([]promptsize.Prompt, len(ins))
-	for _, i := range own {
-		pp := ins[i]
-		var p promptsize.Prompt
-		var err error
-		if l.NoSalt {
-			p, err = l.Builder.Build(ctx, pp)
-		} else {
-			p, err = l.Builder.BuildSalted(ctx, pp, shared+promptsize.RunSalt(l.Nonce, runIdx, i))
-		}
-		if err != nil {
-			if errors.Is(err, promptsize.ErrBelowOverhead) || errors.Is(err, promptsize.ErrUnreachable) {
-				return nil, fmt.Errorf("%w: request %d: prompt of %d tokens: %w", ErrBadLoad, i, pp, err)
-			}
-			return nil, fmt.Errorf("benchkit: build prompt of request %d (%d tokens): %w", i, pp, err)
-		}
-		ps[i] = p
+	var salt func(int) string
+	if !l.NoSalt {
+		salt = func(i int) string { return shared + promptsize.RunSalt(l.Nonce, runIdx, i) }
 	}
-	return ps, nil
+	items, err := w.Requests(ctx, l.Builder, n, own, salt)
+	if err == nil && len(items) != len(own) {
+		err = fmt.Errorf("benchkit: the workload gave %d requests for %d", len(items), len(own))
+	}
+	return items, err
+}
+
+// timed puts the workload's own send offsets, when its items have them,
+// in place of the traffic's schedule sched (items[j] is request own[j]).
+func timed(items []Item, own []int, sched []time.Duration) error {
+	n := countIf(items, func(it Item) bool { return it.At != nil })
+	switch {
+	case n == 0:
+		return nil
+	case n < len(items):
+		return fmt.Errorf("%w: %d of %d requests have their own send offset; either all or none must", ErrBadLoad, n, len(items))
+	}
+	for j, it := range items {
+		sched[own[j]] = *it.At
+	}
+	return nil
 }
 
 // request is the request of prompt p generating tg tokens.
@@ -612,92 +631,6 @@ func (l *Load) request(p promptsize.Prompt, tg int) engine.Request {
 	req.Stream = l.Stream
 	return req
 }
-
-// row turns one request's result into a LoadRow.
-func (l *Load) row(q concurrency.Result[engine.Result], p promptsize.Prompt, pp, tg int) LoadRow {
-	res := q.Value
-	row := LoadRow{
-		Index:         q.Index,
-		ResponseID:    res.ResponseID,
-		PPTarget:      pp,
-		PPTokens:      p.Tokens,
-		TGTarget:      tg,
-		IntendedSendS: q.Intended.Seconds(),
-		SendOffsetS:   q.Sent.Seconds(),
-		DoneS:         q.Done.Seconds(),
-		Stream:        l.Stream,
-		FinishReason:  res.FinishReason,
-		Simulated:     l.Simulated,
-	}
-	if res.Connect != nil {
-		row.ConnectS = finite(res.Connect.Seconds())
-	}
-	for _, w := range res.Warnings {
-		row.Warnings = append(row.Warnings, w.Error())
-	}
-	if q.Err != nil {
-		row.ErrorKind, row.Error = string(engine.KindOf(q.Err)), q.Err.Error()
-	}
-	switch {
-	case res.Usage != nil:
-		n := res.Usage.PromptTokens
-		row.ServerPromptTokens = &n
-	case res.ServerStats != nil:
-		n := res.ServerStats.PromptTokens
-		row.ServerPromptTokens = &n
-	}
-	tr := res.Trace
-	switch {
-	case res.Usage != nil:
-		row.CompletionTokens = res.Usage.CompletionTokens
-	case len(tr.Chunks) > 0:
-		row.CompletionTokens = tr.Tokens()
-	case res.ServerStats != nil:
-		row.CompletionTokens = res.ServerStats.GenerationTokens
-	}
-	if !tr.Start.IsZero() {
-		m, err := tr.Metrics()
-		if err != nil {
-			row.Warnings = append(row.Warnings, err.Error())
-		} else {
-			if m.E2EDefined {
-				row.E2ES = finite(m.E2E.Seconds())
-			}
-			if len(tr.Chunks) > 0 {
-				if m.TTFTDefined {
-					row.TTFTS = finite(m.TTFT.Seconds())
-				}
-				if m.TTFTFirstChunkDefined {
-					row.TTFTFirstChunkS = finite(m.TTFTFirstChunk.Seconds())
-				}
-				if m.TPOTDefined {
-					row.TPOTS = finite(m.TPOT.Seconds())
-				}
-				row.ITLS = timing.Seconds(m.ITL)
-				row.ICLS = timing.Seconds(m.ICL)
-				row.SharedInstants = tr.SharedInstants()
-				row.FirstShared = len(tr.Chunks) > 1 && tr.Chunks[1].At.Equal(tr.Chunks[0].At)
-			}
-		}
-	}
-	if q.Err == nil {
-		if row.ServerPromptTokens != nil && *row.ServerPromptTokens != row.PPTokens {
-			row.Warnings = append(row.Warnings, fmt.Sprintf("%s: server counted %d prompt tokens, the client %d", warnPromptMismatch, *row.ServerPromptTokens, row.PPTokens))
-		}
-		if !l.AllowEOS && row.CompletionTokens < tg {
-			row.Warnings = append(row.Warnings, fmt.Sprintf("%s: %d generated, %d asked for", warnShort, row.CompletionTokens, tg))
-		}
-	}
-	return row
-}
-
-// The prefixes of the row warnings the summary counts.
-const (
-	warnPromptMismatch = "prompt count mismatch"
-	warnShort          = "short generation"
-	warnDialed         = "new connections"
-	warnFirstShared    = "first chunks shared a read"
-)
 
 func (l *Load) log(ctx context.Context, level slog.Level, msg string, args ...any) {
 	if l.Logger != nil {

@@ -31,10 +31,11 @@ func TestLoadGCPercent(t *testing.T) {
 			var seen []int
 			l := &Load{Engine: &prewarmEngine{}, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
 				GCPercent: tc.set,
-				OnRow: func(LoadRow) {
+				Sinks: []Sink{SinkFunc(func(Request) error {
 					seen = append(seen, gcPercent())
 					runtime.GC()
-				}}
+					return nil
+				})}}
 			run, err := l.Run(context.Background(), Lengths{Input: 20, Output: 2}, Traffic{Burst: 3}, timing.SLO{})
 			if err != nil {
 				t.Fatal(err)

@@ -51,11 +51,11 @@ func TestLoadFirstShared(t *testing.T) {
 	if shared != 2 || run.Summary.FirstShared != 2 {
 		t.Fatalf("%d rows and a summary of %d with a shared first chunk, want 2 and 2", shared, run.Summary.FirstShared)
 	}
-	if !strings.Contains(strings.Join(run.Summary.Warnings, "\n"), warnFirstShared+": 2 of 4 requests") {
+	if !strings.Contains(strings.Join(run.Summary.Warnings, "\n"), "first chunks shared a read: 2 of 4 requests") {
 		t.Errorf("no warning of the shared first chunks in %q", run.Summary.Warnings)
 	}
 	// The summary of rows read back is the same.
-	if again := SummarizeLoad(run.Requests, timing.SLO{}); again.FirstShared != 2 {
+	if again := summarize(run.Requests, ByRun, timing.SLO{}); again.FirstShared != 2 {
 		t.Errorf("SummarizeLoad of the rows: first_chunk_shared %d, want 2", again.FirstShared)
 	}
 }

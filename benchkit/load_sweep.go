@@ -11,9 +11,9 @@ import (
 	"github.com/inferbench/inferbench/timing"
 )
 
-// FormatRate writes a rate as a --rate flag takes it: "inf" or the shortest
+// formatRate writes a rate as a --rate flag takes it: "inf" or the shortest
 // decimal.
-func FormatRate(r float64) string {
+func formatRate(r float64) string {
 	if math.IsInf(r, 1) {
 		return "inf"
 	}
@@ -24,7 +24,7 @@ func FormatRate(r float64) string {
 // settings (rates replace traffic.Rate; a burst is not swept). Runs are
 // numbered from 0 in their rows. It stops at the first run that returns
 // an error (a bad load, or ctx ending) and returns the runs so far.
-func (l *Load) Sweep(ctx context.Context, lengths Lengths, traffic Traffic, rates []float64, slo timing.SLO) ([]LoadRun, error) {
+func (l *Load) Sweep(ctx context.Context, w Workload, traffic Traffic, rates []float64, slo timing.SLO) ([]LoadRun, error) {
 	if traffic.Burst > 0 {
 		return nil, fmt.Errorf("%w: a burst has no rate to sweep", ErrBadLoad)
 	}
@@ -43,7 +43,7 @@ func (l *Load) Sweep(ctx context.Context, lengths Lengths, traffic Traffic, rate
 	for i, r := range rates {
 		t := traffic
 		t.Rate = r
-		run, err := l.run(ctx, i, lengths, t, slo)
+		run, err := l.run(ctx, i, w, t, slo)
 		if len(run.Requests) > 0 || err == nil {
 			runs = append(runs, run)
 		}
@@ -81,7 +81,7 @@ type MaxRate struct {
 // The search assumes that passing is monotone in the rate; it is, in
 // expectation, because the schedule at each rate is the same seeded
 // draws scaled by 1/rate.
-func (l *Load) FindMaxRate(ctx context.Context, lengths Lengths, traffic Traffic, slo timing.SLO, attainment float64, opts *concurrency.SearchOptions) (MaxRate, []LoadRun, error) {
+func (l *Load) FindMaxRate(ctx context.Context, w Workload, traffic Traffic, slo timing.SLO, attainment float64, opts *concurrency.SearchOptions) (MaxRate, []LoadRun, error) {
 	if slo == (timing.SLO{}) {
 		return MaxRate{}, nil, fmt.Errorf("%w: finding the highest rate needs at least one SLO objective (TTFT, TPOT, ITL or E2E)", ErrBadLoad)
 	}
@@ -99,20 +99,22 @@ func (l *Load) FindMaxRate(ctx context.Context, lengths Lengths, traffic Traffic
 	if err := probe.Validate(); err != nil {
 		return MaxRate{}, nil, err
 	}
-	if err := lengths.Validate(); err != nil {
-		return MaxRate{}, nil, err
+	if v, ok := w.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return MaxRate{}, nil, err
+		}
 	}
 	var runs []LoadRun
-	measure := func(ctx context.Context, rate float64) (LoadSummary, error) {
+	measure := func(ctx context.Context, rate float64) (Summary, error) {
 		t := traffic
 		t.Rate = rate
-		run, err := l.run(ctx, len(runs), lengths, t, slo)
+		run, err := l.run(ctx, len(runs), w, t, slo)
 		if len(run.Requests) > 0 || err == nil {
 			runs = append(runs, run)
 		}
 		return run.Summary, err
 	}
-	res, err := concurrency.SearchRate(ctx, measure, func(s LoadSummary) bool { return s.Meets(attainment) }, opts)
+	res, err := concurrency.SearchRate(ctx, measure, func(s Summary) bool { return s.Meets(attainment) }, opts)
 	mr := MaxRate{RateRPS: res.Rate, Lo: res.Lo, Hi: res.Hi, SLO: slo.String(), Attainment: attainment, Probes: len(res.Probes)}
 	if err != nil && !errors.Is(err, concurrency.ErrProbeLimit) {
 		return mr, runs, err

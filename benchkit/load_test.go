@@ -103,19 +103,19 @@ func TestTrafficValidateAndSchedule(t *testing.T) {
 
 func lfp(v float64) *float64 { return &v }
 
-// TestSummarizeLoad checks the summary of three hand-made rows against
+// TestSummarizeByRun checks the summary of three hand-made rows against
 // figures computed by hand.
-func TestSummarizeLoad(t *testing.T) {
+func TestSummarizeByRun(t *testing.T) {
 	srv10 := 10
-	rows := []LoadRow{
-		{Index: 0, PPTokens: 10, ServerPromptTokens: &srv10, TGTarget: 3, CompletionTokens: 3, IntendedSendS: 0, SendOffsetS: 0.001, DoneS: 1.0,
+	rows := []Request{
+		{Index: 0, PPTokens: 10, ServerPromptTokens: &srv10, TGTarget: 3, CompletionTokens: ip(3), IntendedSendS: 0, SendOffsetS: 0.001, DoneS: 1.0,
 			TTFTS: lfp(0.1), TPOTS: lfp(0.05), E2ES: lfp(0.2), ITLS: []float64{0.05, 0.05}, Stream: true},
-		{Index: 1, PPTokens: 20, TGTarget: 3, CompletionTokens: 2, IntendedSendS: 0.5, SendOffsetS: 0.504, DoneS: 2.0,
+		{Index: 1, PPTokens: 20, TGTarget: 3, CompletionTokens: ip(2), IntendedSendS: 0.5, SendOffsetS: 0.504, DoneS: 2.0,
 			TTFTS: lfp(0.3), TPOTS: lfp(0.1), E2ES: lfp(0.4), ITLS: []float64{0.1}, Stream: true,
-			Warnings: []string{warnShort + ": 2 generated, 3 asked for", warnPromptMismatch + ": server counted 21 prompt tokens, the client 20"}},
+			Warnings: []Warning{{WarnShortGeneration, "2 tokens generated, 3 asked for"}, {WarnPromptMismatch, "server counted 21 prompt tokens, the client 20"}}},
 		{Index: 2, PPTokens: 30, TGTarget: 3, IntendedSendS: 1, SendOffsetS: 1.002, DoneS: 1.5, Error: "boom", ErrorKind: "reset", Stream: true},
 	}
-	s := SummarizeLoad(rows, timing.SLO{TTFT: 200 * time.Millisecond})
+	s := summarize(rows, ByRun, timing.SLO{TTFT: 200 * time.Millisecond})
 	if s.Requests != 3 || s.Completed != 2 || s.Failed != 1 || s.DurationS != 2 {
 		t.Errorf("counts %d/%d/%d over %g s; want 3 requests, 2 completed, 1 failed over 2 s", s.Requests, s.Completed, s.Failed, s.DurationS)
 	}

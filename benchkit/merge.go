@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,23 +11,6 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/timing"
-)
-
-// Errors of MergeSegments. Each wraps ErrBadMerge; a program maps them to
-// exit status 2 (bad input, nothing merged).
-var (
-	// ErrBadMerge is wrapped by every error that refuses a merge.
-	ErrBadMerge = errors.New("benchkit: cannot merge segments")
-	// ErrMissingSegment: a segment of the plan has no rows.
-	ErrMissingSegment = fmt.Errorf("%w: missing segment", ErrBadMerge)
-	// ErrDuplicateSegment: a segment, or a request, appears twice.
-	ErrDuplicateSegment = fmt.Errorf("%w: duplicated segment", ErrBadMerge)
-	// ErrPlanMismatch: the rows belong to different plans, different
-	// splits of one, or different shared starts.
-	ErrPlanMismatch = fmt.Errorf("%w: different plans", ErrBadMerge)
-	// ErrSegmentRows: a line is not a row, or a row contradicts its own
-	// segment.
-	ErrSegmentRows = fmt.Errorf("%w: bad rows", ErrBadMerge)
 )
 
 // maxLineBytes bounds one line of a rows file: a row with every per-token
@@ -48,14 +30,14 @@ type SegmentHeader struct {
 	// MaxConcurrency is the whole plan's cap on requests in flight (0:
 	// none); with a cap the saturation gate is not applied.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
-	// Clock is the host's clocks (ReadClockInfo).
+	// Clock is the host's clocks (readClockInfo).
 	Clock ClockInfo `json:"clock"`
 }
 
 // NewSegmentHeader describes segment seg of a plan with traffic, from the
 // shared start startAt (zero: none), on this host's clocks.
 func NewSegmentHeader(seg Segment, startAt time.Time, traffic Traffic) *SegmentHeader {
-	h := &SegmentHeader{Segment: seg.norm(), Traffic: traffic.String(), MaxConcurrency: traffic.MaxConcurrency, Clock: ReadClockInfo()}
+	h := &SegmentHeader{Segment: seg.norm(), Traffic: traffic.String(), MaxConcurrency: traffic.MaxConcurrency, Clock: readClockInfo()}
 	if !startAt.IsZero() {
 		h.StartAt = startAt.UTC().Format(time.RFC3339Nano)
 	}
@@ -80,9 +62,9 @@ type MergedSegment struct {
 	// Host and Clock are from the run header; empty when it had none.
 	Host  string     `json:"host,omitempty"`
 	Clock *ClockInfo `json:"clock,omitempty"`
-	// Summary is SummarizeUnion of this segment's rows alone.
-	Summary LoadSummary `json:"summary"`
-	// Client is the saturation gate (CheckClient) of this segment's
+	// Summary is summarizeUnion of this segment's rows alone.
+	Summary Summary `json:"summary"`
+	// Client is the saturation gate (checkRun) of this segment's
 	// rows: whether its host kept to its share of the schedule.
 	Client ClientHealth `json:"client"`
 }
@@ -95,10 +77,10 @@ type MergedLoad struct {
 	PlanHash string `json:"plan_hash"`
 	Segments int    `json:"segments"`
 	StartAt  string `json:"start_at,omitempty"`
-	// Summary is SummarizeUnion of every row: percentiles over all rows
+	// Summary is summarizeUnion of every row: percentiles over all rows
 	// (never averages of the segments'), throughput and goodput over the
 	// union's window, from the shared start to the last response.
-	Summary LoadSummary `json:"summary"`
+	Summary Summary `json:"summary"`
 	// Client is the saturation gate over every row, on the shared
 	// timeline (a segment that started late lags in it); Saturated is
 	// true when it or any segment's gate tripped.
@@ -107,32 +89,25 @@ type MergedLoad struct {
 	// PerSegment summarises each segment alone, by segment index.
 	PerSegment []MergedSegment `json:"per_segment"`
 	// Requests are the rows of every segment by plan index.
-	Requests []LoadRow `json:"requests"`
+	Requests []Request `json:"requests"`
 }
 
-// SummarizeUnion summarises rows of one plan, whichever segments sent
-// them, as SummarizeLoad does, and fills what a run's runner would: the
+// summarizeUnion summarises rows of one plan, whichever segments sent
+// them, as Summarize ByRun does, and fills what a run's runner would: the
 // offered rate (from the rows), the peak of requests in flight (the most
 // rows whose [send, done] intervals overlap on the rows' timeline) and
 // the traffic left to the caller. Rows on a shared timeline (Load.StartAt)
 // summarise exactly as the one process that sent them all would have.
-func SummarizeUnion(rows []LoadRow, slo timing.SLO) LoadSummary {
-	s := SummarizeLoad(rows, slo)
+func summarizeUnion(rows []Request, slo timing.SLO) Summary {
+	s := summarize(rows, ByRun, slo)
 	s.PeakInFlight = peakInFlight(rows)
-	for _, r := range rows {
-		if r.Rate != nil {
-			v := *r.Rate
-			s.RequestRate = &v
-			break
-		}
-	}
 	return s
 }
 
 // peakInFlight is the most rows whose [SendOffsetS, DoneS] intervals
 // overlap; a request ending at the instant another starts does not
 // overlap it.
-func peakInFlight(rows []LoadRow) int {
+func peakInFlight(rows []Request) int {
 	type ev struct {
 		t float64
 		d int
@@ -163,7 +138,7 @@ type segmentRun struct {
 	file   string
 	line   int // header line, or first row's
 	header *segmentRunHeader
-	rows   []LoadRow
+	rows   []Request
 	lines  []int // each row's line
 }
 
@@ -174,7 +149,7 @@ type segmentRunHeader struct {
 }
 
 // readSegmentRuns reads a rows file: run headers (ParseRunHeader) and
-// LoadRows, one per line, blank lines skipped. It returns each run's rows
+// Requests, one per line, blank lines skipped. It returns each run's rows
 // (a file a run appended to more than once holds several runs) and
 // warnings. A last line cut short (a run killed mid-write) is dropped with
 // a warning; any other line that is not a row of a plan (no plan_hash),
@@ -211,7 +186,7 @@ func readSegmentRuns(name string, r io.Reader) (runs []segmentRun, warnings []st
 			cur = &runs[len(runs)-1]
 			continue
 		}
-		var row LoadRow
+		var row Request
 		if err := json.Unmarshal(line, &row); err != nil {
 			bad = fmt.Errorf("%w: %s line %d is neither a run header nor a row: %v", ErrSegmentRows, name, lineNo, err)
 			continue
@@ -257,7 +232,7 @@ func readSegmentDocument(name string, r io.Reader) ([]segmentRun, []string, erro
 }
 
 // add checks row, found at where, and appends it to the run.
-func (cur *segmentRun) add(row LoadRow, where string, line int) error {
+func (cur *segmentRun) add(row Request, where string, line int) error {
 	switch {
 	case row.PlanHash == "":
 		return fmt.Errorf("%w: %s: a row without plan_hash (not a load row, or written before rows named their plan)", ErrSegmentRows, where)
@@ -286,11 +261,53 @@ func short(h string) string {
 	return h
 }
 
+// bySegment checks that runs are the segments of one plan, each once, and
+// returns them by segment index.
+func bySegment(runs []segmentRun, files int) ([]*segmentRun, error) {
+	first := runs[0].rows[0]
+	where := func(r segmentRun) string {
+		return fmt.Sprintf("%s line %d (segment %s)", r.file, r.line, r.rows[0].Segment)
+	}
+	count := max(first.Segment.Count, 1)
+	for _, r := range runs[1:] {
+		f := r.rows[0]
+		switch {
+		case f.PlanHash != first.PlanHash:
+			return nil, fmt.Errorf("%w: %s is plan %s, %s is plan %s; merge only the segments of one invocation plan (same flags and --seed)",
+				ErrPlanMismatch, where(runs[0]), short(first.PlanHash), where(r), short(f.PlanHash))
+		case max(f.Segment.Count, 1) != count:
+			return nil, fmt.Errorf("%w: %s splits the plan in %d, %s in %d", ErrPlanMismatch, where(runs[0]), count, where(r), max(f.Segment.Count, 1))
+		case f.StartAt != first.StartAt:
+			return nil, fmt.Errorf("%w: %s started at %q, %s at %q; every segment needs the same --start-at", ErrPlanMismatch, where(runs[0]), first.StartAt, where(r), f.StartAt)
+		}
+	}
+	bySeg := make([]*segmentRun, count)
+	for i := range runs {
+		r := &runs[i]
+		idx := r.rows[0].Segment.Index
+		if prev := bySeg[idx]; prev != nil {
+			return nil, fmt.Errorf("%w: segment %s appears twice: %s and %s; keep one of them (a retried pod appends a second run to its file)",
+				ErrDuplicateSegment, r.rows[0].Segment, where(*prev), where(*r))
+		}
+		bySeg[idx] = r
+	}
+	var missing []string
+	for i, r := range bySeg {
+		if r == nil {
+			missing = append(missing, Segment{Index: i, Count: count}.String())
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: segment %s of %d has no rows in the files given (%d files)", ErrMissingSegment, strings.Join(missing, ", "), count, files)
+	}
+	return bySeg, nil
+}
+
 // MergeSegments merges the rows files of the segments of one plan into
 // one result: the rows of every segment, checked to belong to one plan
 // (the same plan_hash, number of segments and shared start), each
 // segment exactly once and each request at most once, and every summary
-// recomputed from the union of rows by SummarizeUnion (percentiles over
+// recomputed from the union of rows by summarizeUnion (percentiles over
 // all rows, never averaged across segments; throughput and goodput over
 // the union's window against slo), beside each segment's own. Runs that
 // wrote no row (a header alone) are skipped.
@@ -319,43 +336,11 @@ func MergeSegments(files []SegmentFile, slo timing.SLO) (MergedLoad, error) {
 	if len(runs) == 0 {
 		return MergedLoad{}, fmt.Errorf("%w: no rows in %d files", ErrMissingSegment, len(files))
 	}
-	first := runs[0].rows[0]
-	where := func(r segmentRun) string {
-		return fmt.Sprintf("%s line %d (segment %s)", r.file, r.line, r.rows[0].Segment)
+	bySeg, err := bySegment(runs, len(files))
+	if err != nil {
+		return MergedLoad{}, err
 	}
-	count := max(first.Segment.Count, 1)
-	for _, r := range runs[1:] {
-		f := r.rows[0]
-		switch {
-		case f.PlanHash != first.PlanHash:
-			return MergedLoad{}, fmt.Errorf("%w: %s is plan %s, %s is plan %s; merge only the segments of one invocation plan (same flags and --seed)",
-				ErrPlanMismatch, where(runs[0]), short(first.PlanHash), where(r), short(f.PlanHash))
-		case max(f.Segment.Count, 1) != count:
-			return MergedLoad{}, fmt.Errorf("%w: %s splits the plan in %d, %s in %d", ErrPlanMismatch, where(runs[0]), count, where(r), max(f.Segment.Count, 1))
-		case f.StartAt != first.StartAt:
-			return MergedLoad{}, fmt.Errorf("%w: %s started at %q, %s at %q; every segment needs the same --start-at", ErrPlanMismatch, where(runs[0]), first.StartAt, where(r), f.StartAt)
-		}
-	}
-	bySeg := make([]*segmentRun, count)
-	for i := range runs {
-		r := &runs[i]
-		idx := r.rows[0].Segment.Index
-		if prev := bySeg[idx]; prev != nil {
-			return MergedLoad{}, fmt.Errorf("%w: segment %s appears twice: %s and %s; keep one of them (a retried pod appends a second run to its file)",
-				ErrDuplicateSegment, r.rows[0].Segment, where(*prev), where(*r))
-		}
-		bySeg[idx] = r
-	}
-	var missing []string
-	for i, r := range bySeg {
-		if r == nil {
-			missing = append(missing, Segment{Index: i, Count: count}.String())
-		}
-	}
-	if len(missing) > 0 {
-		return MergedLoad{}, fmt.Errorf("%w: segment %s of %d has no rows in the files given (%d files)", ErrMissingSegment, strings.Join(missing, ", "), count, len(files))
-	}
-
+	first, count := runs[0].rows[0], len(bySeg)
 	capped := false
 	for _, r := range bySeg {
 		if h := r.header; h != nil && h.Segment != nil && h.Segment.MaxConcurrency > 0 {
@@ -372,7 +357,7 @@ func MergeSegments(files []SegmentFile, slo timing.SLO) (MergedLoad, error) {
 			}
 			seen[row.Index] = r.lines[j] + 1
 		}
-		ms := MergedSegment{Segment: r.rows[0].Segment, File: r.file, Line: r.line, Summary: SummarizeUnion(r.rows, slo)}
+		ms := MergedSegment{Segment: r.rows[0].Segment, File: r.file, Line: r.line, Summary: summarizeUnion(r.rows, slo)}
 		ms.Summary.Scheduled = len(r.rows[0].Segment.Indices(n))
 		if h := r.header; h != nil {
 			ms.Host = h.Host
@@ -382,16 +367,16 @@ func MergeSegments(files []SegmentFile, slo timing.SLO) (MergedLoad, error) {
 				ms.Summary.Traffic = h.Segment.Traffic
 			}
 		}
-		ms.Client = CheckClient(LoadRun{Requests: r.rows}, capped)
+		ms.Client = checkRun(LoadRun{Requests: r.rows}, capped)
 		m.Saturated = m.Saturated || ms.Client.Saturated
 		m.PerSegment = append(m.PerSegment, ms)
 		m.Requests = append(m.Requests, r.rows...)
 	}
-	slices.SortFunc(m.Requests, func(a, b LoadRow) int { return a.Index - b.Index })
-	m.Summary = SummarizeUnion(m.Requests, slo)
+	slices.SortFunc(m.Requests, func(a, b Request) int { return a.Index - b.Index })
+	m.Summary = summarizeUnion(m.Requests, slo)
 	m.Summary.Scheduled = n
 	m.Summary.Traffic = m.PerSegment[0].Summary.Traffic
-	m.Client = CheckClient(LoadRun{Requests: m.Requests}, capped)
+	m.Client = checkRun(LoadRun{Requests: m.Requests}, capped)
 	m.Saturated = m.Saturated || m.Client.Saturated
 	if len(m.Requests) < n {
 		m.Summary.Interrupted = true

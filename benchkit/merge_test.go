@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/inferbench/inferbench/timing"
 )
 
 // synthRows returns the rows segment seg would write for a plan of n
 // requests whose request k has TTFT ttft(k), sent at k/10 s for 1 s.
-func synthRows(plan string, seg Segment, n int, ttft func(k int) float64) []LoadRow {
-	var rows []LoadRow
+func synthRows(plan string, seg Segment, n int, ttft func(k int) float64) []Request {
+	var rows []Request
 	for _, k := range seg.Indices(n) {
 		v, e2e := ttft(k), 1.0
-		rows = append(rows, LoadRow{Index: k, PPTarget: 10, PPTokens: 10, TGTarget: 4, CompletionTokens: 4,
+		rows = append(rows, Request{Index: k, PPTarget: 10, PPTokens: 10, TGTarget: 4, CompletionTokens: ip(4),
 			IntendedSendS: float64(k) / 10, SendOffsetS: float64(k) / 10, DoneS: float64(k)/10 + 1,
 			TTFTS: &v, E2ES: &e2e, Stream: true,
 			PlanFields: PlanFields{PlanHash: plan, Segment: seg, PlanRequests: n, StartAt: "2026-05-01T12:00:00Z"}})
@@ -29,7 +30,7 @@ func synthRows(plan string, seg Segment, n int, ttft func(k int) float64) []Load
 }
 
 // jsonlOf writes a run header and rows as a rows file.
-func jsonlOf(t testing.TB, host string, rows []LoadRow) []byte {
+func jsonlOf(t testing.TB, host string, rows []Request) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	h, _ := json.Marshal(runHeaderLine{RunHeader: &RunHeader{Program: "serve-load", Host: host}})
@@ -168,9 +169,9 @@ func TestMergeWholePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := SummarizeUnion(rows, timing.SLO{TTFT: 2500 * 1e6})
+	want := summarizeUnion(rows, timing.SLO{TTFT: 2500 * 1e6})
 	want.Scheduled = 5
-	if diff := cmp.Diff(want, m.Summary); diff != "" {
+	if diff := cmp.Diff(want, m.Summary, cmpopts.EquateNaNs()); diff != "" {
 		t.Errorf("(-run +merge):\n%s", diff)
 	}
 	if m.Summary.Goodput == nil || m.Summary.Goodput.Good != 3 {
@@ -217,7 +218,7 @@ func TestMergeDocuments(t *testing.T) {
 		rows := synthRows("p", seg, 5, func(int) float64 { return 0.3 })
 		meta := LoadMeta{Tool: "inferbench", Provenance: &Provenance{Host: fmt.Sprintf("node-%d", i)}, Segment: NewSegmentHeader(seg, time.Time{}, Traffic{Burst: 5})}
 		var b bytes.Buffer
-		if err := WriteLoadJSON(&b, NewLoadDocument(meta, []LoadRun{{Summary: SummarizeLoad(rows, timing.SLO{}), Requests: rows}}, nil)); err != nil {
+		if err := WriteJSON(&b, NewLoadDocument(meta, []LoadRun{{Summary: summarize(rows, ByRun, timing.SLO{}), Requests: rows}}, nil)); err != nil {
 			t.Fatal(err)
 		}
 		docs = append(docs, b.Bytes())

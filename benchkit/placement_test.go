@@ -48,18 +48,13 @@ func twoNodeSweep(t *testing.T) benchkit.ExoResult {
 		Runner:          benchkit.Runner{Builder: &promptsize.Builder{Counter: srv.Counter()}, Simulated: true},
 	}
 	done := 0
-	sweep.Runner.Observer = benchkit.ObserverFunc(func(p benchkit.Progress) {
-		if p.Done != done+1 || p.Total != 18 {
-			t.Errorf("progress %d/%d after %d done; want %d/18", p.Done, p.Total, done, done+1)
-		}
-		done = p.Done
-	})
+	sweep.Runner.Sinks = []benchkit.Sink{benchkit.SinkFunc(func(benchkit.Request) error { done++; return nil })}
 	res, err := sweep.Run(ctx, benchkit.Plan{PP: []int{64}, TG: []int{8}, Concurrency: []int{1, 2}, Repeat: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done != 18 {
-		t.Errorf("progress ended at %d, want 18", done)
+		t.Errorf("the sink heard of %d requests, want 18: every placement's", done)
 	}
 	if len(res.Placements) != 3 {
 		t.Fatalf("%d placements measured, want 3 (pipeline 1 node, pipeline and tensor 2 nodes)", len(res.Placements))
@@ -68,10 +63,10 @@ func twoNodeSweep(t *testing.T) benchkit.ExoResult {
 }
 
 // rowsOf returns the rows of one placement.
-func rowsOf(rows []benchkit.Row, p benchkit.PlacementKey) []benchkit.Row {
-	var out []benchkit.Row
+func rowsOf(rows []benchkit.Request, p string) []benchkit.Request {
+	var out []benchkit.Request
 	for _, r := range rows {
-		if benchkit.PlacementOf(r) == p {
+		if r.Placement.String() == p {
 			out = append(out, r)
 		}
 	}
@@ -91,24 +86,24 @@ func sameInterval(a, b timing.Interval) bool {
 // the plot's series.
 func TestSweepSummariesArePerPlacement(t *testing.T) {
 	res := twoNodeSweep(t)
-	var keys []benchkit.PlacementKey
+	var keys []string
 	for _, p := range res.Placements {
-		keys = append(keys, benchkit.PlacementKey{Sharding: p.Sharding, InstanceMeta: p.InstanceMeta, Nodes: p.Nodes})
+		keys = append(keys, benchkit.Placement{Sharding: p.Sharding, InstanceMeta: p.InstanceMeta, Nodes: p.Nodes}.String())
 	}
-	cells := benchkit.SummarizeCells(res.Rows)
+	cells := benchkit.Summarize(res.Requests, benchkit.ByCell, timing.SLO{})
 	// Two cells (conc 1 and 2) per placement.
 	if len(cells) != 2*len(keys) {
 		t.Fatalf("%d summaries, want %d (2 cells × %d placements)", len(cells), 2*len(keys), len(keys))
 	}
 	for _, k := range keys {
-		own := rowsOf(res.Rows, k)
+		own := rowsOf(res.Requests, k)
 		if len(own) != 2*(1+2) {
 			t.Fatalf("placement %s has %d rows, want 6", k, len(own))
 		}
-		want := benchkit.SummarizeCells(own)
-		var got []benchkit.CellSummary
+		want := benchkit.Summarize(own, benchkit.ByCell, timing.SLO{})
+		var got []benchkit.Summary
 		for _, c := range cells {
-			if c.Placement == k {
+			if c.Labels.Placement.String() == k {
 				got = append(got, c)
 			}
 		}
@@ -140,12 +135,8 @@ func TestSweepSummariesArePerPlacement(t *testing.T) {
 
 	// The results file's summary: one record per placement and cell,
 	// naming the placement.
-	var recs []benchkit.CellRecord
-	for _, c := range cells {
-		recs = append(recs, c.Record())
-	}
 	var buf bytes.Buffer
-	if err := benchkit.WriteJSON(&buf, benchkit.Document{Runs: res.Rows, Summary: recs}); err != nil {
+	if err := benchkit.WriteJSON(&buf, benchkit.Document{Runs: res.Requests, Summary: cells}); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -168,8 +159,8 @@ func TestSweepSummariesArePerPlacement(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		if seen[k.String()] != 2 {
-			t.Errorf("results summary has %d records of %s, want 2: %v", seen[k.String()], k, seen)
+		if seen[k] != 2 {
+			t.Errorf("results summary has %d records of %s, want 2: %v", seen[k], k, seen)
 		}
 	}
 
@@ -185,7 +176,7 @@ func TestSweepSummariesArePerPlacement(t *testing.T) {
 	for _, k := range keys {
 		n := 0
 		for _, l := range lines[1:] {
-			if strings.HasPrefix(strings.TrimSpace(l), k.String()+" ") {
+			if strings.HasPrefix(strings.TrimSpace(l), k+" ") {
 				n++
 			}
 		}
@@ -197,7 +188,7 @@ func TestSweepSummariesArePerPlacement(t *testing.T) {
 	// benchfmt: one line per placement, cell and repeat, named with the
 	// placement, with that placement's figures.
 	var bf bytes.Buffer
-	if err := benchkit.WriteBenchfmt(&bf, res.Rows, benchkit.BenchfmtOptions{Name: "Exo"}); err != nil {
+	if err := benchkit.WriteBenchfmt(&bf, res.Requests, benchkit.BenchfmtOptions{Name: "Exo"}); err != nil {
 		t.Fatal(err)
 	}
 	rd := benchfmt.NewReader(bytes.NewReader(bf.Bytes()), "bench.txt")
@@ -218,7 +209,7 @@ func TestSweepSummariesArePerPlacement(t *testing.T) {
 			t.Errorf("benchfmt has %d lines named %s, want %d (one per repeat): %v", len(got), name, c.Repeats, slices.Sorted(maps.Keys(byName)))
 			continue
 		}
-		if !strings.Contains(name, "placement="+c.Placement.String()+"/") {
+		if !strings.Contains(name, "placement="+c.Labels.Placement.String()+"/") {
 			t.Errorf("benchfmt name %s lacks the placement", name)
 		}
 		if mean := (got[0] + got[1]) / 2; math.Abs(mean-c.ThroughputTPS.Center) > 1e-9*mean {
@@ -236,12 +227,12 @@ func TestSweepSummariesArePerPlacement(t *testing.T) {
 		t.Fatalf("%d plot series, want %d", len(series), len(keys))
 	}
 	for i, s := range series {
-		if s.Placement != keys[i] || !strings.HasPrefix(s.Name, keys[i].String()+" ") {
+		if s.Placement != keys[i] || !strings.HasPrefix(s.Name, keys[i]+" ") {
 			t.Errorf("series %d is %s (%q), want %s", i, s.Placement, s.Name, keys[i])
 		}
 		for _, pt := range s.Honest {
 			for _, c := range cells {
-				if c.Placement == s.Placement && float64(c.Cell.Concurrency) == pt.X && pt.Y != c.ThroughputTPS.Center {
+				if c.Labels.Placement.String() == s.Placement && float64(c.Cell.Concurrency) == pt.X && pt.Y != c.ThroughputTPS.Center {
 					t.Errorf("series %s at conc %v: %v, the placement's summary %v", s.Name, pt.X, pt.Y, c.ThroughputTPS.Center)
 				}
 			}
@@ -254,16 +245,16 @@ func TestSweepSummariesArePerPlacement(t *testing.T) {
 
 // TestPlacementKeyString pins the label format used in benchfmt names,
 // table lines and plot legends.
-func TestPlacementKeyString(t *testing.T) {
+func TestPlacementString(t *testing.T) {
 	for _, c := range []struct {
-		k    benchkit.PlacementKey
+		k    benchkit.Placement
 		want string
 	}{
-		{benchkit.PlacementKey{}, ""},
-		{benchkit.PlacementKey{Sharding: "Pipeline", InstanceMeta: "MlxRing", Nodes: 1}, "pipeline-ring-1n"},
-		{benchkit.PlacementKey{Sharding: "Tensor", InstanceMeta: "MlxJaccl", Nodes: 4}, "tensor-jaccl-4n"},
+		{benchkit.Placement{}, ""},
+		{benchkit.Placement{Sharding: "Pipeline", InstanceMeta: "MlxRing", Nodes: 1}, "pipeline-ring-1n"},
+		{benchkit.Placement{Sharding: "Tensor", InstanceMeta: "MlxJaccl", Nodes: 4}, "tensor-jaccl-4n"},
 		// Anything else keeps only characters a benchfmt name can hold.
-		{benchkit.PlacementKey{Sharding: "odd kind/x", Nodes: 2}, "odd_kind_x-none-2n"},
+		{benchkit.Placement{Sharding: "odd kind/x", Nodes: 2}, "odd_kind_x-none-2n"},
 	} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("%+v.String() = %q, want %q", c.k, got, c.want)
@@ -276,11 +267,14 @@ func TestPlacementKeyString(t *testing.T) {
 func TestProgressBarNamesPlacement(t *testing.T) {
 	var buf strings.Builder
 	t0 := time.Unix(1e9, 0)
-	b := &cli.ProgressBar{W: &buf, Width: 10, Now: func() time.Time { return t0 }}
-	row := benchkit.Row{PlacementSharding: "Tensor", PlacementInstanceMeta: "MlxRing", PlacementNodes: 2}
-	b.Observe(benchkit.Progress{Cell: benchkit.Cell{PP: 64, TG: 8, Concurrency: 2}, Repeat: 1, Done: 3, Total: 4, Row: row})
+	b := &cli.Progress{W: &buf, Width: 10, Total: 4, Now: func() time.Time { return t0 }}
+	row := benchkit.Request{Labels: benchkit.Labels{Placement: benchkit.Placement{Sharding: "Tensor", InstanceMeta: "MlxRing", Nodes: 2}, Concurrency: 2, Repeat: 1},
+		PPTarget: 64, TGTarget: 8}
+	for range 3 {
+		b.Add(row)
+	}
 	b.Finish()
-	want := "\r[#######   ] 3/4  placement=tensor-ring-2n/pp=64/tg=8/conc=2 rep 1  failed 0  — req/s  0ms  ETA ? \n"
+	want := "\r[##        ] 1/4  placement=tensor-ring-2n/pp=64/tg=8/conc=2 rep 1  failed 0  — req/s  0ms  ETA ? \n"
 	if buf.String() != want {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}

@@ -64,9 +64,6 @@ func (c Cell) String() string {
 	return fmt.Sprintf("pp=%d/tg=%d/conc=%d", c.PP, c.TG, c.Concurrency)
 }
 
-// ErrBadPlan is wrapped by every error Plan.Validate returns.
-var ErrBadPlan = errors.New("benchkit: bad plan")
-
 // Pairs returns the (pp, tg) pairs the plan measures, in order: in tandem
 // when the lists have equal length and AllCombinations is off, every
 // combination (pp outer, tg inner) otherwise.
@@ -163,7 +160,7 @@ func (p Plan) Validate(overhead int) error {
 func (p Plan) Warnings() []error {
 	var w []error
 	if slices.Contains(p.TG, 1) {
-		w = append(w, errors.New("benchkit: "+TG1Note))
+		w = append(w, errors.New("benchkit: "+tg1Note))
 	}
 	if p.UsePrefixCache {
 		w = append(w, errors.New("benchkit: use_prefix_cache is on: prompt TPS counts cached tokens as processed and is approximate"))
@@ -172,4 +169,14 @@ func (p Plan) Warnings() []error {
 		}
 	}
 	return w
+}
+
+// Requests is how many requests the plan measures (warmups excluded): for
+// each cell, its concurrency times the repeats.
+func (p Plan) Requests() int {
+	n := 0
+	for _, c := range p.Cells() {
+		n += c.Concurrency * p.repeat()
+	}
+	return n
 }

@@ -80,8 +80,8 @@ func TestPlanValidate(t *testing.T) {
 }
 
 func TestPlanWarnings(t *testing.T) {
-	if w := (Plan{PP: []int{64}, TG: []int{1, 8}}).Warnings(); len(w) != 1 || !strings.Contains(w[0].Error(), TG1Note) {
-		t.Errorf("tg=1 warnings = %v, want the TG1Note", w)
+	if w := (Plan{PP: []int{64}, TG: []int{1, 8}}).Warnings(); len(w) != 1 || !strings.Contains(w[0].Error(), tg1Note) {
+		t.Errorf("tg=1 warnings = %v, want the tg=1 note", w)
 	}
 	if w := (Plan{PP: []int{512, 128}}).Warnings(); len(w) != 0 {
 		t.Errorf("no prefix cache: warnings %v", w)

@@ -62,8 +62,8 @@ func TestRunnerPreparesBeforeTheRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != n || rep.Failed() != 1 {
-		t.Fatalf("rows %d, failed %d; want %d and 1", len(rep.Rows), rep.Failed(), n)
+	if len(rep.Requests) != n || rep.Failed() != 1 {
+		t.Fatalf("rows %d, failed %d; want %d and 1", len(rep.Requests), rep.Failed(), n)
 	}
 	pe.mu.Lock()
 	defer pe.mu.Unlock()
@@ -80,15 +80,15 @@ func TestRunnerPreparesBeforeTheRelease(t *testing.T) {
 	// from the start, so start = send instant − offset exactly.
 	var start time.Time
 	first := time.Duration(math.MaxInt64)
-	for _, row := range rep.Rows {
+	for _, row := range rep.Requests {
 		if row.Failed() {
-			if row.ErrorKind != string(engine.KindOther) || !strings.Contains(row.Error, "refused to encode") || row.generatedTokens() != 0 {
-				t.Errorf("failed row: kind %q, error %q, %d tokens; want kind %q, the Prepare error, 0 tokens", row.ErrorKind, row.Error, row.generatedTokens(), engine.KindOther)
+			if row.ErrorKind != string(engine.KindOther) || !strings.Contains(row.Error, "refused to encode") || row.Tokens() != 0 {
+				t.Errorf("failed row: kind %q, error %q, %d tokens; want kind %q, the Prepare error, 0 tokens", row.ErrorKind, row.Error, row.Tokens(), engine.KindOther)
 			}
 			continue
 		}
-		if row.generatedTokens() != 3 {
-			t.Errorf("row %d generated %d tokens, want 3", row.RequestIndex, row.generatedTokens())
+		if row.Tokens() != 3 {
+			t.Errorf("row %d generated %d tokens, want 3", row.Index, row.Tokens())
 		}
 		first = min(first, time.Duration(math.Round(row.SendOffsetS*1e9)))
 	}
@@ -124,8 +124,8 @@ func TestLoadPreparesBeforeSending(t *testing.T) {
 			failed := 0
 			for _, row := range run.Requests {
 				if !row.Failed() {
-					if row.CompletionTokens != 3 {
-						t.Errorf("request %d: %d tokens, want 3", row.Index, row.CompletionTokens)
+					if row.Tokens() != 3 {
+						t.Errorf("request %d: %d tokens, want 3", row.Index, row.Tokens())
 					}
 					continue
 				}

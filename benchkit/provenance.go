@@ -2,22 +2,17 @@ package benchkit
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/inferbench/inferbench/internal/httpsafe"
 )
@@ -47,7 +42,7 @@ type Provenance struct {
 	// Host is the machine's host name; "" when omitted (--no-host-info).
 	Host string `json:"host,omitempty"`
 	// Command is the full command line, every secret redacted
-	// (RedactArgs).
+	// (redactArgs).
 	Command []string `json:"command"`
 	// Nonce is the run nonce in every prompt's salt; Seed the seed of the
 	// lengths and schedule, and Seeded whether it was given (then it also
@@ -80,7 +75,7 @@ type ServerInfo struct {
 
 // NewProvenance describes this process: the build, the platform, the host
 // (unless noHost) and the command line args, with every secret redacted
-// (RedactArgs). Set the nonce, seed, tokenizer and server fields as they
+// (redactArgs). Set the nonce, seed, tokenizer and server fields as they
 // become known.
 func NewProvenance(args []string, noHost bool, secrets ...string) *Provenance {
 	p := &Provenance{
@@ -89,7 +84,7 @@ func NewProvenance(args []string, noHost bool, secrets ...string) *Provenance {
 		Arch:      runtime.GOARCH,
 		CPUs:      runtime.NumCPU(),
 		CPUModel:  cpuModel(),
-		Command:   RedactArgs(args, secrets...),
+		Command:   redactArgs(args, secrets...),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		p.Module, p.Version = bi.Main.Path, bi.Main.Version
@@ -146,12 +141,12 @@ func secretFlag(name string) bool {
 	return false
 }
 
-// RedactArgs returns a command line fit for a results file: every
+// redactArgs returns a command line fit for a results file: every
 // occurrence of each secret redacted (httpsafe.Redact), the value of every
 // flag whose name says it holds a secret (--api-key, --token, … but not
 // --api-key-env, which names a variable) replaced by httpsafe.Redacted,
 // and the password of any URL with user information redacted.
-func RedactArgs(args []string, secrets ...string) []string {
+func redactArgs(args []string, secrets ...string) []string {
 	out := make([]string, len(args))
 	redactNext := false
 	for i, a := range args {
@@ -228,65 +223,6 @@ func cpuModel() string {
 	return ""
 }
 
-// ProbeServer asks a server about itself: GET base+"/version" (vLLM's and
-// SGLang's version endpoint) with header, bounded by timeout, keeping the
-// Server header of the answer and its "version". A server that answers
-// nothing useful gives an empty ServerInfo, never an error: provenance is
-// best effort and no reason to stop a run. The answer is read up to
-// 64 KiB.
-func ProbeServer(ctx context.Context, client *http.Client, base string, header http.Header, timeout time.Duration) ServerInfo {
-	var si ServerInfo
-	if client == nil {
-		// No redirect is followed: the header may carry a key.
-		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/version", nil)
-	if err != nil {
-		return si
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return si
-	}
-	defer resp.Body.Close()
-	si.Header = printable(resp.Header.Get("Server"))
-	if resp.StatusCode != http.StatusOK {
-		return si
-	}
-	var v struct {
-		Version json.RawMessage `json:"version"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(b, &v) == nil && len(v.Version) > 0 {
-		var s string
-		if json.Unmarshal(v.Version, &s) != nil {
-			s = string(v.Version)
-		}
-		si.Version = printable(s)
-	}
-	return si
-}
-
-// printable keeps at most 200 printable ASCII characters of an untrusted
-// string.
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= 200 {
-			break
-		}
-		if r >= 0x20 && r < 0x7f {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // Config returns the provenance as benchfmt file configuration lines
 // (BenchfmtOptions.Config), keys in a fixed order, empty values left out.
 // The keys that differ on every invocation (nonce, command, host, seed)
@@ -328,28 +264,10 @@ func (p *Provenance) Config() [][2]string {
 	return kv
 }
 
-// ExoNodes returns the node identities of an exo cluster snapshot (the
-// keys of /state's nodeIdentities, sorted), for ServerInfo.Nodes; none
-// when the snapshot has no such map.
-func ExoNodes(cluster json.RawMessage) []string {
-	var st struct {
-		NodeIdentities map[string]json.RawMessage `json:"nodeIdentities"`
-	}
-	if json.Unmarshal(cluster, &st) != nil {
-		return nil
-	}
-	ids := make([]string, 0, len(st.NodeIdentities))
-	for id := range st.NodeIdentities {
-		ids = append(ids, printable(id))
-	}
-	slices.Sort(ids)
-	return ids
-}
-
 // HashTokenizerDir records in p the SHA-256 of dir's tokenizer.json and
 // of its chat template's source: chat_template.jinja when present, else
 // tokenizer_config.json's chat_template as written (the raw JSON value).
-func HashTokenizerDir(p *Provenance, dir string) error {
+func (p *Provenance) HashTokenizerDir(dir string) error {
 	tok, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return err

@@ -2,10 +2,7 @@ package benchkit
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,7 +21,7 @@ func fixedProvenance() *Provenance {
 	p := &Provenance{
 		Module: "github.com/inferbench/inferbench", Version: "v0.3.0", Revision: "0123456789abcdef", Modified: true,
 		GoVersion: "go1.27.3", OS: "linux", Arch: "amd64", CPUs: 2, CPUModel: "Example CPU @ 2.00GHz", Host: "bench-host",
-		Command: RedactArgs([]string{"serve-load", "--api-key-env", "KEY", "--rate", "4", "--api-key=sk-live-1", "--base-url", "http://u:pw@h:8000"}, "sk-live-1"),
+		Command: redactArgs([]string{"serve-load", "--api-key-env", "KEY", "--rate", "4", "--api-key=sk-live-1", "--base-url", "http://u:pw@h:8000"}, "sk-live-1"),
 		Nonce:   "k3f9x2ab", Seed: 7, Seeded: true,
 		Server: &ServerInfo{Header: "uvicorn", Version: "0.9.1"},
 	}
@@ -80,8 +77,8 @@ func TestRedactArgs(t *testing.T) {
 		{[]string{"--base-url", "https://tok@h"}, []string{"--base-url", "https://" + httpsafe.Redacted + "@h"}},
 		{[]string{"--model", "the-secret-s3"}, []string{"--model", "the-" + httpsafe.Redacted}},
 	} {
-		if got := RedactArgs(tc.in, "secret-s3"); !slices.Equal(got, tc.want) {
-			t.Errorf("RedactArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := redactArgs(tc.in, "secret-s3"); !slices.Equal(got, tc.want) {
+			t.Errorf("redactArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -102,31 +99,12 @@ func TestNewProvenance(t *testing.T) {
 	}
 }
 
-func TestProbeServer(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Server", "uvicorn")
-		if r.URL.Path != "/version" || r.Header.Get("Authorization") != "Bearer k" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write([]byte(`{"version":"0.9.1"}`))
-	}))
-	defer srv.Close()
-	got := ProbeServer(context.Background(), nil, srv.URL+"/", http.Header{"Authorization": {"Bearer k"}}, 5e9)
-	if got.Header != "uvicorn" || got.Version != "0.9.1" {
-		t.Errorf("ProbeServer = %+v, want uvicorn 0.9.1", got)
-	}
-	if got := ProbeServer(context.Background(), nil, srv.URL, nil, 5e9); got.Version != "" || got.Header != "uvicorn" {
-		t.Errorf("a 404: %+v, want the Server header and no version", got)
-	}
-}
-
 func TestHashTokenizerDir(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte("{}"), 0o644)
 	os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"chat_template":"{{ messages }}"}`), 0o644)
 	var p Provenance
-	if err := HashTokenizerDir(&p, dir); err != nil {
+	if err := p.HashTokenizerDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	want := fixedProvenance()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/inferbench/inferbench/timing"
 )
 
 // TestRecordEnergyEqualsRows writes the fixture's results file and checks
@@ -16,10 +18,7 @@ import (
 // energy_window_short, with the shortest such window.
 func TestRecordEnergyEqualsRows(t *testing.T) {
 	rows := fixtureRows()
-	d := Document{Runs: rows}
-	for _, c := range SummarizeCells(rows) {
-		d.Summary = append(d.Summary, c.Record())
-	}
+	d := Document{Runs: rows, Summary: Summarize(rows, ByCell, timing.SLO{})}
 	var buf bytes.Buffer
 	if err := WriteJSON(&buf, d); err != nil {
 		t.Fatal(err)
@@ -27,7 +26,7 @@ func TestRecordEnergyEqualsRows(t *testing.T) {
 	var file struct {
 		Runs []struct {
 			Concurrency     int  `json:"concurrency"`
-			RepeatIndex     int  `json:"repeat_index"`
+			Repeat          int  `json:"repeat_index"`
 			GeneratedTokens *int `json:"generated_tokens"`
 			Error           string
 			Stats           *struct {
@@ -80,10 +79,10 @@ func TestRecordEnergyEqualsRows(t *testing.T) {
 			if r.Concurrency != conc {
 				continue
 			}
-			x := reps[r.RepeatIndex]
+			x := reps[r.Repeat]
 			if x == nil {
 				x = &rep{longest: -1, joules: math.NaN()}
-				reps[r.RepeatIndex] = x
+				reps[r.Repeat] = x
 			}
 			if r.Error != "" {
 				continue

@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -13,24 +14,26 @@ import (
 	"github.com/inferbench/inferbench/timing"
 )
 
-// TableOptions configure WriteTable and WriteMarkdown.
+// TableOptions configure WriteTable.
 type TableOptions struct {
 	// Simulated labels every figure as simulated.
 	Simulated bool
 	// Title is printed above the table.
 	Title string
+	// Markdown writes a Markdown table instead of aligned columns.
+	Markdown bool
 }
 
-// WriteTable writes one line per cell of each placement for a terminal,
-// with a placement column (PlacementKey.String) when rows carry one:
-// prompt TPS, generation TPS, exo's aggregate beside Σ tokens / wall,
-// TTFT, peak memory, energy and J/token, each as "mean ± the half width of
-// its repeat-level 95 % confidence interval (sd the repeats' standard
-// deviation)", as every such header says ("± 95 % CI (sd)"). The layout is for people and may
-// change between releases: parse the JSON, CSV or benchfmt outputs
-// instead.
+// WriteTable writes one line per summary, for people: the layout may
+// change between releases (parse the JSON, CSV or benchfmt outputs
+// instead). Its columns follow the summaries' key.
 //
-// Where figures come from is in the headers:
+// ByCell summaries (a Runner's cells, with a placement column when they
+// carry one) show prompt TPS, generation TPS, exo's aggregate beside Σ
+// tokens / wall, TTFT, peak memory, energy and J/token, each as "mean ±
+// the half width of its repeat-level 95 % confidence interval"; the
+// terminal table says once what ± means and fits 120 columns, Markdown
+// adds each interval's sd. Where figures come from is in the headers:
 //   - TTFT is the client's, from streamed responses; when no cell was
 //     streamed the column is the server's prefill time instead,
 //     prompt_tokens / prompt_tps, headed "prefill ms (server)".
@@ -41,23 +44,45 @@ type TableOptions struct {
 //     spans fewer than ShortWindowFactor sample intervals is left out, with
 //     a note ("window 1.2 s < 3 × 1 s samples").
 //
-// A column with no figure in any line is left out.
-func WriteTable(w io.Writer, cells []CellSummary, opts TableOptions) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	if err := writeGrid(tw, cells, opts, "", "\t", "\t"); err != nil {
+// A column with no figure in any line is left out. Other summaries (a
+// load test's runs) show the offered load, requests, throughputs, TTFT,
+// TPOT, ITL and E2E (mean, p50, p99 in ms) and goodput. Each summary's
+// warnings follow as numbered notes.
+func WriteTable(w io.Writer, sums []Summary, opts TableOptions) error {
+	if len(sums) > 0 && sums[0].Key != ByCell {
+		return writeLoadGrid(w, sums, opts)
+	}
+	if opts.Markdown {
+		return writeGrid(w, sums, opts, "| ", " | ", " |")
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if err := writeGrid(tw, sums, opts, "", "\t", "\t"); err != nil {
 		return err
 	}
-	return tw.Flush()
-}
-
-// WriteMarkdown writes the table of WriteTable as a Markdown table.
-func WriteMarkdown(w io.Writer, cells []CellSummary, opts TableOptions) error {
-	return writeGrid(w, cells, opts, "| ", " | ", " |")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Right-aligned cells are padded on the left: the lines of the grid
+	// lose the padding of their first cell and the trailing blanks.
+	lines := strings.SplitAfter(b.String(), "\n")
+	for i, l := range lines {
+		l = strings.TrimRight(l, " \n")
+		if strings.HasPrefix(l, "  ") && strings.Contains(l, "  ") {
+			l = l[2:]
+		}
+		if i < len(lines)-1 {
+			l += "\n"
+		}
+		lines[i] = l
+	}
+	_, err := io.WriteString(w, strings.Join(lines, ""))
+	return err
 }
 
 // energyOf returns the energy and J/token intervals the table shows for
 // c, and their source: "server", "client", or "" with none.
-func energyOf(c CellSummary) (timing.Interval, timing.Interval, string) {
+func energyOf(c Summary) (timing.Interval, timing.Interval, string) {
 	switch {
 	case c.ServerEnergyJ.N > 0:
 		return c.ServerEnergyJ, c.ServerJPerToken, "server"
@@ -69,21 +94,149 @@ func energyOf(c CellSummary) (timing.Interval, timing.Interval, string) {
 	return none, none, ""
 }
 
-func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, end string) error {
-	var b strings.Builder
-	title := opts.Title
-	if opts.Simulated {
-		title = strings.TrimSpace(title + " (SIMULATED: figures come from the embedded engine's cost model, not hardware)")
+func writeGrid(w io.Writer, cells []Summary, opts TableOptions, start, sep, end string) error {
+	if start != "" {
+		header, lines, notes := cellGrid(cells, true)
+		return writeLines(w, opts, header, lines, notes, "", start, sep, end)
 	}
-	if title != "" {
-		if start != "" { // Markdown
-			fmt.Fprintf(&b, "**%s**\n\n", title)
-		} else {
-			fmt.Fprintf(&b, "%s\n", title)
+	header, lines, notes, legend := terminalGrid(cells)
+	return writeLines(w, opts, header, lines, notes, legend, start, sep, end)
+}
+
+// terminalGrid is the cell table for a terminal, within 120 columns: each
+// interval as "mean ±half" to the precision its half width allows (two
+// significant digits of it), what ± means, where the TTFT and energy come
+// from, and the placement and repeats when every cell shares them, said
+// once in the legend instead of in every line.
+func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []string, legend string) {
+	clientTTFT := slices.ContainsFunc(cells, func(c Summary) bool { return c.RepeatTTFT.N > 0 })
+	ttftHead, ttftNote := "TTFT ms", "TTFT is the client's, from the streamed responses"
+	if !clientTTFT {
+		ttftHead, ttftNote = "prefill ms", "prefill ms is the server's, prompt_tokens / prompt_tps (pass --stream for the client's TTFT)"
+	}
+	sources := map[string]bool{}
+	for _, c := range cells {
+		if _, _, src := energyOf(c); src != "" {
+			sources[src] = true
 		}
 	}
+	energyNote := ""
+	switch {
+	case len(sources) == 2:
+		energyNote = "J/tok marked s is the server's energy (exo's power_usage, whole cluster), c the client's integral of sampled power; the JSON has each burst's joules"
+	case sources["server"]:
+		energyNote = "J/tok is the server's energy (exo's power_usage, whole cluster) over the tokens; the JSON has each burst's joules"
+	case sources["client"]:
+		energyNote = "J/tok is the client's integral of sampled power over the tokens; the JSON has each burst's joules"
+	}
+	place := func(c Summary) string { return c.Labels.Placement.String() }
+	samePlace := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return place(c) != place(cells[0]) })
+	sameReps := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Repeats != cells[0].Repeats })
+	sameTG := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Cell.TG != cells[0].Cell.TG })
+	header = []string{"pp", "tg", "conc", "prompt tok/s", "gen tok/s", "exo max×N", "Σtok/wall", ttftHead, "peak mem", "J/tok", "failed"}
+	if !sameReps {
+		header = slices.Insert(header, 3, "reps")
+	}
+	if sameTG {
+		header = slices.Delete(header, 1, 2)
+	}
+	if !samePlace {
+		header = append([]string{"placement"}, header...)
+	}
+	for _, c := range cells {
+		var cols []string
+		if !samePlace {
+			cols = append(cols, place(c))
+		}
+		cols = append(cols, strconv.Itoa(c.Cell.PP))
+		if !sameTG {
+			cols = append(cols, strconv.Itoa(c.Cell.TG))
+		}
+		cols = append(cols, strconv.Itoa(c.Cell.Concurrency))
+		if !sameReps {
+			cols = append(cols, strconv.Itoa(c.Repeats))
+		}
+		ttft := c.RepeatTTFT
+		if !clientTTFT {
+			ttft = c.ServerPrefillS
+		}
+		_, jpt, src := energyOf(c)
+		js := pmShort(jpt, 1)
+		if len(sources) == 2 && src != "" {
+			js += " " + src[:1]
+		}
+		lines = append(lines, append(cols, pmShort(c.PromptTPS, 1), pmShort(c.GenerationTPS, 1), pmShort(c.ExoAggregateTPS, 1),
+			pmShort(c.ThroughputTPS, 1), pmShort(ttft, 1000), bytesIEC(c.PeakMemoryBytes), js, strconv.Itoa(c.Failed)))
+		notes = append(notes, cellNotes(c, src)...)
+	}
+	var lg []string
+	if len(cells) > 0 {
+		over := "the repeats"
+		if sameReps {
+			over = fmt.Sprintf("the %d repeats", cells[0].Repeats)
+		}
+		lg = append(lg, fmt.Sprintf("± is the half width of each figure's 95 %% confidence interval over %s (the JSON has each with its sd)", over))
+		if samePlace && place(cells[0]) != "" {
+			lg = append(lg, "placement: "+place(cells[0]))
+		}
+		if sameTG {
+			lg = append(lg, fmt.Sprintf("tg = %d tokens in every cell", cells[0].Cell.TG))
+		}
+		lg = append(lg, ttftNote)
+		if energyNote != "" {
+			lg = append(lg, energyNote)
+		}
+	}
+	return header, lines, notes, strings.Join(lg, "\n")
+}
+
+// cellNotes are a cell's notes: a client energy left out, its warnings.
+func cellNotes(c Summary, src string) []string {
+	var notes []string
+	if src == "" && c.EnergyWindowShort {
+		notes = append(notes, fmt.Sprintf("%s: no client energy: window %.3g s < %d × %.3g s samples (the rows keep the figure, flagged energy_window_short)",
+			c.Name(), c.ShortWindowS, ShortWindowFactor, c.SampleIntervalS))
+	}
+	for _, w := range c.Warnings {
+		notes = append(notes, fmt.Sprintf("%s: %s", c.Name(), w))
+	}
+	return notes
+}
+
+// pmShort formats iv, scaled, as "center ±half" with the half width to
+// two significant digits and the center to the same decimal place: no
+// digit finer than the interval can tell. Without a half width (one
+// repeat) the center has four significant digits; "—" when undefined.
+func pmShort(iv timing.Interval, scale float64) string {
+	c := iv.Center * scale
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return "—"
+	}
+	half := (iv.Hi - iv.Center) * scale
+	if math.IsNaN(half) || math.IsInf(half, 0) || half <= 0 {
+		return strconv.FormatFloat(c, 'f', max(0, decimals(c, 4)), 64)
+	}
+	d := decimals(half, 2)
+	if d < 0 { // round both to the half width's second significant digit
+		unit := math.Pow(10, float64(-d))
+		c, half, d = math.Round(c/unit)*unit, math.Round(half/unit)*unit, 0
+	}
+	return strconv.FormatFloat(c, 'f', d, 64) + " ±" + strconv.FormatFloat(half, 'f', d, 64)
+}
+
+// decimals is how many decimal places show sig significant digits of v:
+// negative when the last of them is left of the point.
+func decimals(v float64, sig int) int {
+	if v == 0 {
+		return 0
+	}
+	return sig - 1 - int(math.Floor(math.Log10(math.Abs(v))))
+}
+
+// cellGrid is the cell table's header, lines and notes.
+func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, notes []string) {
 	// TTFT: the client's when any cell streamed, else the server's prefill.
-	clientTTFT := slices.ContainsFunc(cells, func(c CellSummary) bool { return c.TTFTS.N > 0 })
+	clientTTFT := slices.ContainsFunc(cells, func(c Summary) bool { return c.RepeatTTFT.N > 0 })
 	ttftHead := "TTFT ms"
 	if !clientTTFT {
 		ttftHead = "prefill ms (server)"
@@ -105,21 +258,26 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 	case sources["client"]:
 		energyHead, jHead = "energy J (client)", "J/tok (client)"
 	}
-	// Every figure with an interval is headed with what its ± is.
-	ci := func(h string) string { return h + " ± 95 % CI (sd)" }
-	header := []string{"pp", "tg", "conc", "reps", ci("prompt tok/s"), ci("gen tok/s"), ci("exo agg tok/s (max×N)"), ci("Σtok/wall tok/s"), ci(ttftHead), "peak mem", ci(energyHead), ci(jHead), "failed"}
-	withPlacement := slices.ContainsFunc(cells, func(c CellSummary) bool { return !c.Placement.IsZero() })
+	// Markdown heads every figure with what its ± is; the terminal table
+	// says it once, below the lines, to stay within 120 columns.
+	ci := func(h string) string {
+		if md {
+			return h + " ± 95 % CI (sd)"
+		}
+		return h
+	}
+	pm := func(iv timing.Interval, scale float64, prec int) string { return pm(iv, scale, prec, md) }
+	header = []string{"pp", "tg", "conc", "reps", ci("prompt tok/s"), ci("gen tok/s"), ci("exo agg tok/s (max×N)"), ci("Σtok/wall tok/s"), ci(ttftHead), "peak mem", ci(energyHead), ci(jHead), "failed"}
+	withPlacement := slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Placement.String() != "" })
 	if withPlacement {
 		header = append([]string{"placement"}, header...)
 	}
-	var lines [][]string
-	var notes []string
 	for _, c := range cells {
 		var cols []string
 		if withPlacement {
-			cols = append(cols, c.Placement.String())
+			cols = append(cols, c.Labels.Placement.String())
 		}
-		ttft := c.TTFTS
+		ttft := c.RepeatTTFT
 		if !clientTTFT {
 			ttft = c.ServerPrefillS
 		}
@@ -145,6 +303,24 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 		}
 		for _, w := range c.Warnings {
 			notes = append(notes, fmt.Sprintf("%s: %s", c.Name(), w))
+		}
+	}
+	return header, lines, notes
+}
+
+// writeLines writes the title, the header and lines (leaving out the
+// columns with no figure in any line) and the notes.
+func writeLines(w io.Writer, opts TableOptions, header []string, lines [][]string, notes []string, legend, start, sep, end string) error {
+	var b strings.Builder
+	title := opts.Title
+	if opts.Simulated {
+		title = strings.TrimSpace(title + " (SIMULATED: figures come from the embedded engine's cost model, not hardware)")
+	}
+	if title != "" {
+		if start != "" { // Markdown
+			fmt.Fprintf(&b, "**%s**\n\n", title)
+		} else {
+			fmt.Fprintf(&b, "%s\n", title)
 		}
 	}
 	// Leave out the columns with no figure in any line.
@@ -184,6 +360,9 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 	for _, l := range lines {
 		row(l)
 	}
+	if legend != "" && len(lines) > 0 {
+		b.WriteString("\n" + legend + "\n")
+	}
 	if len(notes) > 0 {
 		b.WriteString("\n")
 		for i, n := range notes {
@@ -199,17 +378,17 @@ func writeGrid(w io.Writer, cells []CellSummary, opts TableOptions, start, sep, 
 }
 
 // pm formats iv as "center ± half (sd s)", scaled, with prec decimals:
-// the half width of its confidence interval, then the standard deviation
-// of its samples. "—" when undefined, the center alone when the interval
+// the half width of its confidence interval, then (withSD) the standard
+// deviation of its samples. "—" when undefined, the center alone when the interval
 // is infinite (one repeat).
-func pm(iv timing.Interval, scale float64, prec int) string {
+func pm(iv timing.Interval, scale float64, prec int, withSD bool) string {
 	if math.IsNaN(iv.Center) {
 		return "—"
 	}
 	s := strconv.FormatFloat(iv.Center*scale, 'f', prec, 64)
 	if half := (iv.Hi - iv.Center) * scale; !math.IsNaN(half) && !math.IsInf(half, 0) {
 		s += " ± " + strconv.FormatFloat(half, 'f', prec, 64)
-		if sd := iv.SD * scale; !math.IsNaN(sd) && !math.IsInf(sd, 0) {
+		if sd := iv.SD * scale; withSD && !math.IsNaN(sd) && !math.IsInf(sd, 0) {
 			s += " (sd " + strconv.FormatFloat(sd, 'f', prec, 64) + ")"
 		}
 	}
@@ -244,10 +423,91 @@ var csvHeader = []string{
 	"stream", "simulated", "error_kind", "error", "warnings",
 }
 
-// WriteCSV writes one line per row with the columns of csvHeader. An
+// writeLoadGrid writes the table of a load test's summaries.
+func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
+	md := opts.Markdown
+	head := []string{"traffic", "ok/sent", "dur s", "req/s", "out tok/s", "ttft ms mean/p50/p99", "tpot ms mean/p50/p99", "itl ms p50/p99", "e2e ms p50/p99", "goodput", "skew ms p99", "lag ms p99"}
+	var lines [][]string
+	var notes []string
+	for i, s := range sums {
+		good := "-"
+		if s.Goodput != nil {
+			good = fmt.Sprintf("%d/%d", s.Goodput.Good, s.Goodput.Total)
+			if s.MeetsSLO != nil && *s.MeetsSLO {
+				good += " ✓"
+			} else {
+				good += " ✗"
+			}
+		}
+		lines = append(lines, []string{
+			s.Traffic,
+			fmt.Sprintf("%d/%d", s.Completed, s.Requests),
+			fmt.Sprintf("%.2f", s.DurationS),
+			num(s.RequestThroughput, 2),
+			num(s.OutputThroughput, 1),
+			ms(s.TTFT.Mean) + "/" + ms(s.TTFT.P50) + "/" + ms(s.TTFT.P99),
+			ms(s.TPOT.Mean) + "/" + ms(s.TPOT.P50) + "/" + ms(s.TPOT.P99),
+			ms(s.ITL.P50) + "/" + ms(s.ITL.P99),
+			ms(s.E2E.P50) + "/" + ms(s.E2E.P99),
+			good,
+			ms(s.DispatchSkew.P99),
+			ms(s.ScheduleLag.P99),
+		})
+		for _, wn := range s.Warnings {
+			if len(sums) > 1 && inEvery(sums, wn) {
+				if i == 0 {
+					notes = append(notes, "every run: "+wn)
+				}
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("run %d (%s): %s", i, s.Traffic, wn))
+		}
+	}
+	var b strings.Builder
+	if opts.Title != "" {
+		b.WriteString(opts.Title + "\n")
+		if md {
+			b.WriteString("\n")
+		}
+	}
+	if opts.Simulated {
+		b.WriteString("All figures are simulated (embedded engine), not measurements of real hardware.\n")
+		if md {
+			b.WriteString("\n")
+		}
+	}
+	if md {
+		b.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat(" --- |", len(head)) + "\n")
+		for _, l := range lines {
+			b.WriteString("| " + strings.Join(l, " | ") + " |\n")
+		}
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, l := range lines {
+			fmt.Fprintln(tw, strings.Join(l, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range notes {
+			if md {
+				b.WriteString("- ")
+			}
+			b.WriteString(n + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteCSV writes one line per request with the columns of csvHeader. An
 // undefined figure is an empty cell; numbers use Go's shortest round-trip
 // form.
-func WriteCSV(w io.Writer, rows []Row) error {
+func WriteCSV(w io.Writer, reqs []Request) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
 		return err
@@ -259,7 +519,12 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		}
 		return f(*v)
 	}
-	for _, r := range rows {
+	for _, q := range reqs {
+		r := q.Exo()
+		warnings := make([]string, len(r.Warnings))
+		for i, w := range r.Warnings {
+			warnings[i] = w.Message
+		}
 		rec := []string{
 			strconv.Itoa(r.PPTarget), strconv.Itoa(r.PPTokens), strconv.Itoa(r.TG), strconv.Itoa(r.Concurrency),
 			strconv.Itoa(r.RepeatIndex), strconv.Itoa(r.RequestIndex), "",
@@ -268,7 +533,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			"", "", "", "", "", "",
 			"", "", "",
 			r.ModelID, r.InstanceID, r.PlacementSharding, r.PlacementInstanceMeta, strconv.Itoa(r.PlacementNodes),
-			strconv.FormatBool(r.Stream), strconv.FormatBool(r.Simulated), r.ErrorKind, r.Error, strings.Join(r.Warnings, "; "),
+			strconv.FormatBool(r.Stream), strconv.FormatBool(r.Simulated), r.ErrorKind, r.Error, strings.Join(warnings, "; "),
 		}
 		if r.ConcurrentIndex != nil {
 			rec[6] = strconv.Itoa(*r.ConcurrentIndex)
@@ -277,7 +542,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 			rec[12] = strconv.Itoa(*r.GeneratedTokens)
 		}
 		if r.ITL != nil {
-			rec[13], rec[14] = f(r.ITL.P50), f(r.ITL.P99)
+			rec[13], rec[14] = pf(r.ITL.P50), pf(r.ITL.P99)
 		}
 		if s := r.Stats; s != nil {
 			rec[17], rec[18] = f(s.PromptTPS), f(s.GenerationTPS)
@@ -293,4 +558,30 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ms formats seconds as milliseconds for tables; "-" when undefined.
+func ms(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", *v*1e3)
+}
+
+func num(v *float64, prec int) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, *v)
+}
+
+// inEvery reports whether every summary carries the warning w, so that a
+// table says it once.
+func inEvery(sums []Summary, w string) bool {
+	for _, s := range sums {
+		if !slices.Contains(s.Warnings, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/energy"
@@ -15,45 +14,6 @@ import (
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
-
-// PreviewRunes is how much of the generated text a Row keeps.
-const PreviewRunes = 64
-
-// Placement describes the instance a run measures; the Runner copies it
-// onto every row.
-type Placement struct {
-	Sharding, InstanceMeta string
-	Nodes                  int
-	InstanceID             string
-	// DownloadDurationS is how long the model's download took, when the
-	// run downloaded it.
-	DownloadDurationS *float64
-}
-
-// Progress is what an Observer hears after each measured request.
-type Progress struct {
-	// Cell and Repeat locate the burst.
-	Cell   Cell
-	Repeat int
-	// Done and Total count measured requests (warmups excluded).
-	Done, Total int
-	// Row is the row just measured.
-	Row Row
-}
-
-// An Observer hears of the run's progress. Observe is called from the
-// Runner's goroutine and must return quickly.
-type Observer interface {
-	Observe(Progress)
-}
-
-// ObserverFunc adapts a function to the Observer interface.
-type ObserverFunc func(Progress)
-
-// Observe calls f(p).
-func (f ObserverFunc) Observe(p Progress) { f(p) }
-
-var _ Observer = ObserverFunc(nil)
 
 // A Runner measures a Plan against an Engine: it builds each prompt to its
 // exact length, sends each cell's requests as one barrier-released burst
@@ -98,13 +58,12 @@ type Runner struct {
 	// over the burst's window. Idle, when set, is subtracted.
 	Sampler *energy.Sampler
 	Idle    energy.Baseline
-	// Placement is copied onto every row; Simulated marks every row.
+	// Placement is copied onto every request; Simulated marks every one.
 	Placement Placement
 	Simulated bool
-	// Sinks receive rows as they are measured.
+	// Sinks receive the requests as they are measured, from one goroutine
+	// at a time (a JSONL file, a progress bar, the caller's own).
 	Sinks []Sink
-	// Observer hears of progress; nil hears nothing.
-	Observer Observer
 	// Logger receives debug and warning records; nil logs nothing.
 	Logger *slog.Logger
 	// Sleep waits between repeats and groups; nil uses a timer that
@@ -114,8 +73,9 @@ type Runner struct {
 
 // A Report is what Run measured.
 type Report struct {
-	// Rows are every measured request, in the order they were measured.
-	Rows []Row
+	// Requests are every measured request, in the order they were
+	// measured.
+	Requests []Request
 	// Overhead is the chat template's overhead in tokens.
 	Overhead int
 	// Interrupted is true when ctx ended the run before its plan did.
@@ -141,23 +101,11 @@ type Window struct {
 	FirstToken time.Time
 }
 
-// Cells summarises the report's rows per cell.
-func (r Report) Cells() []CellSummary { return SummarizeCells(r.Rows) }
+// Cells summarises the report's requests per cell (Summarize ByCell).
+func (r Report) Cells() []Summary { return Summarize(r.Requests, ByCell, timing.SLO{}) }
 
-// Failed counts the failed rows.
-func (r Report) Failed() int {
-	n := 0
-	for _, row := range r.Rows {
-		if row.Failed() {
-			n++
-		}
-	}
-	return n
-}
-
-// ErrSink is wrapped by the error Run returns when a sink fails: the run
-// stops, since rows it measured next could not be kept.
-var ErrSink = errors.New("benchkit: sink failed")
+// Failed counts the failed requests.
+func (r Report) Failed() int { return countIf(r.Requests, Request.Failed) }
 
 // Run measures plan. It validates the plan first (against the template
 // overhead counted with the Builder's Counter) and sends nothing if it is
@@ -184,30 +132,9 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 		r.log(ctx, slog.LevelWarn, w.Error())
 	}
 
-	// Unsalted prompts are built once per pp, before anything is sent.
-	prompts := map[int]promptsize.Prompt{}
-	if !plan.Salt {
-		for _, pp := range plan.PP {
-			if _, ok := prompts[pp]; ok {
-				continue
-			}
-			p, err := r.Builder.Build(ctx, pp)
-			if err != nil {
-				return rep, fmt.Errorf("benchkit: build prompt of pp=%d: %w", pp, err)
-			}
-			prompts[pp] = p
-		}
-	}
-	if plan.Salt && r.Nonce == "" {
-		r.Nonce = promptsize.NewNonce(nil)
-	}
-	salt := 0
-	promptFor := func(pp int) (promptsize.Prompt, error) {
-		if !plan.Salt {
-			return prompts[pp], nil
-		}
-		salt++
-		return r.Builder.BuildSalted(ctx, pp, promptsize.RunSalt(r.Nonce, 0, salt))
+	promptFor, err := r.prompts(ctx, plan)
+	if err != nil {
+		return rep, err
 	}
 
 	// Measured requests run under their own context, which outlives ctx by
@@ -225,24 +152,10 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	})
 	defer stopGrace()
 
-	pairs := plan.Pairs()
-	for i := 0; i < plan.Warmup && ctx.Err() == nil; i++ {
-		p, err := promptFor(pairs[0][0])
-		if err == nil {
-			_, err = r.complete(ctx, p, pairs[0][1], plan)
-		}
-		if err != nil {
-			w := fmt.Sprintf("warmup %d of %d failed: %v", i+1, plan.Warmup, err)
-			rep.Warnings = append(rep.Warnings, w)
-			r.log(ctx, slog.LevelWarn, w)
-		}
-	}
+	rep.Warnings = append(rep.Warnings, r.warmup(ctx, plan, promptFor)...)
 
 	cells := plan.Cells()
-	total := 0
-	for _, c := range cells {
-		total += c.Concurrency * plan.repeat()
-	}
+	total := plan.Requests()
 	done := 0
 	for ci, cell := range cells {
 		for rpt := 0; rpt < plan.repeat(); rpt++ {
@@ -257,17 +170,12 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 				rep.Windows = append(rep.Windows, win)
 			}
 			for _, row := range rows {
-				rep.Rows = append(rep.Rows, row)
-				for _, s := range r.Sinks {
-					if serr := s.Add(row); serr != nil {
-						rep.Interrupted = true
-						return rep, fmt.Errorf("%w: %w", ErrSink, serr)
-					}
+				rep.Requests = append(rep.Requests, row)
+				if serr := addAll(r.Sinks, row); serr != nil {
+					rep.Interrupted = true
+					return rep, serr
 				}
 				done++
-				if r.Observer != nil {
-					r.Observer.Observe(Progress{Cell: cell, Repeat: rpt, Done: done, Total: total, Row: row})
-				}
 			}
 			if err != nil {
 				rep.Interrupted = true
@@ -285,6 +193,55 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 		return rep, fmt.Errorf("benchkit: run interrupted after %d of %d requests: %w", done, total, err)
 	}
 	return rep, nil
+}
+
+// prompts returns the source of the plan's prompts: unsalted ones built
+// once per pp before anything is sent, or a salted one per request.
+func (r *Runner) prompts(ctx context.Context, plan Plan) (func(int) (promptsize.Prompt, error), error) {
+	// Unsalted prompts are built once per pp, before anything is sent.
+	prompts := map[int]promptsize.Prompt{}
+	if !plan.Salt {
+		for _, pp := range plan.PP {
+			if _, ok := prompts[pp]; ok {
+				continue
+			}
+			p, err := r.Builder.Build(ctx, pp)
+			if err != nil {
+				return nil, fmt.Errorf("benchkit: build prompt of pp=%d: %w", pp, err)
+			}
+			prompts[pp] = p
+		}
+	}
+	if plan.Salt && r.Nonce == "" {
+		r.Nonce = promptsize.NewNonce(nil)
+	}
+	salt := 0
+	return func(pp int) (promptsize.Prompt, error) {
+		if !plan.Salt {
+			return prompts[pp], nil
+		}
+		salt++
+		return r.Builder.BuildSalted(ctx, pp, promptsize.RunSalt(r.Nonce, 0, salt))
+	}, nil
+}
+
+// warmup sends the plan's warmup requests one at a time and returns a
+// warning for each that failed.
+func (r *Runner) warmup(ctx context.Context, plan Plan, promptFor func(int) (promptsize.Prompt, error)) []string {
+	var warnings []string
+	pairs := plan.Pairs()
+	for i := 0; i < plan.Warmup && ctx.Err() == nil; i++ {
+		p, err := promptFor(pairs[0][0])
+		if err == nil {
+			_, err = r.complete(ctx, p, pairs[0][1], plan)
+		}
+		if err != nil {
+			w := fmt.Sprintf("warmup %d of %d failed: %v", i+1, plan.Warmup, err)
+			warnings = append(warnings, w)
+			r.log(ctx, slog.LevelWarn, w)
+		}
+	}
+	return warnings
 }
 
 // Overhead counts the chat template's overhead of b's prompts: the tokens
@@ -309,7 +266,7 @@ func Overhead(ctx context.Context, b *promptsize.Builder) (int, error) {
 // order the requests completed. ctx releases the burst; its requests run
 // under reqCtx. Its error is non-nil only when a prompt could not be built
 // or ctx ended.
-func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Row, Window, error) {
+func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Request, Window, error) {
 	n := cell.Concurrency
 	ps := make([]promptsize.Prompt, n)
 	for i := range ps {
@@ -350,7 +307,7 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 	slices.SortStableFunc(reqs, func(a, b concurrency.Result[engine.Result]) int {
 		return int(a.Done - b.Done)
 	})
-	rows := make([]Row, 0, n)
+	rows := make([]Request, 0, n)
 	order := 0
 	for _, q := range reqs {
 		// A request that ctx stopped before the release was never
@@ -358,7 +315,7 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 		if !q.Dispatched && ctx.Err() != nil && errors.Is(q.Err, ctx.Err()) {
 			continue
 		}
-		row := r.row(q, ps[q.Index], cell, rpt, plan)
+		row := NewRequest(r.asked(q.Index, cell, rpt, plan), ps[q.Index], q, r.AllowEOS)
 		row.DispatchSkewS = br.Skew.Max.Seconds()
 		if n > 1 {
 			ci := order
@@ -436,90 +393,16 @@ func sendWithin(ctx context.Context, p engine.Prepared, timeout time.Duration) (
 	return p.Send(ctx)
 }
 
-// row turns one request's result into a Row.
-func (r *Runner) row(q concurrency.Result[engine.Result], p promptsize.Prompt, cell Cell, rpt int, plan Plan) Row {
-	res := q.Value
-	short := r.ModelShortID
-	if short == "" {
-		short = r.Model
+// asked is what the Runner asks of request i of a burst of cell, and the
+// labels that place it.
+func (r *Runner) asked(i int, cell Cell, rpt int, plan Plan) Request {
+	q := Request{Index: i, PPTarget: cell.PP, TGTarget: cell.TG, Model: r.Model, ModelShortID: r.ModelShortID,
+		Stream: plan.Stream, Simulated: r.Simulated}
+	if q.ModelShortID == "" {
+		q.ModelShortID = r.Model
 	}
-	row := Row{
-		ElapsedS:              q.Done.Seconds(),
-		OutputTextPreview:     preview(res.Text),
-		Stats:                 res.ServerStats,
-		PowerUsage:            res.Power,
-		ModelID:               r.Model,
-		ModelShortID:          short,
-		PlacementSharding:     r.Placement.Sharding,
-		PlacementInstanceMeta: r.Placement.InstanceMeta,
-		PlacementNodes:        r.Placement.Nodes,
-		InstanceID:            r.Placement.InstanceID,
-		DownloadDurationS:     r.Placement.DownloadDurationS,
-		PPTokens:              p.Tokens,
-		TG:                    cell.TG,
-		RepeatIndex:           rpt,
-		Concurrency:           cell.Concurrency,
-		PPTarget:              cell.PP,
-		RequestIndex:          q.Index,
-		Stream:                plan.Stream,
-		SendOffsetS:           q.Sent.Seconds(),
-		Simulated:             r.Simulated,
-	}
-	for _, w := range res.Warnings {
-		row.Warnings = append(row.Warnings, w.Error())
-	}
-	for _, w := range p.Warnings {
-		row.Warnings = append(row.Warnings, w.Error())
-	}
-	if q.Err != nil {
-		row.ErrorKind, row.Error = string(engine.KindOf(q.Err)), q.Err.Error()
-	}
-	// A server that reported an implausible count or rate leaves no
-	// figure that rests on its numbers: the row keeps the client's own
-	// TTFT and E2E, the error says which number, and the rest is null.
-	implausible := engine.KindOf(q.Err) == engine.KindImplausibleUsage
-	tr := res.Trace
-	generated := resultTokens(res)
-	if implausible {
-		row.Stats = nil
-	} else {
-		row.GeneratedTokens = &generated
-	}
-	if !tr.Start.IsZero() {
-		if m, err := tr.Metrics(); err != nil {
-			row.Warnings = append(row.Warnings, err.Error())
-		} else {
-			if m.E2EDefined {
-				row.E2ES = finite(m.E2E.Seconds())
-			}
-			if len(tr.Chunks) > 0 {
-				if m.TTFTDefined {
-					row.TTFTS = finite(m.TTFT.Seconds())
-				}
-				if m.TPOTDefined && !implausible {
-					row.TPOTS = finite(m.TPOT.Seconds())
-				}
-				if m.GenerationTPSDefined && !implausible {
-					row.ClientGenerationTPS = finite(m.GenerationTPS)
-				}
-				if len(m.ITL) > 0 && !implausible {
-					s := timing.Summarize(timing.Seconds(m.ITL))
-					row.ITL = &Quantiles{N: s.N, Mean: s.Mean, P50: s.P50, P90: s.P90, P99: s.P99, Max: s.Max}
-				}
-			}
-		}
-	}
-	if q.Err == nil {
-		if res.ServerStats != nil && res.ServerStats.PromptTokens != p.Tokens {
-			row.Warnings = append(row.Warnings, fmt.Sprintf("server counted %d prompt tokens, the client %d: the client's tokenizer or chat template differs from the engine's", res.ServerStats.PromptTokens, p.Tokens))
-		} else if res.Usage != nil && res.Usage.PromptTokens != p.Tokens {
-			row.Warnings = append(row.Warnings, fmt.Sprintf("server usage says %d prompt tokens, the client counted %d: the client's tokenizer or chat template differs from the engine's", res.Usage.PromptTokens, p.Tokens))
-		}
-		if !r.AllowEOS && generated != cell.TG {
-			row.Warnings = append(row.Warnings, fmt.Sprintf("%d tokens generated, %d asked for", generated, cell.TG))
-		}
-	}
-	return row
+	q.Placement, q.Concurrency, q.Repeat = r.Placement, cell.Concurrency, rpt
+	return q
 }
 
 // energy integrates the sampler's power over the burst's window: from the
@@ -533,7 +416,8 @@ func (r *Runner) energy(br concurrency.BurstResult[engine.Result], ps []promptsi
 	tokens := 0
 	for _, q := range br.Requests {
 		if q.Err == nil {
-			tokens += resultTokens(q.Value)
+			n, _ := resultTokens(q.Value)
+			tokens += n
 			run.PromptTokens += ps[q.Index].Tokens
 		}
 	}
@@ -579,18 +463,6 @@ func (r *Runner) energy(br concurrency.BurstResult[engine.Result], ps []promptsi
 	return e
 }
 
-func resultTokens(res engine.Result) int {
-	switch {
-	case len(res.Trace.Chunks) > 0:
-		return res.Trace.Tokens()
-	case res.Usage != nil:
-		return res.Usage.CompletionTokens
-	case res.ServerStats != nil:
-		return res.ServerStats.GenerationTokens
-	}
-	return 0
-}
-
 func (r *Runner) poll(ctx context.Context) {
 	if r.Sampler == nil {
 		return
@@ -621,18 +493,4 @@ func (r *Runner) log(ctx context.Context, level slog.Level, msg string, args ...
 	if r.Logger != nil {
 		r.Logger.Log(ctx, level, msg, args...)
 	}
-}
-
-func preview(s string) string {
-	if utf8.RuneCountInString(s) <= PreviewRunes {
-		return s
-	}
-	i, n := 0, 0
-	for i = range s {
-		if n == PreviewRunes {
-			break
-		}
-		n++
-	}
-	return s[:i]
 }

@@ -77,11 +77,10 @@ func (f *fakeEngine) Complete(ctx context.Context, req engine.Request) (engine.R
 func TestRunnerMeasuresEveryCell(t *testing.T) {
 	fe := &fakeEngine{}
 	var col Collector
-	var seen []Progress
+	var seen []Request
 	r := &Runner{
 		Engine: fe, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter},
-		Sinks:    []Sink{&col},
-		Observer: ObserverFunc(func(p Progress) { seen = append(seen, p) }),
+		Sinks: []Sink{&col, SinkFunc(func(q Request) error { seen = append(seen, q); return nil })},
 	}
 	plan := Plan{PP: []int{20, 40}, TG: []int{4}, Concurrency: []int{1, 3}, Repeat: 2, Warmup: 1, Stream: true}
 	rep, err := r.Run(context.Background(), plan)
@@ -89,18 +88,18 @@ func TestRunnerMeasuresEveryCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2 pp × (1 + 3) requests × 2 repeats = 16 rows, plus 1 warmup sent.
-	if len(rep.Rows) != 16 || len(col.Rows()) != 16 || fe.calls.Load() != 17 {
-		t.Fatalf("rows %d, collected %d, calls %d; want 16, 16, 17", len(rep.Rows), len(col.Rows()), fe.calls.Load())
+	if len(rep.Requests) != 16 || len(col.Requests()) != 16 || fe.calls.Load() != 17 {
+		t.Fatalf("rows %d, collected %d, calls %d; want 16, 16, 17", len(rep.Requests), len(col.Requests()), fe.calls.Load())
 	}
-	if len(seen) != 16 || seen[15].Done != 16 || seen[15].Total != 16 {
-		t.Errorf("progress: %d calls, last %+v", len(seen), seen[len(seen)-1])
+	if len(seen) != 16 || plan.Requests() != 16 || seen[15].Concurrency != 3 || seen[15].Repeat != 1 || seen[15].PPTarget != 40 {
+		t.Errorf("sink: %d calls of %d planned, last %+v; want 16, the last of pp=40 conc=3 repeat 1", len(seen), plan.Requests(), seen[len(seen)-1])
 	}
 	if rep.Overhead != 7 {
 		t.Errorf("overhead %d, want 7", rep.Overhead)
 	}
-	for _, row := range rep.Rows {
-		if row.PPTokens != row.PPTarget || row.generatedTokens() != row.TG || row.Failed() {
-			t.Errorf("row pp %d/%d, tokens %d/%d, error %q", row.PPTokens, row.PPTarget, row.generatedTokens(), row.TG, row.Error)
+	for _, row := range rep.Requests {
+		if row.PPTokens != row.PPTarget || row.Tokens() != row.TGTarget || row.Failed() {
+			t.Errorf("row pp %d/%d, tokens %d/%d, error %q", row.PPTokens, row.PPTarget, row.Tokens(), row.TGTarget, row.Error)
 		}
 		if len(row.Warnings) != 0 {
 			t.Errorf("unexpected warnings %v", row.Warnings)
@@ -109,8 +108,8 @@ func TestRunnerMeasuresEveryCell(t *testing.T) {
 		if row.TTFTS == nil || math.Abs(*row.TTFTS-0.010) > 1e-9 || row.TPOTS == nil || math.Abs(*row.TPOTS-0.004/3) > 1e-9 {
 			t.Errorf("TTFT %v TPOT %v, want 10 ms and 1.333 ms", deref(row.TTFTS), deref(row.TPOTS))
 		}
-		if row.ClientGenerationTPS == nil || math.Abs(*row.ClientGenerationTPS-1000) > 1e-6 {
-			t.Errorf("client gen TPS %v, want 1000", row.ClientGenerationTPS)
+		if row.GenerationTPS == nil || math.Abs(*row.GenerationTPS-1000) > 1e-6 {
+			t.Errorf("client gen TPS %v, want 1000", row.GenerationTPS)
 		}
 		if (row.Concurrency > 1) != (row.ConcurrentIndex != nil) {
 			t.Errorf("concurrency %d with concurrent_index %v", row.Concurrency, row.ConcurrentIndex)
@@ -152,10 +151,10 @@ func TestRunnerRecordsFailuresAndMismatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 2 || rep.Failed() != 2 {
-		t.Fatalf("rows %d failed %d, want 2 and 2", len(rep.Rows), rep.Failed())
+	if len(rep.Requests) != 2 || rep.Failed() != 2 {
+		t.Fatalf("rows %d failed %d, want 2 and 2", len(rep.Requests), rep.Failed())
 	}
-	if k := rep.Rows[0].ErrorKind; k != string(engine.KindStatus) {
+	if k := rep.Requests[0].ErrorKind; k != string(engine.KindStatus) {
 		t.Errorf("error kind %q, want status", k)
 	}
 
@@ -172,7 +171,7 @@ func TestRunnerRecordsFailuresAndMismatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := rep.Rows[0].Warnings; len(w) != 1 || !strings.Contains(w[0], "server counted 31 prompt tokens, the client 30") {
+	if w := rep.Requests[0].Warnings; len(w) != 1 || w[0].Code != WarnPromptMismatch || !strings.Contains(w[0].Message, "server counted 31 prompt tokens, the client 30") {
 		t.Errorf("warnings %v, want a prompt-count mismatch", w)
 	}
 }
@@ -194,7 +193,7 @@ func TestRunnerSaltsEveryRequest(t *testing.T) {
 	if len(firsts) != 4 {
 		t.Errorf("requests share a first word: %v", firsts)
 	}
-	for _, row := range rep.Rows {
+	for _, row := range rep.Requests {
 		if row.PPTokens != 25 {
 			t.Errorf("salted prompt of %d tokens, want 25", row.PPTokens)
 		}
@@ -217,10 +216,10 @@ func TestRunnerInterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !rep.Interrupted {
 		t.Fatalf("err %v interrupted %v, want context.Canceled and true", err, rep.Interrupted)
 	}
-	if len(col.Rows()) != 3 || fe.calls.Load() != 3 {
-		t.Fatalf("rows %d calls %d, want the 3 in flight recorded and nothing more sent", len(col.Rows()), fe.calls.Load())
+	if len(col.Requests()) != 3 || fe.calls.Load() != 3 {
+		t.Fatalf("rows %d calls %d, want the 3 in flight recorded and nothing more sent", len(col.Requests()), fe.calls.Load())
 	}
-	for _, row := range col.Rows() {
+	for _, row := range col.Requests() {
 		if row.ErrorKind != string(engine.KindCanceled) {
 			t.Errorf("in-flight row kind %q, want canceled", row.ErrorKind)
 		}
@@ -255,7 +254,7 @@ func TestRunnerUnsentRequestsAreNotRows(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !rep.Interrupted {
 		t.Fatalf("err %v interrupted %v, want context.Canceled and true", err, rep.Interrupted)
 	}
-	if n := e.calls.Load(); n != 0 || len(rep.Rows) != 0 || len(col.Rows()) != 0 {
-		t.Errorf("%d requests sent, %d rows, %d collected; want none: a request stopped before the release was never attempted", n, len(rep.Rows), len(col.Rows()))
+	if n := e.calls.Load(); n != 0 || len(rep.Requests) != 0 || len(col.Requests()) != 0 {
+		t.Errorf("%d requests sent, %d rows, %d collected; want none: a request stopped before the release was never attempted", n, len(rep.Requests), len(col.Requests()))
 	}
 }

@@ -1,7 +1,6 @@
 package benchkit
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -9,12 +8,6 @@ import (
 	"strings"
 	"time"
 )
-
-// ErrClientSaturated is wrapped by the error of a program whose load
-// generator could not keep up (ClientHealth.Saturated): its latencies
-// include its own queueing. Programs exit with cli.ExitSaturated unless told
-// to allow it (--allow-saturated).
-var ErrClientSaturated = errors.New("the client was the bottleneck")
 
 // Saturation thresholds: a run's client is saturated when the p99 of its
 // schedule lag (actual − intended send, less any dial) exceeds
@@ -89,10 +82,10 @@ type ClientHealth struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// CheckClient measures a run's client health from its rows (their
+// checkRun measures a run's client health from its rows (their
 // intended and actual send offsets and dial waits). capped says a
 // concurrency cap was in force.
-func CheckClient(run LoadRun, capped bool) ClientHealth {
+func checkRun(run LoadRun, capped bool) ClientHealth {
 	var h ClientHealth
 	var lags, intended, sent []float64
 	for _, r := range run.Requests {
@@ -188,21 +181,13 @@ func quantile(xs []float64, p float64) float64 {
 	return xs[i]*(1-f) + xs[i+1]*f
 }
 
-// A CPUClock reads the process's CPU time (user + system); ok is false
-// where the platform cannot tell.
-type CPUClock func() (cpu time.Duration, ok bool)
-
-// ProcessCPU is the CPUClock of this process (getrusage where there is
-// one).
-var _ CPUClock = ProcessCPU
-
-// loadHealth is the client health of a Load's run: CheckClient of its
+// loadHealth is the client health of a Load's run: checkRun of its
 // rows, its dispatch lags, and the CPU the process spent since cpu0 over
 // wall.
-func loadHealth(rows []LoadRow, dispatchLags []float64, capped bool, cpu0 time.Duration, cpuOK bool, wall time.Duration) *ClientHealth {
-	h := CheckClient(LoadRun{Requests: rows}, capped)
+func loadHealth(rows []Request, dispatchLags []float64, capped bool, cpu0 time.Duration, cpuOK bool, wall time.Duration) *ClientHealth {
+	h := checkRun(LoadRun{Requests: rows}, capped)
 	h.SetDispatchLags(dispatchLags)
-	if cpu1, ok := ProcessCPU(); ok && cpuOK && wall > 0 {
+	if cpu1, ok := processCPU(); ok && cpuOK && wall > 0 {
 		v := (cpu1 - cpu0).Seconds() / wall.Seconds()
 		h.CPUOverWall = &v
 	}
@@ -231,7 +216,7 @@ func (h *ClientHealth) setGC(before, after gcStats) {
 }
 
 // ClientHealths is each run's client health: its summary's (Load.Run
-// measures it), else CheckClient of its rows. saturated is true when any
+// measures it), else checkRun of its rows. saturated is true when any
 // run's client was.
 func ClientHealths(runs []LoadRun, capped bool) (hs []ClientHealth, saturated bool) {
 	for _, r := range runs {
@@ -239,7 +224,7 @@ func ClientHealths(runs []LoadRun, capped bool) (hs []ClientHealth, saturated bo
 		if r.Summary.Client != nil {
 			h = *r.Summary.Client
 		} else {
-			h = CheckClient(r, capped)
+			h = checkRun(r, capped)
 		}
 		if len(r.Requests) > 0 {
 			h.Run = r.Requests[0].Run
@@ -250,9 +235,9 @@ func ClientHealths(runs []LoadRun, capped bool) (hs []ClientHealth, saturated bo
 	return hs, saturated
 }
 
-// SaturationReasons joins the reasons of the saturated runs in hs, each
+// saturationReasons joins the reasons of the saturated runs in hs, each
 // after its run's index: "run 0: schedule lag p99 …; run 2: …".
-func SaturationReasons(hs []ClientHealth) string {
+func saturationReasons(hs []ClientHealth) string {
 	var rs []string
 	for _, h := range hs {
 		if h.Saturated {

@@ -4,5 +4,5 @@ package benchkit
 
 import "time"
 
-// ProcessCPU cannot tell the process's CPU time on this platform.
-func ProcessCPU() (time.Duration, bool) { return 0, false }
+// processCPU cannot tell the process's CPU time on this platform.
+func processCPU() (time.Duration, bool) { return 0, false }

@@ -66,15 +66,15 @@ func TestClientHealths(t *testing.T) {
 	var measured ClientHealth
 	measured.SetDispatchLags([]float64{-0.001, 0.002, 0.004})
 	measured.Saturated, measured.Reason = true, "measured"
-	rows := func(run int, lag float64) []LoadRow {
-		var rs []LoadRow
+	rows := func(run int, lag float64) []Request {
+		var rs []Request
 		for i := range 10 {
-			rs = append(rs, LoadRow{Run: run, Index: i, IntendedSendS: float64(i) * 0.1, SendOffsetS: float64(i)*0.1 + lag})
+			rs = append(rs, Request{Labels: Labels{Run: run}, Index: i, IntendedSendS: float64(i) * 0.1, SendOffsetS: float64(i)*0.1 + lag})
 		}
 		return rs
 	}
 	runs := []LoadRun{
-		{Summary: LoadSummary{Client: &measured}, Requests: rows(0, 0)},
+		{Summary: Summary{Client: &measured}, Requests: rows(0, 0)},
 		{Requests: rows(1, 0.5)},
 	}
 	hs, saturated := ClientHealths(runs, false)
@@ -87,8 +87,8 @@ func TestClientHealths(t *testing.T) {
 	if !hs[1].Saturated || hs[1].Run != 1 || !strings.Contains(hs[1].Reason, "schedule lag p99") {
 		t.Errorf("run 1: %+v; want judged from its rows, 500 ms late", hs[1])
 	}
-	if got := SaturationReasons(hs); !strings.Contains(got, "run 0: measured; run 1: schedule lag p99") {
-		t.Errorf("SaturationReasons = %q", got)
+	if got := saturationReasons(hs); !strings.Contains(got, "run 0: measured; run 1: schedule lag p99") {
+		t.Errorf("saturationReasons = %q", got)
 	}
 	if hs[1].DispatchLagP99S != nil {
 		t.Errorf("run 1 has a dispatch lag %g it never measured", *hs[1].DispatchLagP99S)
@@ -99,10 +99,10 @@ func TestClientHealths(t *testing.T) {
 // max(5 ms, 0.5 ms × n): 4 requests skewed 3 ms pass and 6 ms do not; 64
 // skewed 20 ms pass (a bound of 32 ms); single requests are not judged.
 func TestCheckBursts(t *testing.T) {
-	var rows []Row
+	var rows []Request
 	burst := func(conc, repeat int, skew float64) {
 		for i := range conc {
-			rows = append(rows, Row{PPTarget: 64, TG: 8, Concurrency: conc, RepeatIndex: repeat, RequestIndex: i, DispatchSkewS: skew, PlacementSharding: "pipeline", PlacementNodes: 2})
+			rows = append(rows, Request{Labels: Labels{Concurrency: conc, Repeat: repeat, Placement: Placement{Sharding: "pipeline", Nodes: 2}}, PPTarget: 64, TGTarget: 8, Index: i, DispatchSkewS: skew})
 		}
 	}
 	burst(1, 0, 1)
@@ -117,10 +117,10 @@ func TestCheckBursts(t *testing.T) {
 	if b.N != 4 || b.SkewS != 0.006 || b.BoundS != 0.005 || !strings.Contains(b.Burst, "conc=4/repeat=1") || !strings.Contains(b.Burst, "placement=") {
 		t.Errorf("burst %+v; want conc=4 repeat 1, skew 6 ms, bound 5 ms", b)
 	}
-	if got := BurstReasons(bad); !strings.Contains(got, "dispatch skew 6.0 ms > 5.0 ms") {
-		t.Errorf("BurstReasons = %q", got)
+	if got := burstReasons(bad); !strings.Contains(got, "dispatch skew 6.0 ms > 5.0 ms") {
+		t.Errorf("burstReasons = %q", got)
 	}
-	if got := BurstSkewBound(64); got != 0.032 {
+	if got := burstSkewBound(64); got != 0.032 {
 		t.Errorf("BurstSkewBound(64) = %g, want 0.032", got)
 	}
 }

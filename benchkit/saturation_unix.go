@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// ProcessCPU returns the process's user + system CPU time (getrusage).
-func ProcessCPU() (time.Duration, bool) {
+// processCPU returns the process's user + system CPU time (getrusage).
+func processCPU() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"log/slog"
 
 	"github.com/inferbench/inferbench/concurrency"
-	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -34,19 +31,6 @@ type Segment struct {
 	// segments.
 	Index, Count int
 }
-
-// Environment variables a segment can be read from (SegmentFromEnv).
-const (
-	// EnvJobCompletionIndex is set by Kubernetes in each pod of an
-	// Indexed Job to the pod's index, 0 … completions − 1.
-	EnvJobCompletionIndex = "JOB_COMPLETION_INDEX"
-	// EnvSegments holds the number of segments when no flag gives it.
-	EnvSegments = "INFERBENCH_SEGMENTS"
-)
-
-// ErrBadSegment is wrapped by every error about a segment or a shared
-// start given on a command line or in the environment.
-var ErrBadSegment = errors.New("benchkit: bad segment")
 
 // ParseSegment parses "i/N" (0 ≤ i < N). An empty string is the whole plan.
 func ParseSegment(s string) (Segment, error) {
@@ -67,56 +51,6 @@ func ParseSegment(s string) (Segment, error) {
 		return Segment{}, err
 	}
 	return seg.norm(), nil
-}
-
-// SegmentFromEnv resolves a program's segment: flag ("i/N", as
-// --segment gives it) when set; else, when count (a --segments flag) or
-// the environment's INFERBENCH_SEGMENTS is positive, that many segments
-// with the index in JOB_COMPLETION_INDEX, so that the pods of an Indexed
-// Job need no wrapper script. getenv is os.Getenv when nil. With neither,
-// the segment is the whole plan.
-func SegmentFromEnv(flag string, count int, getenv func(string) string) (Segment, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if flag != "" {
-		seg, err := ParseSegment(flag)
-		if err != nil {
-			return Segment{}, err
-		}
-		if count > 0 && count != max(seg.Count, 1) {
-			return Segment{}, fmt.Errorf("%w: --segment %s and a segment count of %d disagree", ErrBadSegment, flag, count)
-		}
-		return seg, nil
-	}
-	if count < 0 {
-		return Segment{}, fmt.Errorf("%w: the number of segments must not be negative, got %d", ErrBadSegment, count)
-	}
-	if count == 0 {
-		if v := strings.TrimSpace(getenv(EnvSegments)); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return Segment{}, fmt.Errorf("%w: %s=%q is not a positive number of segments", ErrBadSegment, EnvSegments, v)
-			}
-			count = n
-		}
-	}
-	if count <= 1 {
-		return Segment{}, nil
-	}
-	v := strings.TrimSpace(getenv(EnvJobCompletionIndex))
-	if v == "" {
-		return Segment{}, fmt.Errorf("%w: %d segments and no index: give --segment i/%d or set %s", ErrBadSegment, count, count, EnvJobCompletionIndex)
-	}
-	i, err := strconv.Atoi(v)
-	if err != nil {
-		return Segment{}, fmt.Errorf("%w: %s=%q is not a segment index", ErrBadSegment, EnvJobCompletionIndex, v)
-	}
-	seg := Segment{Index: i, Count: count}
-	if err := seg.Validate(); err != nil {
-		return Segment{}, fmt.Errorf("%w (from %s)", err, EnvJobCompletionIndex)
-	}
-	return seg, nil
 }
 
 // Validate checks 0 ≤ Index < Count, or the zero Segment.
@@ -200,20 +134,7 @@ func (s Segment) Share(total int) int {
 	return share
 }
 
-// ParseStartAt parses a shared start instant, RFC 3339 wall time
-// ("2026-05-01T12:00:00Z"). An empty string is no shared start.
-func ParseStartAt(v string) (time.Time, error) {
-	if strings.TrimSpace(v) == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(v))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: start instant %q is not RFC 3339 (e.g. 2026-05-01T12:00:00Z): %v", ErrBadSegment, v, err)
-	}
-	return t, nil
-}
-
-// PlanFields are what a LoadRow says about the plan it belongs to and the
+// PlanFields are what a Request of a Load says about the plan it belongs to and the
 // timeline it was measured on, so that the rows of the segments of one
 // plan, merged (MergeSegments), can be checked and summarised together.
 type PlanFields struct {
@@ -230,15 +151,16 @@ type PlanFields struct {
 	// StartAt + intended_send_s. Both absent without a shared start.
 	StartAt    string `json:"start_at,omitempty"`
 	IntendedAt string `json:"intended_at,omitempty"`
-	// PromptSHA256 is the hex SHA-256 of the request's messages as sent
-	// (PromptHash).
+	// PromptSHA256 is the hex SHA-256 of the request's messages as sent,
+	// each role and content length-prefixed: two requests have the same
+	// hash exactly when they send the same chat.
 	PromptSHA256 string `json:"prompt_sha256,omitempty"`
 }
 
-// PromptHash returns the hex SHA-256 of messages, each role and content
+// promptHash returns the hex SHA-256 of messages, each role and content
 // length-prefixed, so that two requests have the same hash exactly when
 // they send the same chat.
-func PromptHash(messages []engine.Message) string {
+func promptHash(messages []promptsize.Message) string {
 	h := sha256.New()
 	for _, m := range messages {
 		fmt.Fprintf(h, "%d:%s%d:%s", len(m.Role), m.Role, len(m.Content), m.Content)
@@ -257,7 +179,7 @@ type planSpec struct {
 	Nonce        string          `json:"nonce"`
 	SharedPrefix int             `json:"shared_prefix"`
 	Run          int             `json:"run"`
-	Lengths      Lengths         `json:"lengths"`
+	Lengths      Workload        `json:"lengths"`
 	Traffic      Traffic         `json:"traffic"`
 	Rate         string          `json:"rate"`
 	Request      json.RawMessage `json:"request"`
@@ -272,13 +194,13 @@ type planSpec struct {
 // row carries it (PlanFields), and MergeSegments refuses rows of
 // different plans. The nonce must be set (a Load draws one in its first
 // run).
-func (l *Load) PlanHash(runIdx int, lengths Lengths, traffic Traffic) string {
+func (l *Load) PlanHash(runIdx int, w Workload, traffic Traffic) string {
 	req := l.Request
 	req.Header, req.Messages, req.Model, req.MaxTokens, req.Stream, req.IgnoreEOS = nil, nil, "", 0, false, false
 	rb, _ := json.Marshal(req)
 	spec := planSpec{Model: l.Model, Stream: l.Stream, AllowEOS: l.AllowEOS, NoSalt: l.NoSalt, Nonce: l.Nonce,
-		SharedPrefix: l.SharedPrefix, Run: runIdx, Lengths: lengths, Traffic: traffic,
-		Rate: FormatRate(traffic.Rate), Request: rb}
+		SharedPrefix: l.SharedPrefix, Run: runIdx, Lengths: w, Traffic: traffic,
+		Rate: formatRate(traffic.Rate), Request: rb}
 	if traffic.Burst > 0 {
 		spec.Rate = ""
 	}
@@ -311,8 +233,8 @@ func (l *Load) checkSegment(n int, traffic Traffic) error {
 
 // planFields returns the PlanFields every row of run runIdx of a plan of
 // n requests shares.
-func (l *Load) planFields(runIdx int, lengths Lengths, traffic Traffic, n int) PlanFields {
-	f := PlanFields{PlanHash: l.PlanHash(runIdx, lengths, traffic), Segment: l.Segment.norm(), PlanRequests: n}
+func (l *Load) planFields(runIdx int, w Workload, traffic Traffic, n int) PlanFields {
+	f := PlanFields{PlanHash: l.PlanHash(runIdx, w, traffic), Segment: l.Segment.norm(), PlanRequests: n}
 	if !l.StartAt.IsZero() {
 		f.StartAt = l.StartAt.UTC().Format(time.RFC3339Nano)
 	}
@@ -324,9 +246,9 @@ func (l *Load) planFields(runIdx int, lengths Lengths, traffic Traffic, n int) P
 // runner's start to StartAt by shift (the runner's start − StartAt; the
 // intended offset is the plan's and already from StartAt) and its
 // intended instant on the shared timeline.
-func (l *Load) placeRow(row *LoadRow, plan PlanFields, p promptsize.Prompt, shift time.Duration) {
+func (l *Load) placeRow(row *Request, plan PlanFields, p promptsize.Prompt, shift time.Duration) {
 	row.PlanFields = plan
-	row.PromptSHA256 = PromptHash(p.Messages)
+	row.PromptSHA256 = promptHash(p.Messages)
 	if l.StartAt.IsZero() {
 		return
 	}
@@ -354,26 +276,4 @@ func (l *Load) waitStart(ctx context.Context) error {
 		return fmt.Errorf("benchkit: interrupted before the shared start at %s: %w", l.StartAt.Format(time.RFC3339), err)
 	}
 	return nil
-}
-
-// ResolveSplit reads a program's split flags: --segment (segFlag, "i/N"),
-// --segments (count, with the index from JOB_COMPLETION_INDEX; see
-// SegmentFromEnv, which getenv is handed to) and --start-at (startAt,
-// RFC 3339). A split plan needs seeded (--seed given): the run nonce in
-// every prompt is then drawn from the seed, so every segment sends the
-// prompts the one plan holds; without it each segment would draw a nonce
-// of its own. Each error wraps ErrBadSegment.
-func ResolveSplit(segFlag string, count int, startAt string, seeded bool, getenv func(string) string) (Segment, time.Time, error) {
-	seg, err := SegmentFromEnv(segFlag, count, getenv)
-	if err != nil {
-		return Segment{}, time.Time{}, err
-	}
-	at, err := ParseStartAt(startAt)
-	if err != nil {
-		return Segment{}, time.Time{}, err
-	}
-	if seg.Split() && !seeded {
-		return Segment{}, time.Time{}, fmt.Errorf("%w: segment %s needs --seed: every segment must draw the same lengths, schedule and run nonce", ErrBadSegment, seg)
-	}
-	return seg, at, nil
 }

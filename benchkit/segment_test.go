@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -34,43 +35,6 @@ func TestParseSegment(t *testing.T) {
 	}
 }
 
-func TestSegmentFromEnv(t *testing.T) {
-	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	cases := []struct {
-		flag  string
-		count int
-		env   map[string]string
-		want  Segment
-		bad   bool
-	}{
-		{want: Segment{}},
-		{flag: "1/3", want: Segment{1, 3}},
-		{flag: "1/3", count: 3, want: Segment{1, 3}},
-		{flag: "1/3", count: 4, bad: true},
-		{count: 4, env: map[string]string{EnvJobCompletionIndex: "2"}, want: Segment{2, 4}},
-		{env: map[string]string{EnvSegments: "4", EnvJobCompletionIndex: "3"}, want: Segment{3, 4}},
-		{count: 4, bad: true}, // no index
-		{count: 4, env: map[string]string{EnvJobCompletionIndex: "4"}, bad: true},
-		{env: map[string]string{EnvSegments: "many", EnvJobCompletionIndex: "0"}, bad: true},
-		{env: map[string]string{EnvJobCompletionIndex: "3"}, want: Segment{}}, // an index alone splits nothing
-	}
-	for _, c := range cases {
-		got, err := SegmentFromEnv(c.flag, c.count, env(c.env))
-		if c.bad {
-			if !errors.Is(err, ErrBadSegment) {
-				t.Errorf("SegmentFromEnv(%q, %d, %v) = %v, %v; want ErrBadSegment", c.flag, c.count, c.env, got, err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("SegmentFromEnv(%q, %d, %v) = %v, %v; want %v", c.flag, c.count, c.env, got, err, c.want)
-		}
-	}
-}
-
-// TestSegmentIndicesPartition checks that the segments of every split
-// partition the plan's requests, request k in segment k mod N, and that
-// their caps add up to the whole's.
 func TestSegmentIndicesPartition(t *testing.T) {
 	for _, n := range []int{1, 7, 64} {
 		for _, count := range []int{1, 2, 3, 5} {
@@ -112,7 +76,7 @@ func newSegmentHarness(t *testing.T) *segmentHarness {
 }
 
 // load returns a Load of segment seg with the shared nonce and start.
-func (h *segmentHarness) load(t *testing.T, seg Segment, start time.Time, onRow func(LoadRow)) *Load {
+func (h *segmentHarness) load(t *testing.T, seg Segment, start time.Time, onRow func(Request)) *Load {
 	t.Helper()
 	c, err := openai.New(h.srv.VLLMURL, &openai.Options{Counter: h.counter})
 	if err != nil {
@@ -120,7 +84,7 @@ func (h *segmentHarness) load(t *testing.T, seg Segment, start time.Time, onRow 
 	}
 	t.Cleanup(c.CloseIdleConnections)
 	return &Load{Engine: c, Model: h.srv.Model(), Builder: &promptsize.Builder{Counter: h.counter}, Stream: true,
-		Simulated: true, Nonce: RunNonce(7, true), Segment: seg, StartAt: start, OnRow: onRow}
+		Simulated: true, Nonce: "shared-nonce-7", Segment: seg, StartAt: start, Sinks: sinkOf(onRow)}
 }
 
 // TestSegmentsUnionIsTheSchedule runs one plan as one process and as four
@@ -159,7 +123,7 @@ func TestSegmentsUnionIsTheSchedule(t *testing.T) {
 				var mu sync.Mutex
 				hdr, _ := json.Marshal(runHeaderLine{RunHeader: &RunHeader{Program: "test", Host: fmt.Sprintf("host-%d", i)}})
 				files[i].Write(append(hdr, '\n'))
-				l := h.load(t, seg, start, func(r LoadRow) {
+				l := h.load(t, seg, start, func(r Request) {
 					b, err := json.Marshal(r)
 					if err != nil {
 						t.Error(err)
@@ -171,7 +135,7 @@ func TestSegmentsUnionIsTheSchedule(t *testing.T) {
 				wg.Go(func() { runs[i], errs[i] = l.Run(ctx, lengths, traffic, slo) })
 			}
 			wg.Wait()
-			var union []LoadRow
+			var union []Request
 			for i := range count {
 				if errs[i] != nil {
 					t.Fatalf("segment %d: %v", i, errs[i])
@@ -191,7 +155,7 @@ func TestSegmentsUnionIsTheSchedule(t *testing.T) {
 				Segment            string
 				IntendedAt, Starts string
 			}
-			byIndex := func(rows []LoadRow, shared bool) map[int]planned {
+			byIndex := func(rows []Request, shared bool) map[int]planned {
 				m := map[int]planned{}
 				for _, r := range rows {
 					if _, dup := m[r.Index]; dup {
@@ -235,9 +199,9 @@ func TestSegmentsUnionIsTheSchedule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := SummarizeLoad(union, slo)
+			want := summarize(union, ByRun, slo)
 			want.Scheduled, want.RequestRate, want.PeakInFlight = len(whole.Requests), union[0].Rate, peakInFlight(union)
-			if diff := cmp.Diff(want, m.Summary); diff != "" {
+			if diff := cmp.Diff(want, m.Summary, cmpopts.EquateNaNs(), cmpopts.IgnoreFields(Summary{}, "Labels", "Cell")); diff != "" {
 				t.Errorf("merged summary differs from the union's (-union +merged):\n%s", diff)
 			}
 			if len(m.PerSegment) != count || m.PerSegment[2].Host != "host-2" || m.Segments != count || len(m.Requests) != len(whole.Requests) {
@@ -311,19 +275,10 @@ func TestPlanHash(t *testing.T) {
 	}
 }
 
-func TestResolveSplit(t *testing.T) {
-	none := func(string) string { return "" }
-	seg, at, err := ResolveSplit("1/4", 0, "2026-05-01T12:00:00Z", true, none)
-	if err != nil || seg != (Segment{1, 4}) || !at.Equal(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)) {
-		t.Errorf("ResolveSplit = %v, %v, %v", seg, at, err)
+// sinkOf adapts a function to the sinks of a Load; nil gives none.
+func sinkOf(f func(Request)) []Sink {
+	if f == nil {
+		return nil
 	}
-	if _, _, err := ResolveSplit("1/4", 0, "", false, none); !errors.Is(err, ErrBadSegment) || !strings.Contains(err.Error(), "--seed") {
-		t.Errorf("a split without --seed: %v; want ErrBadSegment naming --seed", err)
-	}
-	if _, _, err := ResolveSplit("", 0, "noon", true, none); !errors.Is(err, ErrBadSegment) {
-		t.Errorf("a bad --start-at: %v", err)
-	}
-	if seg, _, err := ResolveSplit("", 0, "", false, none); err != nil || seg.Split() {
-		t.Errorf("no split: %v, %v", seg, err)
-	}
+	return []Sink{SinkFunc(func(r Request) error { f(r); return nil })}
 }

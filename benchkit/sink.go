@@ -9,20 +9,32 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 )
 
-// A Sink receives rows as they are measured. The Runner calls Add from one
-// goroutine at a time, in the order rows complete.
+// A Sink receives requests as they are measured: a JSONL file, a progress
+// bar, a caller's own. Every driver calls Add from one goroutine at a
+// time, in the order the requests complete; a sink that fails stops the
+// run (its error wraps ErrSink), since what is measured next could not be
+// kept.
 type Sink interface {
-	Add(Row) error
+	Add(Request) error
 }
 
 // SinkFunc adapts a function to the Sink interface.
-type SinkFunc func(Row) error
+type SinkFunc func(Request) error
 
 // Add calls f(r).
-func (f SinkFunc) Add(r Row) error { return f(r) }
+func (f SinkFunc) Add(r Request) error { return f(r) }
+
+// addAll hands r to every sink, stopping at the first that fails.
+func addAll(sinks []Sink, r Request) error {
+	for _, s := range sinks {
+		if err := s.Add(r); err != nil {
+			return fmt.Errorf("%w: %w", ErrSink, err)
+		}
+	}
+	return nil
+}
 
 var (
 	_ Sink = SinkFunc(nil)
@@ -30,43 +42,50 @@ var (
 	_ Sink = (*JSONLSink)(nil)
 )
 
-// A Collector keeps every row it receives, for the renderers that need the
-// whole run. It is safe for concurrent use.
+// A Collector keeps every request it receives, for the views that need
+// the whole run. It is safe for concurrent use.
 type Collector struct {
 	mu   sync.Mutex
-	rows []Row
+	rows []Request
 }
 
 // Add appends r.
-func (c *Collector) Add(r Row) error {
+func (c *Collector) Add(r Request) error {
 	c.mu.Lock()
 	c.rows = append(c.rows, r)
 	c.mu.Unlock()
 	return nil
 }
 
-// Rows returns a copy of the rows received so far, in order.
-func (c *Collector) Rows() []Row {
+// Requests returns a copy of the requests received so far, in order.
+func (c *Collector) Requests() []Request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Row(nil), c.rows...)
+	return append([]Request(nil), c.rows...)
 }
 
-// A JSONLSink writes each row as one line of JSON as soon as it arrives,
-// so an interrupted sweep keeps every row measured before the interruption.
-// When the writer has a Sync method (an *os.File), each line is synced to
-// stable storage too.
+// A JSONLSink writes each request as one line of JSON as soon as it
+// arrives, so an interrupted run keeps every request measured before the
+// interruption: as its own JSON (a load test's row), or with Exo set as
+// exo's row (ExoRun). When the writer has a Sync method (an *os.File),
+// each line is synced to stable storage too.
 type JSONLSink struct {
-	mu sync.Mutex
-	w  io.Writer
+	// W receives the lines; Exo writes exo's rows.
+	W   io.Writer
+	Exo bool
+	mu  sync.Mutex
 }
 
-// NewJSONLSink returns a sink writing to w.
-func NewJSONLSink(w io.Writer) *JSONLSink { return &JSONLSink{w: w} }
+// NewJSONLSink returns a sink writing requests' own JSON to w.
+func NewJSONLSink(w io.Writer) *JSONLSink { return &JSONLSink{W: w} }
 
 // Add writes r as one line.
-func (s *JSONLSink) Add(r Row) error {
-	b, err := json.Marshal(r)
+func (s *JSONLSink) Add(r Request) error {
+	var v any = r
+	if s.Exo {
+		v = r.Exo()
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("benchkit: encode row: %w", err)
 	}
@@ -75,10 +94,10 @@ func (s *JSONLSink) Add(r Row) error {
 	defer s.mu.Unlock()
 	rowWrites.RLock()
 	defer rowWrites.RUnlock()
-	if _, err := s.w.Write(b); err != nil {
+	if _, err := s.W.Write(b); err != nil {
 		return fmt.Errorf("benchkit: write JSONL row: %w", err)
 	}
-	if f, ok := s.w.(interface{ Sync() error }); ok {
+	if f, ok := s.W.(interface{ Sync() error }); ok {
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("benchkit: sync JSONL file: %w", err)
 		}
@@ -86,16 +105,17 @@ func (s *JSONLSink) Add(r Row) error {
 	return nil
 }
 
-// A JSONLReader reads rows back from a JSONL file, shaped like
-// bufio.Scanner. A line that does not decode is not fatal: Scan returns it
-// as a *LineError record (Row is then the zero Row and LineErr non-nil) and
+// A JSONLReader reads requests back from a JSONL file, in either of their
+// JSON shapes (Request.UnmarshalJSON), shaped like bufio.Scanner. A line
+// that does not decode is not fatal: Scan returns it as a *LineError
+// record (Request is then the zero Request and LineErr non-nil) and
 // reading goes on, so a file cut mid-line by a crash still yields every
 // whole row. Run header lines (a file that runs append to) are not rows:
 // Scan skips them and Header returns the latest.
 type JSONLReader struct {
 	sc     *bufio.Scanner
 	line   int
-	row    Row
+	row    Request
 	rowErr error
 	header *RunHeader
 }
@@ -130,13 +150,13 @@ func (jr *JSONLReader) Scan() bool {
 			jr.header = &h
 			continue
 		}
-		jr.row, jr.rowErr = Row{}, nil
+		jr.row, jr.rowErr = Request{}, nil
 		dec := json.NewDecoder(bytes.NewReader(b))
 		if err := dec.Decode(&jr.row); err != nil {
-			jr.row, jr.rowErr = Row{}, &LineError{Line: jr.line, Err: err}
+			jr.row, jr.rowErr = Request{}, &LineError{Line: jr.line, Err: err}
 		} else if dec.More() {
 			jr.rowErr = &LineError{Line: jr.line, Err: errors.New("more than one JSON value on the line")}
-			jr.row = Row{}
+			jr.row = Request{}
 		}
 		return true
 	}
@@ -147,8 +167,8 @@ func (jr *JSONLReader) Scan() bool {
 // began with, or nil when the file has none before it.
 func (jr *JSONLReader) Header() *RunHeader { return jr.header }
 
-// Row returns the row of the current line.
-func (jr *JSONLReader) Row() Row { return jr.row }
+// Request returns the request of the current line.
+func (jr *JSONLReader) Request() Request { return jr.row }
 
 // LineErr returns the current line's decoding error, or nil.
 func (jr *JSONLReader) LineErr() error { return jr.rowErr }
@@ -181,13 +201,6 @@ type runHeaderLine struct {
 	RunHeader *RunHeader `json:"run_header"`
 }
 
-// NewRunHeader returns the header of a run of program starting now in
-// this process.
-func NewRunHeader(program string) RunHeader {
-	host, _ := os.Hostname()
-	return RunHeader{Program: program, PID: os.Getpid(), Host: host, Started: time.Now().UTC().Format(time.RFC3339Nano)}
-}
-
 // ParseRunHeader reports whether line (one line of a JSONL file, without
 // its newline) is a run header, and returns it.
 func ParseRunHeader(line []byte) (RunHeader, bool) {
@@ -209,15 +222,6 @@ func ParseRunHeader(line []byte) (RunHeader, bool) {
 type JSONLFile struct {
 	mu sync.Mutex
 	f  *os.File
-}
-
-// CreateJSONL creates the file at path, or truncates it.
-func CreateJSONL(path string) (*JSONLFile, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	return &JSONLFile{f: f}, nil
 }
 
 // AppendJSONL opens the file at path for appending, creating it if need

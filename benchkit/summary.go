@@ -12,111 +12,372 @@ import (
 	"gonum.org/v1/gonum/stat"
 )
 
-// ConfidenceLevel is the level of the repeat-level intervals in a
-// CellSummary.
-const ConfidenceLevel = 0.95
+const (
+	// ConfidenceLevel is the level of a Summary's repeat-level
+	// intervals.
+	ConfidenceLevel = 0.95
+	// DefaultSLOAttainment is the share of requests that must meet every
+	// SLO objective for a run to meet its SLOs (DistServe's 90 %
+	// attainment).
+	DefaultSLOAttainment = 0.9
+	// ShortWindowFactor is how many sample intervals a client energy
+	// window must span for tables to show its figure: a shorter window
+	// holds too few samples to resolve (a burst of 1.2 s against 1 s
+	// samples).
+	ShortWindowFactor = 3
+)
 
-// A PlacementKey names the placement rows were measured on: exo's
-// sharding, instance kind and node count, the three things a sweep varies
-// between placements. Rows of different placements are different
-// measurements and are never summarised together. The zero key means rows
-// with no placement (an engine that has none, such as an OpenAI-compatible
-// server).
-type PlacementKey struct {
-	// Sharding and InstanceMeta are exo's labels ("Pipeline", "MlxRing"),
-	// as the rows carry them.
-	Sharding, InstanceMeta string
-	// Nodes is the placement's node count.
-	Nodes int
-}
+// A Key says how Summarize groups requests.
+type Key int
 
-// PlacementOf returns the placement the row was measured on.
-func PlacementOf(r Row) PlacementKey {
-	return PlacementKey{Sharding: r.PlacementSharding, InstanceMeta: r.PlacementInstanceMeta, Nodes: r.PlacementNodes}
-}
+// The keys of Summarize.
+const (
+	// ByRun groups a load test's requests by run (Labels.Run): one
+	// summary per rate of a sweep.
+	ByRun Key = iota
+	// ByCell groups a Runner's requests by placement and (pp, tg,
+	// concurrency) cell: exo's per-cell summary, whose figures are
+	// computed per repeat and then summarised over the repeats.
+	ByCell
+	// ByPhase groups by phase (disaggregation), ByTurn by the turn of a
+	// session, over every session.
+	ByPhase
+	ByTurn
+)
 
-// IsZero reports whether k names no placement.
-func (k PlacementKey) IsZero() bool { return k == PlacementKey{} }
+// A Summary aggregates a group of requests (Summarize). Every group gets
+// both kinds of figure:
+//
+//   - over its requests: counts, tokens, throughputs over the group's
+//     duration (from its start instant to the end of its last request;
+//     output Σ completion tokens / duration, total Σ (pp_tokens +
+//     completion tokens) / duration, requests completed / duration),
+//     latency quantiles (ITL pools every per-token gap), goodput, and the
+//     schedule's lag and skew;
+//   - for ByCell groups, over their repeats (bursts), as Student-t
+//     intervals at ConfidenceLevel: the repeats, not the requests of one
+//     burst, are the independent samples of a Runner's cell.
+//
+// Its JSON is a load test's summary; exo's per-cell record is written
+// from the repeat-level figures (Document).
+type Summary struct {
+	// Key is how the group was formed, Labels its first request's, and
+	// Cell its first request's cell.
+	Key    Key    `json:"-"`
+	Labels Labels `json:"-"`
+	Cell   Cell   `json:"-"`
+	// Traffic describes the arrivals; RequestRate is the offered rate,
+	// null when infinite or a burst.
+	Traffic     string   `json:"traffic"`
+	RequestRate *float64 `json:"request_rate"`
+	// Scheduled counts the requests the schedule held; Requests those
+	// measured (sent or failed), Completed and Failed split them.
+	Scheduled int `json:"scheduled"`
+	Requests  int `json:"requests"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// DurationS is the group's wall time in seconds.
+	DurationS float64 `json:"duration_s"`
+	// PeakInFlight is the most requests in flight at once.
+	PeakInFlight int `json:"peak_in_flight"`
 
-// String formats k as "<sharding>-<instance kind>-<nodes>n" in lower case
-// with exo's "Mlx" prefix dropped: "pipeline-ring-2n", "tensor-jaccl-4n".
-// It is the value of the placement= key of benchfmt names and the label of
-// table lines and plot series. The zero key formats as "".
-func (k PlacementKey) String() string {
-	if k.IsZero() {
-		return ""
-	}
-	part := func(s string) string {
-		s = strings.ToLower(strings.TrimPrefix(s, "Mlx"))
-		s = strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' {
-				return r
-			}
-			return '_'
-		}, s)
-		if s == "" {
-			return "none"
-		}
-		return s
-	}
-	return part(k.Sharding) + "-" + part(k.InstanceMeta) + "-" + strconv.Itoa(k.Nodes) + "n"
-}
+	TotalInputTokens  int `json:"total_input_tokens"`
+	TotalOutputTokens int `json:"total_output_tokens"`
 
-// A CellSummary aggregates the rows of one cell of one placement over its
-// repeats. Each figure is first computed per repeat (one burst), then
-// summarised across repeats as a Student-t interval
-// (timing.ConfidenceInterval at ConfidenceLevel): the repeats, not the
-// requests of a burst, are the independent samples.
-type CellSummary struct {
-	// Placement is the placement the rows ran on (zero without one);
-	// Cell the plan's cell.
-	Placement PlacementKey
-	Cell      Cell
-	// Repeats is the number of repeats seen; Requests and Failed count
-	// rows.
-	Repeats, Requests, Failed int
-	// PromptTPS is the per-repeat mean of the server's prompt_tps.
-	PromptTPS timing.Interval
-	// GenerationTPS is the per-repeat mean of the per-request generation
-	// rates (server generation_tps, else the client's).
-	GenerationTPS timing.Interval
-	// ExoAggregateTPS is exo's per-repeat max(per-request generation TPS)
-	// × N.
-	ExoAggregateTPS timing.Interval
-	// ThroughputTPS is the per-repeat Σ generated tokens / burst wall time
-	// (the largest elapsed_s of the burst).
-	ThroughputTPS timing.Interval
-	// TTFTS is the per-repeat mean client TTFT in seconds (streamed rows
-	// only; N = 0 otherwise).
-	TTFTS timing.Interval
-	// PeakMemoryBytes is the largest peak memory any row reported.
-	PeakMemoryBytes int64
-	// EnergyJ is the per-repeat client energy (a shared burst window
-	// counted once); JPerToken is that divided by the repeat's generated
-	// tokens. N = 0 without energy.
-	EnergyJ, JPerToken timing.Interval
+	OutputThroughput  *float64 `json:"output_throughput_tok_s"`
+	TotalThroughput   *float64 `json:"total_throughput_tok_s"`
+	RequestThroughput *float64 `json:"request_throughput_rps"`
+
+	TTFT Quantiles `json:"ttft_s"`
+	TPOT Quantiles `json:"tpot_s"`
+	ITL  Quantiles `json:"itl_s"`
+	E2E  Quantiles `json:"e2e_s"`
+
+	// Goodput counts the requests that met every objective of the SLO;
+	// null without objectives. MeetsSLO is whether its fraction reaches
+	// DefaultSLOAttainment (null without objectives).
+	Goodput  *Goodput `json:"goodput"`
+	MeetsSLO *bool    `json:"meets_slo"`
+
+	// DispatchSkew is the spread of the requests' lateness, skew_i =
+	// lag_i − min_j lag_j with lag_i = send_i − intended_i, which for a
+	// burst is the usual dispatch skew; ScheduleLag describes lag_i
+	// (coordinated omission shows here).
+	DispatchSkew Quantiles `json:"dispatch_skew_s"`
+	ScheduleLag  Quantiles `json:"schedule_lag_s"`
+
+	// Client is how well the load generator kept to its schedule (a
+	// Load's run measures it); null where not measured.
+	Client *ClientHealth `json:"client_health,omitempty"`
+
+	// Dialed counts the requests that waited for a new connection
+	// (connect_s set); FirstShared those whose first content chunk shared
+	// its read with the next (their TTFT is an upper bound).
+	Dialed      int `json:"dialed"`
+	FirstShared int `json:"first_chunk_shared"`
+
+	// Interrupted is true when the group's run stopped before its
+	// schedule was done.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Warnings say what limits the figures.
+	Warnings []string `json:"warnings,omitempty"`
+
+	// The repeat-level figures: each computed per repeat (one burst),
+	// then summarised over the Repeats as an interval.
+	Repeats int `json:"-"`
+	// PromptTPS is the mean server prompt_tps; GenerationTPS the mean of
+	// the per-request generation rates (server generation_tps, else the
+	// client's); ExoAggregateTPS exo's max(per-request rate) × N;
+	// ThroughputTPS Σ generated tokens / burst wall time; RepeatTTFT the
+	// mean client TTFT; ServerPrefillS the mean server prefill time,
+	// prompt_tokens / prompt_tps.
+	PromptTPS, GenerationTPS, ExoAggregateTPS, ThroughputTPS timing.Interval `json:"-"`
+	RepeatTTFT, ServerPrefillS                               timing.Interval `json:"-"`
+	// EnergyJ is the client energy (a shared burst window counted once)
+	// and JPerToken that over the repeat's generated tokens;
+	// ServerEnergyJ and ServerJPerToken the server's (exo's power_usage of
+	// the burst's longest request, every node).
+	EnergyJ, JPerToken, ServerEnergyJ, ServerJPerToken timing.Interval `json:"-"`
+	// PeakMemoryBytes is the largest peak memory any request reported.
+	PeakMemoryBytes int64 `json:"-"`
 	// EnergyWindowShort is true when some repeat's client energy window
-	// was shorter than ShortWindowFactor sample intervals (its rows carry
-	// energy_window_short); ShortWindowS is the shortest such window and
-	// SampleIntervalS the samples' resolution. Tables then leave the
-	// client figure out.
-	EnergyWindowShort             bool
-	ShortWindowS, SampleIntervalS float64
-	// ServerEnergyJ is the per-repeat energy the server reported (exo's
-	// power_usage.total_energy_joules, every node of the cluster, over a
-	// request's own span): for a burst, that of its longest request,
-	// whose span covers the others' (they share the release).
-	// ServerJPerToken is that divided by the repeat's generated tokens.
-	// N = 0 when the server reported none (streamed responses, engines
-	// other than exo).
-	ServerEnergyJ, ServerJPerToken timing.Interval
-	// ServerPrefillS is the per-repeat mean of the server's prefill time,
-	// prompt_tokens / prompt_tps, in seconds: the server's own view of the
-	// time to first token, without queueing or the network.
-	ServerPrefillS timing.Interval
-	// Warnings gathers the rows' warnings, each once, and the summary's
-	// own (too few repeats for an interval).
-	Warnings []string
+	// was shorter than ShortWindowFactor sample intervals; ShortWindowS
+	// is the shortest such window, SampleIntervalS the samples'
+	// resolution. Tables then leave the client figure out.
+	EnergyWindowShort             bool    `json:"-"`
+	ShortWindowS, SampleIntervalS float64 `json:"-"`
+
+	// DriverWarnings are those of the Warnings that the driver that ran
+	// the group gave (a schedule's, an interruption's), which no request
+	// holds: what LoadRun.Resummarize keeps.
+	DriverWarnings []string `json:"-"`
+}
+
+// Goodput is timing.Goodput in a results file.
+type Goodput struct {
+	// SLO is the objectives, e.g. "ttft≤500ms tpot≤50ms".
+	SLO string `json:"slo"`
+	// Good requests met every objective out of Total (failed included).
+	Good  int `json:"good"`
+	Total int `json:"total"`
+	// Fraction is Good / Total; RateRPS is Good / duration.
+	Fraction *float64 `json:"fraction"`
+	RateRPS  *float64 `json:"rate_rps"`
+}
+
+// Name is the summary's group as a benchfmt name suffix and a note
+// prefix: "placement=pipeline-ring-2n/pp=512/tg=128/conc=1" (the
+// placement part only with one) for ByCell, "run=0", "phase=…" or
+// "turn=2" for the others.
+func (s Summary) Name() string {
+	switch s.Key {
+	case ByCell:
+		if s.Labels.Placement.String() == "" {
+			return s.Cell.String()
+		}
+		return "placement=" + s.Labels.Placement.String() + "/" + s.Cell.String()
+	case ByPhase:
+		return "phase=" + s.Labels.Phase
+	case ByTurn:
+		return "turn=" + strconv.Itoa(s.Labels.Turn)
+	}
+	return "run=" + strconv.Itoa(s.Labels.Run)
+}
+
+// of is the group of r under k.
+func (k Key) of(r Request) string {
+	switch k {
+	case ByCell:
+		return r.Placement.String() + "|" + r.Cell().String()
+	case ByPhase:
+		return r.Phase
+	case ByTurn:
+		return strconv.Itoa(r.Turn)
+	}
+	return strconv.Itoa(r.Run)
+}
+
+// Summarize groups reqs by key, in the order the groups first appear, and
+// summarises each against slo (goodput; none without objectives). It uses
+// nothing but the requests, so requests read back from a file summarise
+// the same way; what only a driver knows (the traffic, the schedule's
+// size, the client's health) it leaves for the driver. A sweep over
+// several placements gets one ByCell summary per placement and cell,
+// never one that mixes placements.
+func Summarize(reqs []Request, key Key, slo timing.SLO) []Summary {
+	groups := groupBy(reqs, key)
+	out := make([]Summary, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, summarize(g, key, slo))
+	}
+	return out
+}
+
+// groupBy splits reqs by key, in the order the groups first appear.
+func groupBy(reqs []Request, key Key) [][]Request {
+	var order []string
+	groups := map[string][]Request{}
+	for _, r := range reqs {
+		k := key.of(r)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([][]Request, len(order))
+	for i, k := range order {
+		out[i] = groups[k]
+	}
+	return out
+}
+
+func summarize(reqs []Request, key Key, slo timing.SLO) Summary {
+	s := Summary{Key: key}
+	if len(reqs) > 0 {
+		s.Labels, s.Cell = reqs[0].Labels, reqs[0].Cell()
+	}
+	s.overRequests(reqs, slo)
+	if key == ByCell {
+		s.overRepeats(reqs)
+	}
+	s.Warnings = append(s.Warnings, requestWarnings(reqs, s.Completed, key != ByCell)...)
+	if key == ByCell {
+		s.Warnings = append(s.Warnings, s.repeatWarnings(reqs)...)
+	} else if unstreamed := countIf(reqs, func(r Request) bool { return !r.Failed() && !r.Stream }); unstreamed > 0 && slo.TTFT+slo.TPOT+slo.ITL > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d requests were not streamed: they have no TTFT, TPOT or ITL and cannot meet objectives on them", unstreamed))
+	}
+	if key != ByCell && len(reqs) > 0 && countIf(reqs, func(r Request) bool { return r.TGTarget == 1 }) == len(reqs) {
+		s.Warnings = append(s.Warnings, tg1Note)
+	}
+	return s
+}
+
+// overRequests computes the figures over the group's requests.
+func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
+	s.Requests = len(reqs)
+	var ttft, tpot, itl, e2e, lags []float64
+	var metrics []timing.Metrics
+	var wall float64
+	for _, r := range reqs {
+		wall = math.Max(wall, r.DoneS)
+		if r.ConnectS != nil {
+			s.Dialed++
+		}
+		if r.FirstShared {
+			s.FirstShared++
+		}
+		if r.Rate != nil && s.RequestRate == nil {
+			v := *r.Rate
+			s.RequestRate = &v
+		}
+		if r.Failed() {
+			s.Failed++
+			continue
+		}
+		s.Completed++
+		lags = append(lags, r.SendOffsetS-r.IntendedSendS)
+		s.TotalInputTokens += r.PPTokens
+		s.TotalOutputTokens += r.Tokens()
+		appendDefined(&ttft, r.TTFTS)
+		appendDefined(&tpot, r.TPOTS)
+		appendDefined(&e2e, r.E2ES)
+		itl = append(itl, r.ITLS...)
+		metrics = append(metrics, r.Metrics())
+	}
+	s.DurationS = wall
+	if wall > 0 {
+		s.OutputThroughput = finite(float64(s.TotalOutputTokens) / wall)
+		s.TotalThroughput = finite(float64(s.TotalInputTokens+s.TotalOutputTokens) / wall)
+		s.RequestThroughput = finite(float64(s.Completed) / wall)
+	}
+	s.TTFT, s.TPOT, s.ITL, s.E2E = quantiles(ttft), quantiles(tpot), quantiles(itl), quantiles(e2e)
+	s.ScheduleLag = quantiles(lags)
+	if len(lags) > 0 {
+		lo := slices.Min(lags)
+		skew := make([]float64, len(lags))
+		for i, g := range lags {
+			skew[i] = g - lo
+		}
+		s.DispatchSkew = quantiles(skew)
+	}
+	if slo != (timing.SLO{}) {
+		g := timing.ComputeGoodput(slo, metrics, s.Failed, seconds(wall))
+		s.Goodput = &Goodput{SLO: slo.String(), Good: g.Good, Total: g.Total, Fraction: finite(g.Fraction), RateRPS: finite(g.Rate)}
+		meets := g.Total > 0 && g.Fraction >= DefaultSLOAttainment
+		s.MeetsSLO = &meets
+	}
+}
+
+func appendDefined(dst *[]float64, v *float64) {
+	if v != nil {
+		*dst = append(*dst, *v)
+	}
+}
+
+func countIf[T any](xs []T, f func(T) bool) int {
+	n := 0
+	for _, r := range xs {
+		if f(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// requestWarnings are what the group's request warnings and errors say:
+// counted by code for the codes that recur, each other message once.
+// withFailed adds the count of failures (a cell's table has a column for
+// it instead).
+func requestWarnings(reqs []Request, completed int, withFailed bool) []string {
+	var out []string
+	failed := countIf(reqs, Request.Failed)
+	if failed > 0 && withFailed {
+		kinds := map[string]int{}
+		for _, r := range reqs {
+			if r.Failed() {
+				k := r.ErrorKind
+				if k == "" {
+					k = "error"
+				}
+				kinds[k]++
+			}
+		}
+		ks := make([]string, 0, len(kinds))
+		for k, n := range kinds {
+			ks = append(ks, fmt.Sprintf("%d %s", n, k))
+		}
+		slices.Sort(ks)
+		out = append(out, fmt.Sprintf("%d of %d requests failed (%s); their rows say why", failed, len(reqs), strings.Join(ks, ", ")))
+	}
+	code := func(c string) int {
+		return countIf(reqs, func(r Request) bool { return !r.Failed() && r.HasWarning(c) })
+	}
+	if n := code(WarnPromptMismatch); n > 0 {
+		out = append(out, fmt.Sprintf("%d of %d requests: the server's prompt_tokens differ from the client's pp_tokens; the client's tokenizer or chat template is not the engine's", n, completed))
+	}
+	if n := code(WarnShortGeneration); n > 0 {
+		out = append(out, fmt.Sprintf("%d of %d requests generated fewer completion tokens than asked", n, completed))
+	}
+	if n := countIf(reqs, func(r Request) bool { return r.ConnectS != nil }); n > 0 {
+		out = append(out, fmt.Sprintf("new connections: %d of %d requests waited for a new connection (connect_s): the dial delayed their send (schedule lag) but is not in their ttft_s, which vLLM's benchmark would count it in; the server may also be slower on a connection's first request", n, len(reqs)))
+	}
+	if n := countIf(reqs, func(r Request) bool { return r.FirstShared }); n > 0 {
+		out = append(out, fmt.Sprintf("first chunks shared a read: %d of %d requests received their first content chunk in one read with the next (first_chunk_shared): the server sent them together, or the client read the first only after the second arrived; their ttft_s is an upper bound", n, len(reqs)))
+	}
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		for _, w := range r.Warnings {
+			switch w.Code {
+			case WarnPromptMismatch, WarnShortGeneration, WarnClientCounted:
+				continue
+			}
+			if !seen[w.Message] {
+				seen[w.Message] = true
+				out = append(out, w.Message)
+			}
+		}
+	}
+	return out
 }
 
 // burstFigures are the figures of one repeat of a cell (one burst).
@@ -126,10 +387,10 @@ type burstFigures struct {
 	ok        int     // successful requests
 	promptTPS float64 // mean server prompt_tps
 	ttftS     float64 // mean client TTFT
-	e2eS      float64 // mean elapsed_s of the successful requests
+	e2eS      float64 // mean end offset of the successful requests
 	energyJ   float64 // client energy, a shared window counted once
 	jPerTok   float64 // energyJ / Σ generated tokens
-	ppTokens  int     // the verified prompt length (the first row's)
+	ppTokens  int     // the verified prompt length (the first request's)
 	// serverJ is the server energy of the burst's longest request;
 	// serverJPerTok that over the burst's tokens; prefillS the mean
 	// server prefill time.
@@ -138,39 +399,35 @@ type burstFigures struct {
 	windowS, intervalS               float64
 }
 
-// figuresOf computes the figures of one burst's rows.
-func figuresOf(rows []Row) burstFigures {
-	var reqs []timing.BurstRequest
-	var pts, ttfts, e2es []float64
+// figuresOf computes the figures of one burst's requests.
+func figuresOf(reqs []Request) burstFigures {
+	var rates []timing.BurstRequest
+	var pts, ttfts, e2es, prefills []float64
 	f := burstFigures{energyJ: math.NaN(), jPerTok: math.NaN(), serverJ: math.NaN(), serverJPerTok: math.NaN()}
-	var prefills []float64
-	longest := -1.0
-	wall := 0.0
+	longest, wall := -1.0, 0.0
 	energyJ, haveEnergy, sharedDone := 0.0, false, false
-	for _, r := range rows {
-		wall = max(wall, r.ElapsedS)
+	for _, r := range reqs {
+		wall = max(wall, r.DoneS)
 		if f.ppTokens == 0 {
 			f.ppTokens = r.PPTokens
 		}
 		if r.Failed() {
-			reqs = append(reqs, timing.BurstRequest{Failed: true})
+			rates = append(rates, timing.BurstRequest{Failed: true})
 			continue
 		}
 		f.ok++
-		rate, ok := rowGenerationTPS(r)
-		reqs = append(reqs, timing.BurstRequest{Tokens: r.generatedTokens(), GenerationTPS: rate, RateDefined: ok})
-		if r.Stats != nil && r.Stats.PromptTPS > 0 {
-			pts = append(pts, r.Stats.PromptTPS)
+		rate, ok := generationTPS(r)
+		rates = append(rates, timing.BurstRequest{Tokens: r.Tokens(), GenerationTPS: rate, RateDefined: ok})
+		if st := r.Stats; st != nil && st.PromptTPS > 0 {
+			pts = append(pts, st.PromptTPS)
+			if st.PromptTokens > 0 {
+				prefills = append(prefills, float64(st.PromptTokens)/st.PromptTPS)
+			}
 		}
-		if r.TTFTS != nil {
-			ttfts = append(ttfts, *r.TTFTS)
-		}
-		e2es = append(e2es, r.ElapsedS)
+		appendDefined(&ttfts, r.TTFTS)
+		e2es = append(e2es, r.DoneS)
 		if pu := r.PowerUsage; pu != nil && pu.ElapsedSeconds > longest && pu.TotalEnergyJoules > 0 {
 			longest, f.serverJ = pu.ElapsedSeconds, pu.TotalEnergyJoules
-		}
-		if st := r.Stats; st != nil && st.PromptTPS > 0 && st.PromptTokens > 0 {
-			prefills = append(prefills, float64(st.PromptTokens)/st.PromptTPS)
 		}
 		if r.EnergyWindowShort && r.Energy != nil {
 			f.short, f.windowS, f.intervalS = true, r.Energy.WindowS, r.Energy.SampleIntervalS
@@ -181,9 +438,8 @@ func figuresOf(rows []Row) burstFigures {
 			sharedDone = sharedDone || r.Energy.Shared
 		}
 	}
-	f.burst = timing.AggregateBurst(reqs, time.Duration(wall*float64(time.Second)))
-	f.promptTPS, f.ttftS, f.e2eS = meanOrNaN(pts), meanOrNaN(ttfts), meanOrNaN(e2es)
-	f.prefillS = meanOrNaN(prefills)
+	f.burst = timing.AggregateBurst(rates, time.Duration(wall*float64(time.Second)))
+	f.promptTPS, f.ttftS, f.e2eS, f.prefillS = meanOrNaN(pts), meanOrNaN(ttfts), meanOrNaN(e2es), meanOrNaN(prefills)
 	if !math.IsNaN(f.serverJ) && f.burst.TotalTokens > 0 {
 		f.serverJPerTok = f.serverJ / float64(f.burst.TotalTokens)
 	}
@@ -196,6 +452,18 @@ func figuresOf(rows []Row) burstFigures {
 	return f
 }
 
+// generationTPS is the request's generation rate: the server's
+// generation_tps when it reported a positive one, else the client's.
+func generationTPS(r Request) (float64, bool) {
+	if r.Stats != nil && r.Stats.GenerationTPS > 0 {
+		return r.Stats.GenerationTPS, true
+	}
+	if r.GenerationTPS != nil {
+		return *r.GenerationTPS, true
+	}
+	return 0, false
+}
+
 func meanOrNaN(x []float64) float64 {
 	if len(x) == 0 {
 		return math.NaN()
@@ -203,94 +471,32 @@ func meanOrNaN(x []float64) float64 {
 	return stat.Mean(x, nil)
 }
 
-// groupRepeats splits a cell's rows by repeat index, in ascending order.
-func groupRepeats(rows []Row) [][]Row {
-	byRepeat := map[int][]Row{}
-	for _, r := range rows {
-		byRepeat[r.RepeatIndex] = append(byRepeat[r.RepeatIndex], r)
+// byRepeat splits requests by repeat, in ascending order.
+func byRepeat(reqs []Request) [][]Request {
+	m := map[int][]Request{}
+	for _, r := range reqs {
+		m[r.Repeat] = append(m[r.Repeat], r)
 	}
-	keys := make([]int, 0, len(byRepeat))
-	for k := range byRepeat {
+	keys := make([]int, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([][]Row, len(keys))
+	out := make([][]Request, len(keys))
 	for i, k := range keys {
-		out[i] = byRepeat[k]
+		out[i] = m[k]
 	}
 	return out
 }
 
-// cellKey locates a cell of one placement.
-type cellKey struct {
-	placement PlacementKey
-	cell      Cell
-}
-
-// name is the key as a benchfmt name suffix and a note prefix:
-// "placement=pipeline-ring-2n/pp=512/tg=128/conc=1", or the cell alone
-// without a placement.
-func (k cellKey) name() string {
-	if k.placement.IsZero() {
-		return k.cell.String()
-	}
-	return "placement=" + k.placement.String() + "/" + k.cell.String()
-}
-
-// groupCells splits rows by placement and cell, in the order they first
-// appear.
-func groupCells(rows []Row) ([]cellKey, map[cellKey][]Row) {
-	var order []cellKey
-	byCell := map[cellKey][]Row{}
-	for _, r := range rows {
-		k := cellKey{PlacementOf(r), Cell{PP: r.PPTarget, TG: r.TG, Concurrency: r.Concurrency}}
-		if _, ok := byCell[k]; !ok {
-			order = append(order, k)
-		}
-		byCell[k] = append(byCell[k], r)
-	}
-	return order, byCell
-}
-
-// SummarizeCells groups rows by placement and cell, in the order they
-// first appear, and aggregates each group: a sweep over several
-// placements gets one summary per placement and cell, never one that
-// mixes placements.
-func SummarizeCells(rows []Row) []CellSummary {
-	order, byCell := groupCells(rows)
-	out := make([]CellSummary, 0, len(order))
-	for _, k := range order {
-		out = append(out, summarizeCell(k, byCell[k]))
-	}
-	return out
-}
-
-// Name is the summary's placement and cell as a benchfmt name suffix,
-// "placement=pipeline-ring-2n/pp=512/tg=128/conc=1", or the cell alone
-// ("pp=512/tg=128/conc=1") without a placement.
-func (s CellSummary) Name() string { return cellKey{s.Placement, s.Cell}.name() }
-
-func summarizeCell(k cellKey, rows []Row) CellSummary {
-	s := CellSummary{Placement: k.placement, Cell: k.cell, Requests: len(rows)}
-	seen := map[string]bool{}
-	warn := func(w string) {
-		if !seen[w] {
-			seen[w] = true
-			s.Warnings = append(s.Warnings, w)
-		}
-	}
-	for _, r := range rows {
-		if r.Failed() {
-			s.Failed++
-		}
+// overRepeats computes the repeat-level figures.
+func (s *Summary) overRepeats(reqs []Request) {
+	for _, r := range reqs {
 		if r.Stats != nil && r.Stats.PeakMemoryBytes > s.PeakMemoryBytes {
 			s.PeakMemoryBytes = r.Stats.PeakMemoryBytes
 		}
-		for _, w := range r.Warnings {
-			warn(w)
-		}
 	}
-	repeats := groupRepeats(rows)
+	repeats := byRepeat(reqs)
 	s.Repeats = len(repeats)
 	var prompt, gen, exoAgg, thru, ttft, joules, jpt, sj, sjpt, prefill []float64
 	add := func(dst *[]float64, v float64) {
@@ -300,9 +506,6 @@ func summarizeCell(k cellKey, rows []Row) CellSummary {
 	}
 	for _, b := range repeats {
 		f := figuresOf(b)
-		for _, w := range f.burst.Warnings {
-			warn(w.Error())
-		}
 		add(&gen, f.burst.MeanTPS)
 		add(&exoAgg, f.burst.ExoAggregateTPS)
 		add(&thru, f.burst.ThroughputTPS)
@@ -317,38 +520,46 @@ func summarizeCell(k cellKey, rows []Row) CellSummary {
 			s.EnergyWindowShort, s.ShortWindowS, s.SampleIntervalS = true, f.windowS, f.intervalS
 		}
 	}
-	iv := func(x []float64) timing.Interval {
-		if len(x) == 0 {
-			nan := math.NaN()
-			return timing.Interval{Center: nan, Lo: nan, Hi: nan, Confidence: ConfidenceLevel}
+	s.PromptTPS, s.GenerationTPS, s.ExoAggregateTPS, s.ThroughputTPS = interval(prompt), interval(gen), interval(exoAgg), interval(thru)
+	s.RepeatTTFT, s.EnergyJ, s.JPerToken = interval(ttft), interval(joules), interval(jpt)
+	s.ServerEnergyJ, s.ServerJPerToken, s.ServerPrefillS = interval(sj), interval(sjpt), interval(prefill)
+}
+
+// repeatWarnings are a cell's burst aggregates' warnings, each once, and
+// a note when it has too few repeats for an interval.
+func (s *Summary) repeatWarnings(reqs []Request) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, b := range byRepeat(reqs) {
+		for _, w := range figuresOf(b).burst.Warnings {
+			if m := w.Error(); !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
 		}
-		return timing.ConfidenceInterval(x, ConfidenceLevel)
 	}
-	s.PromptTPS, s.GenerationTPS, s.ExoAggregateTPS, s.ThroughputTPS = iv(prompt), iv(gen), iv(exoAgg), iv(thru)
-	s.TTFTS, s.EnergyJ, s.JPerToken = iv(ttft), iv(joules), iv(jpt)
-	s.ServerEnergyJ, s.ServerJPerToken, s.ServerPrefillS = iv(sj), iv(sjpt), iv(prefill)
 	if s.Repeats < 2 {
-		warn(fmt.Sprintf("only %d repeat: no confidence interval (use repeat ≥ 2)", s.Repeats))
+		out = append(out, fmt.Sprintf("only %d repeat: no confidence interval (use repeat ≥ 2)", s.Repeats))
 	}
-	return s
+	return out
 }
 
-// rowGenerationTPS is the row's generation rate: the server's
-// generation_tps when it reported a positive one, else the client's.
-func rowGenerationTPS(r Row) (float64, bool) {
-	if r.Stats != nil && r.Stats.GenerationTPS > 0 {
-		return r.Stats.GenerationTPS, true
+func interval(x []float64) timing.Interval {
+	if len(x) == 0 {
+		nan := math.NaN()
+		return timing.Interval{Center: nan, Lo: nan, Hi: nan, Confidence: ConfidenceLevel}
 	}
-	if r.ClientGenerationTPS != nil {
-		return *r.ClientGenerationTPS, true
-	}
-	return 0, false
+	iv := timing.ConfidenceInterval(x, ConfidenceLevel)
+	iv.Warnings = nil // what they say, the summary's own warnings say
+	return iv
 }
 
-// generatedTokens is the row's generated tokens, 0 when they are null.
-func (r Row) generatedTokens() int {
-	if r.GeneratedTokens == nil {
-		return 0
+// Meets reports whether the group met its SLOs: at least attainment of
+// its requests (failed ones included) met every objective. Without
+// objectives every group with a completed request meets them.
+func (s Summary) Meets(attainment float64) bool {
+	if s.Goodput == nil {
+		return s.Completed > 0
 	}
-	return *r.GeneratedTokens
+	return s.Goodput.Total > 0 && s.Goodput.Fraction != nil && *s.Goodput.Fraction >= attainment
 }

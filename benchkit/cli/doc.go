@@ -2,7 +2,7 @@
 // kept apart from the measuring library in package benchkit: flag types
 // (IntList, ParseRates), usage errors and the exit statuses a run's error
 // maps to (Usagef, ExitCode), the two-step interrupt (NotifyContext),
-// progress lines for a terminal (ProgressBar, LoadProgress), results files
+// a progress line for a terminal (Progress, a benchkit.Sink), results files
 // locked for a run and replaced whole (LockOutputs, WriteFileAtomic), and
 // the server's /tokenize as a prompt counter (ServerCounter). A tool that
 // wants the same flags and behaviour as serve-load or offline imports it;

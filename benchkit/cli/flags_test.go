@@ -66,7 +66,7 @@ func FuzzParseRates(f *testing.F) {
 			if !(r > 0) {
 				t.Fatalf("ParseRates(%q) gave rate %g", s, r)
 			}
-			parts[i] = benchkit.FormatRate(r)
+			parts[i] = FormatRate(r)
 		}
 		again, err := ParseRates(strings.Join(parts, ","))
 		if err != nil || !cmp.Equal(rates, again) {

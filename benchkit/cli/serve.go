@@ -14,6 +14,16 @@ import (
 	"github.com/inferbench/inferbench/promptsize/remote"
 )
 
+// ErrRequestsFailed is wrapped by the error of a program whose run
+// completed but some of whose requests failed; their rows say why.
+// ErrClientSaturated is wrapped by the error of a program whose load
+// generator could not keep up (benchkit.ClientHealth.Saturated, or a
+// burst's skew beyond its bound): its latencies include its own queueing.
+var (
+	ErrRequestsFailed  = errors.New("some requests failed")
+	ErrClientSaturated = errors.New("the client was the bottleneck")
+)
+
 // Exit codes of the example programs, which map a run's error with
 // ExitCode.
 const (
@@ -40,9 +50,9 @@ func Usagef(format string, args ...any) error {
 // ExitCode maps a program's error to its exit status: nil is ExitOK;
 // a *UsageError, or any error wrapping [benchkit.ErrBadLoad], [benchkit.ErrBadPlan] or
 // ErrOutputInUse (checked before anything was sent), is ExitUsage; an error wrapping
-// context.Canceled is ExitInterrupted; one wrapping [benchkit.ErrClientSaturated]
+// context.Canceled is ExitInterrupted; one wrapping [ErrClientSaturated]
 // (and no failed request) is ExitSaturated; anything else,
-// [benchkit.ErrRequestsFailed] included, is ExitFailed.
+// [ErrRequestsFailed] included, is ExitFailed.
 func ExitCode(err error) int {
 	var ue *UsageError
 	switch {
@@ -52,7 +62,7 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.Is(err, benchkit.ErrClientSaturated) && !errors.Is(err, benchkit.ErrRequestsFailed):
+	case errors.Is(err, ErrClientSaturated) && !errors.Is(err, ErrRequestsFailed):
 		return ExitSaturated
 	}
 	return ExitFailed

@@ -76,7 +76,7 @@ func TestNotifyContextSecondSignalExits(t *testing.T) {
 	w := &blockingWriter{entered: make(chan struct{}), unblock: make(chan struct{}), log: logEvent}
 	sink := benchkit.NewJSONLSink(w)
 	wrote := make(chan error, 1)
-	go func() { wrote <- sink.Add(benchkit.Row{}) }()
+	go func() { wrote <- sink.Add(benchkit.Request{}) }()
 	<-w.entered
 	sigs <- syscall.SIGTERM
 	if msg := <-stderr.writes; !strings.Contains(msg, "prog: second terminated: exiting now with status 130") {
@@ -105,7 +105,7 @@ func TestNotifyContextStuckWriteDoesNotHoldExit(t *testing.T) {
 	defer stop()
 	w := &blockingWriter{entered: make(chan struct{}), unblock: make(chan struct{}), log: func(string) {}}
 	wrote := make(chan error, 1)
-	go func() { wrote <- benchkit.NewJSONLSink(w).Add(benchkit.Row{}) }()
+	go func() { wrote <- benchkit.NewJSONLSink(w).Add(benchkit.Request{}) }()
 	<-w.entered
 	sigs <- os.Interrupt
 	sigs <- os.Interrupt

@@ -61,17 +61,17 @@ type Comparison struct {
 // better. A speedup whose two means are not both defined and positive is
 // null. Means are exo's choice for this benchmark (its exo_bench reports
 // the max of generation TPS instead).
-func Compare(rows []Row) []Comparison {
+func Compare(reqs []benchkit.Request) []Comparison {
 	type key struct{ pp, tg, conc int }
 	var order []key
-	byCell := map[key]map[string][]benchkit.Row{}
-	for _, r := range rows {
-		k := key{r.PPTarget, r.TG, r.Concurrency}
+	byCell := map[key]map[string][]benchkit.Request{}
+	for _, r := range reqs {
+		k := key{r.PPTarget, r.TGTarget, r.Concurrency}
 		if byCell[k] == nil {
-			byCell[k] = map[string][]benchkit.Row{}
+			byCell[k] = map[string][]benchkit.Request{}
 			order = append(order, k)
 		}
-		byCell[k][r.Phase] = append(byCell[k][r.Phase], r.Row)
+		byCell[k][r.Phase] = append(byCell[k][r.Phase], r)
 	}
 	var out []Comparison
 	for _, k := range order {
@@ -102,7 +102,7 @@ func Compare(rows []Row) []Comparison {
 	return out
 }
 
-func phaseFigures(phase string, rows []benchkit.Row) PhaseFigures {
+func phaseFigures(phase string, rows []benchkit.Request) PhaseFigures {
 	f := PhaseFigures{Phase: phase}
 	var el, ttft, ptps, gtps []float64
 	for _, r := range rows {
@@ -111,7 +111,7 @@ func phaseFigures(phase string, rows []benchkit.Row) PhaseFigures {
 			continue
 		}
 		f.Requests++
-		el = append(el, r.ElapsedS)
+		el = append(el, r.DoneS)
 		if r.TTFTS != nil {
 			ttft = append(ttft, *r.TTFTS)
 		}
@@ -121,8 +121,8 @@ func phaseFigures(phase string, rows []benchkit.Row) PhaseFigures {
 		switch {
 		case r.Stats != nil && r.Stats.GenerationTPS > 0:
 			gtps = append(gtps, r.Stats.GenerationTPS)
-		case r.ClientGenerationTPS != nil:
-			gtps = append(gtps, *r.ClientGenerationTPS)
+		case r.GenerationTPS != nil:
+			gtps = append(gtps, *r.GenerationTPS)
 		}
 	}
 	f.ElapsedS, f.TTFTS, f.PromptTPS, f.GenerationTPS = mean(el), mean(ttft), mean(ptps), mean(gtps)

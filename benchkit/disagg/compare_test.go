@@ -14,19 +14,20 @@ func f64(v float64) *float64 { return &v }
 
 // disaggRow makes a row of phase with the given figures; ttft < 0 leaves
 // TTFT unset (an unstreamed row).
-func disaggRow(phase string, elapsed, ttft, ptps, gtps float64) Row {
-	r := benchkit.Row{PPTarget: 2048, PPTokens: 2048, TG: 16, Concurrency: 1, ElapsedS: elapsed,
+func disaggRow(phase string, elapsed, ttft, ptps, gtps float64) benchkit.Request {
+	r := benchkit.Request{PPTarget: 2048, PPTokens: 2048, TGTarget: 16, DoneS: elapsed,
 		Stats: &engine.ServerStats{PromptTPS: ptps, GenerationTPS: gtps, PromptTokens: 2048, GenerationTokens: 16}}
+	r.Concurrency, r.Phase = 1, phase
 	if ttft >= 0 {
 		r.TTFTS = f64(ttft)
 	}
-	return Row{Row: r, Phase: phase}
+	return r
 }
 
 func TestCompare(t *testing.T) {
 	failed := disaggRow(PhaseDecodeAlone, 99, 99, 1, 1)
 	failed.Error = "boom"
-	rows := []Row{
+	rows := []benchkit.Request{
 		disaggRow(PhasePrefillAlone, 1.5, 0.5, 4000, 40),
 		disaggRow(PhaseDisaggregated, 1.0, 0.2, 10000, 50),
 		disaggRow(PhaseDisaggregated, 2.0, 0.4, 6000, 30),
@@ -36,7 +37,7 @@ func TestCompare(t *testing.T) {
 	// A second cell, streamed in no phase: TTFT undefined.
 	other := disaggRow(PhaseDisaggregated, 4, -1, 1000, 20)
 	other.PPTarget = 4096
-	rows = append(rows, other, func() Row { r := disaggRow(PhaseDecodeAlone, 5, -1, 500, 10); r.PPTarget = 4096; return r }())
+	rows = append(rows, other, func() benchkit.Request { r := disaggRow(PhaseDecodeAlone, 5, -1, 500, 10); r.PPTarget = 4096; return r }())
 
 	got := Compare(rows)
 	// Hand-computed: disaggregated means elapsed 1.5, TTFT 0.3, prompt
@@ -66,7 +67,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestCompareWithoutDisaggregatedPhase(t *testing.T) {
-	got := Compare([]Row{disaggRow(PhaseDecodeAlone, 1, 0.1, 100, 10)})
+	got := Compare([]benchkit.Request{disaggRow(PhaseDecodeAlone, 1, 0.1, 100, 10)})
 	if len(got) != 1 || len(got[0].Speedups) != 0 || len(got[0].Phases) != 1 {
 		t.Errorf("got %+v, want one cell with one phase and no speedup", got)
 	}

@@ -8,34 +8,18 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 )
 
-// Meta describes a disaggregation run.
+// Meta describes a disaggregation run: the run's core (RunInfo: Model is
+// the decode model), the two sides and the link, the plan.
 type Meta struct {
-	// Tool names the program; Engine the adapter ("exo") and BaseURL the
-	// API's address.
-	Tool    string `json:"tool"`
-	Engine  string `json:"engine"`
-	BaseURL string `json:"base_url,omitempty"`
-	// Simulated is true against the embedded engine: every figure is then
-	// a model's, not a machine's. Preset names its hardware preset.
-	Simulated bool   `json:"simulated"`
-	Preset    string `json:"preset,omitempty"`
+	benchkit.RunInfo
 	// The two sides, as Pair.Describe writes them, and the link.
 	Prefill string `json:"prefill"`
 	Decode  string `json:"decode"`
 	LinkID  string `json:"link_id,omitempty"`
-	// Tokenizer says how prompts were counted.
-	Tokenizer       string        `json:"tokenizer,omitempty"`
+	// Plan is the plan each phase ran; CompareBaseline whether the
+	// baselines were measured.
 	Plan            benchkit.Plan `json:"plan"`
 	CompareBaseline bool          `json:"compare_baseline"`
-	// Started and Finished are RFC 3339 wall-clock times.
-	Started     string   `json:"started,omitempty"`
-	Finished    string   `json:"finished,omitempty"`
-	Interrupted bool     `json:"interrupted,omitempty"`
-	Warnings    []string `json:"warnings,omitempty"`
-	// Provenance says where the results came from: the build, the
-	// platform, the command line with secrets redacted, the run nonce and
-	// the tokenizer's hashes.
-	Provenance *benchkit.Provenance `json:"provenance,omitempty"`
 }
 
 // A Document is the results file of a disaggregation run: exo's
@@ -63,7 +47,11 @@ func NewDocument(meta Meta, res Result) Document {
 	}
 	meta.Interrupted = meta.Interrupted || res.Interrupted
 	meta.Warnings = append(slices.Clip(meta.Warnings), res.Warnings...)
-	return Document{Runs: res.Rows, Cluster: res.Cluster, Meta: meta, Phases: res.Phases, Comparison: Compare(res.Rows)}
+	rows := make([]Row, len(res.Requests))
+	for i, r := range res.Requests {
+		rows[i] = rowOf(res.Pair, r)
+	}
+	return Document{Runs: rows, Cluster: res.Cluster, Meta: meta, Phases: res.Phases, Comparison: Compare(res.Requests)}
 }
 
 // WriteJSON writes d as indented JSON.

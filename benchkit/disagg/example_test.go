@@ -8,10 +8,12 @@ import (
 )
 
 func ExampleCompare() {
-	row := func(phase string, elapsed, ttft float64) disagg.Row {
-		return disagg.Row{Phase: phase, Row: benchkit.Row{PPTarget: 4096, TG: 128, Concurrency: 1, ElapsedS: elapsed, TTFTS: &ttft}}
+	row := func(phase string, elapsed, ttft float64) benchkit.Request {
+		r := benchkit.Request{PPTarget: 4096, TGTarget: 128, DoneS: elapsed, TTFTS: &ttft}
+		r.Concurrency, r.Phase = 1, phase
+		return r
 	}
-	cells := disagg.Compare([]disagg.Row{
+	cells := disagg.Compare([]benchkit.Request{
 		row(disagg.PhaseDisaggregated, 2.0, 0.25), row(disagg.PhaseDisaggregated, 2.2, 0.35),
 		row(disagg.PhaseDecodeAlone, 3.15, 0.9),
 	})

@@ -114,8 +114,8 @@ func TestRunFailsWhenPrefillRanLocally(t *testing.T) {
 	if !errors.Is(err, ErrPrefillNotRemote) || !strings.Contains(err.Error(), "ran locally") {
 		t.Fatalf("err = %v, want ErrPrefillNotRemote", err)
 	}
-	if len(res.Rows) != 1 || res.Rows[0].Failed() {
-		t.Errorf("rows %+v", res.Rows)
+	if len(res.Requests) != 1 || res.Requests[0].Failed() {
+		t.Errorf("rows %+v", res.Requests)
 	}
 	assertClean(t, c)
 }

@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferbench/inferbench/benchkit"
 )
 
 func TestWriteTable(t *testing.T) {
 	yes, no := true, false
-	doc := NewDocument(Meta{Simulated: true, Preset: "fast", Prefill: "P", Decode: "D"}, Result{
-		Rows: []Row{
+	doc := NewDocument(Meta{RunInfo: benchkit.RunInfo{Simulated: true, Preset: "fast"}, Prefill: "P", Decode: "D"}, Result{
+		Requests: []benchkit.Request{
 			disaggRow(PhaseDisaggregated, 1.0, 0.2, 10000, 50),
 			disaggRow(PhaseDecodeAlone, 2.0, 0.4, 5000, 50),
 		},

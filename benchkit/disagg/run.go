@@ -24,11 +24,12 @@ const (
 	DefaultCleanupTimeout = 2 * time.Minute
 )
 
-// A Row is one measured request of a disaggregation benchmark: a
-// [benchkit.Row] with the phase it belongs to and both sides' instances,
+// A Row is one measured request of a disaggregation benchmark as its
+// results file writes it: the request as exo's row ([benchkit.ExoRun])
+// with the phase it belongs to and both sides' instances,
 // the fields exo's bench/prefill_decode_bench.py writes beside each run.
 type Row struct {
-	benchkit.Row
+	benchkit.ExoRun
 	// Phase is PhaseDisaggregated, PhaseDecodeAlone or PhasePrefillAlone;
 	// PhaseModelID the model its requests named.
 	Phase        string `json:"phase"`
@@ -99,9 +100,10 @@ type Benchmark struct {
 	// Engine, Model, ModelShortID and Placement are set per phase; Builder
 	// is required.
 	Runner benchkit.Runner
-	// OnRow, when set, receives each row as it is measured (a JSONL file,
-	// so an interrupted run keeps its rows).
-	OnRow func(Row) error
+	// Sinks receive each request as it is measured, its phase in its
+	// labels (a JSONL file, so an interrupted run keeps them: Row gives
+	// the file's view of it).
+	Sinks []benchkit.Sink
 	// NoProbe skips the probe request after each phase. By default, when
 	// the engine labels itself simulated (the embedded engine's
 	// X-Inferbench-Sim header on GET /node_id), one bench request of the
@@ -121,8 +123,9 @@ type Result struct {
 	// Pair is the pair run, its decode placement chosen when it was
 	// deferred.
 	Pair Pair
-	// Rows are every measured request of every phase, in order.
-	Rows []Row
+	// Requests are every measured request of every phase, in order,
+	// each with its phase in its labels.
+	Requests []benchkit.Request
 	// Phases are the phases run, in order.
 	Phases []PhaseReport
 	// LinkID is the id of the link the run created, "" if none.
@@ -133,6 +136,27 @@ type Result struct {
 	Interrupted bool
 	// Warnings are the run's own and its phases' runners'.
 	Warnings []string
+}
+
+// survey takes the cluster's snapshot and warns of instances of the pair's
+// models already running, before anything is created.
+func (d *Benchmark) survey(ctx context.Context, res *Result) {
+	if snap, err := d.Client.Snapshot(ctx); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("cluster snapshot: %v", err))
+	} else if !snap.Empty() {
+		if b, err := json.Marshal(snap); err == nil {
+			res.Cluster = b
+		}
+	}
+	if ins, err := d.Client.Instances(ctx); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("list instances: %v", err))
+	} else {
+		for _, in := range ins {
+			if in.ModelID == d.Pair.PrefillCard.FullID() || in.ModelID == d.Pair.DecodeCard.FullID() {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("instance %s of %s already runs on the cluster: exo may route this run's requests to it, mixing its figures into a phase's", in.ID, in.ModelID))
+			}
+		}
+	}
 }
 
 // state is what the run has created and not yet removed.
@@ -163,22 +187,7 @@ func (d *Benchmark) Run(ctx context.Context, plan benchkit.Plan) (res Result, er
 	if !on {
 		return res, fmt.Errorf("%w: the API node reports disaggregation off; start exo with ENABLE_DISAGGREGATION=true on every node", exo.ErrDisaggregationDisabled)
 	}
-	if snap, err := d.Client.Snapshot(ctx); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("cluster snapshot: %v", err))
-	} else if !snap.Empty() {
-		if b, err := json.Marshal(snap); err == nil {
-			res.Cluster = b
-		}
-	}
-	if ins, err := d.Client.Instances(ctx); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("list instances: %v", err))
-	} else {
-		for _, in := range ins {
-			if in.ModelID == d.Pair.PrefillCard.FullID() || in.ModelID == d.Pair.DecodeCard.FullID() {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("instance %s of %s already runs on the cluster: exo may route this run's requests to it, mixing its figures into a phase's", in.ID, in.ModelID))
-			}
-		}
-	}
+	d.survey(ctx, &res)
 
 	st := &state{}
 	defer func() {
@@ -342,14 +351,24 @@ func (d *Benchmark) phase(ctx context.Context, phase string, plan benchkit.Plan,
 	r := d.Runner
 	r.Engine, r.Model, r.ModelShortID = d.Client, card.FullID(), card.ShortID()
 	r.Placement = benchkit.Placement{Sharding: p.Sharding, InstanceMeta: p.InstanceMeta, Nodes: p.Nodes, InstanceID: p.Instance.ID}
-	if d.OnRow != nil {
-		r.Sinks = append(slices.Clip(r.Sinks), benchkit.SinkFunc(func(row benchkit.Row) error { return d.OnRow(d.row(phase, card, row)) }))
-	}
+	// The template's sinks and the benchmark's hear every phase's
+	// requests, each labelled with its phase.
+	sinks := append(slices.Clone(r.Sinks), d.Sinks...)
+	r.Sinks = []benchkit.Sink{benchkit.SinkFunc(func(row benchkit.Request) error {
+		row.Phase = phase
+		for _, s := range sinks {
+			if err := s.Add(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})}
 	d.log(ctx, "phase "+phase, "model", card.FullID(), "instance", p.Instance.ID)
 	rep, err := r.Run(ctx, plan)
 	pr := PhaseReport{Phase: phase, Model: card.FullID(), InstanceID: p.Instance.ID}
-	for _, row := range rep.Rows {
-		res.Rows = append(res.Rows, d.row(phase, card, row))
+	for _, row := range rep.Requests {
+		row.Phase = phase
+		res.Requests = append(res.Requests, row)
 		pr.Requests++
 		if row.Failed() {
 			pr.Failed++
@@ -376,13 +395,17 @@ func (d *Benchmark) phase(ctx context.Context, phase string, plan benchkit.Plan,
 	return nil
 }
 
-func (d *Benchmark) row(phase string, card exo.ModelCard, r benchkit.Row) Row {
-	p, q := d.Pair.Prefill, d.Pair.Decode
+// Row returns r, a request of the benchmark's, as its results file
+// writes it.
+func (d *Benchmark) Row(r benchkit.Request) Row { return rowOf(d.Pair, r) }
+
+func rowOf(pair Pair, r benchkit.Request) Row {
+	p, q := pair.Prefill, pair.Decode
 	return Row{
-		Row: r, Phase: phase, PhaseModelID: card.FullID(),
-		PrefillModelID: d.Pair.PrefillCard.FullID(), PrefillInstanceID: p.Instance.ID,
+		ExoRun: r.Exo(), Phase: r.Phase, PhaseModelID: r.Model,
+		PrefillModelID: pair.PrefillCard.FullID(), PrefillInstanceID: p.Instance.ID,
 		PrefillInstanceMeta: p.InstanceMeta, PrefillNodes: p.Instance.Nodes(),
-		DecodeModelID: d.Pair.DecodeCard.FullID(), DecodeInstanceID: q.Instance.ID,
+		DecodeModelID: pair.DecodeCard.FullID(), DecodeInstanceID: q.Instance.ID,
 		DecodeInstanceMeta: q.InstanceMeta, DecodeNodes: q.Instance.Nodes(),
 	}
 }

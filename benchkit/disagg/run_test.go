@@ -76,7 +76,7 @@ func TestRunOnSim(t *testing.T) {
 	}
 	d.CompareBaseline = true
 	var streamed []Row
-	d.OnRow = func(r Row) error { streamed = append(streamed, r); return nil }
+	d.Sinks = []benchkit.Sink{benchkit.SinkFunc(func(r benchkit.Request) error { streamed = append(streamed, d.Row(r)); return nil })}
 	const pp, tg = 4096, 4
 	res, err := d.Run(context.Background(), benchkit.Plan{PP: []int{pp}, TG: []int{tg}})
 	if err != nil {
@@ -93,17 +93,18 @@ func TestRunOnSim(t *testing.T) {
 	if diff := cmp.Diff([]string{PhasePrefillAlone, PhaseDisaggregated, PhaseDecodeAlone}, phases); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
-	if len(res.Rows) != 3 || len(streamed) != 3 {
-		t.Fatalf("%d rows, %d streamed; want 3", len(res.Rows), len(streamed))
+	if len(res.Requests) != 3 || len(streamed) != 3 {
+		t.Fatalf("%d rows, %d streamed; want 3", len(res.Requests), len(streamed))
 	}
 	pn, dn := res.Pair.Prefill.Instance.Nodes(), res.Pair.Decode.Instance.Nodes()
 	if !disjoint(pn, dn) || res.LinkID == "" {
 		t.Errorf("prefill on %v, decode on %v, link %q", pn, dn, res.LinkID)
 	}
 	byPhase := map[string]Row{}
-	for _, r := range res.Rows {
-		if r.Failed() || r.Stats == nil || r.Stats.PromptTokens != pp || r.Stats.GenerationTokens != tg {
-			t.Fatalf("row %+v", r.Row)
+	for _, q := range res.Requests {
+		r := d.Row(q)
+		if q.Failed() || r.Stats == nil || r.Stats.PromptTokens != pp || r.Stats.GenerationTokens != tg {
+			t.Fatalf("row %+v", q)
 		}
 		byPhase[r.Phase] = r
 	}
@@ -137,10 +138,10 @@ func TestRunRemovesEverythingWhenRequestsFail(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	assertClean(t, c)
-	if len(res.Rows) != 2 {
-		t.Fatalf("%d rows, want 2", len(res.Rows))
+	if len(res.Requests) != 2 {
+		t.Fatalf("%d rows, want 2", len(res.Requests))
 	}
-	for _, r := range res.Rows {
+	for _, r := range res.Requests {
 		if !r.Failed() || r.ErrorKind != string(engine.KindStatus) {
 			t.Errorf("row error %q kind %q, want a status error", r.Error, r.ErrorKind)
 		}

@@ -10,9 +10,8 @@
 //     p50 and p99 of every run, from plain RatePoints, so that it does not
 //     depend on benchkit's summary types; each panel's y axis is
 //     logarithmic where its values span a decade or more, else linear
-//     from 0, and each SLO objective is a dashed line in its panel;
-//   - LatencyByRate: the older single axis of p99 TTFT, TPOT and E2E
-//     against the rate, kept until its callers move to LatencyPanels;
+//     from 0, and each SLO objective is a dashed line in its panel
+//     (RatePoints makes them of a load test's run summaries);
 //   - Power: sampled power over time per node, the prefill and generation
 //     phases shaded.
 //

@@ -17,14 +17,14 @@ import (
 // summaries (benchkit.Report.Cells): the honest Σ tokens / wall as a solid
 // line beside exo's max×N as a dashed one, per (pp, tg) pair.
 func ExampleGenerationTPS() {
-	cell := func(conc int, honest, exo float64) benchkit.CellSummary {
-		return benchkit.CellSummary{
+	cell := func(conc int, honest, exo float64) benchkit.Summary {
+		return benchkit.Summary{Key: benchkit.ByCell,
 			Cell:            benchkit.Cell{PP: 512, TG: 128, Concurrency: conc},
 			ThroughputTPS:   timing.Interval{N: 3, Center: honest},
 			ExoAggregateTPS: timing.Interval{N: 3, Center: exo},
 		}
 	}
-	cells := []benchkit.CellSummary{cell(1, 40, 41), cell(4, 140, 160), cell(8, 230, 300)}
+	cells := []benchkit.Summary{cell(1, 40, 41), cell(4, 140, 160), cell(8, 230, 300)}
 
 	// The points the plot draws, for checking or another renderer.
 	for _, s := range plot.GenerationTPSSeries(cells) {

@@ -129,26 +129,7 @@ func LatencyPanels(title string, points []RatePoint, slo timing.SLO) (*Figure, e
 	points = slices.Clone(points)
 	slices.SortStableFunc(points, func(a, b RatePoint) int { return cmpFloat(a.Rate, b.Rate) })
 
-	var xs []float64
-	hasInf := false
-	for _, pt := range points {
-		if math.IsInf(pt.Rate, 1) {
-			hasInf = true
-		} else {
-			xs = append(xs, pt.Rate)
-		}
-	}
-	infX := 1.0
-	if len(xs) > 0 {
-		infX = 2 * xs[len(xs)-1]
-	}
-	if hasInf {
-		xs = append(xs, infX)
-	}
-	xLabel := "offered rate (requests/s)"
-	if hasInf {
-		xLabel = "offered rate (requests/s; inf: all at once)"
-	}
+	xs, infX, xLabel := rateAxis(points)
 
 	fig := &Figure{Title: title, Cols: 2}
 	drawn := 0
@@ -213,18 +194,9 @@ func LatencyPanels(title string, points []RatePoint, slo timing.SLO) (*Figure, e
 			}
 		}
 		if obj > 0 {
-			y := obj.Seconds() * scale
-			s := Series{Label: "SLO " + obj.String(), Points: plotter.XYs{{X: p.X.Min, Y: y}, {X: p.X.Max, Y: y}}}
-			l, err := plotter.NewLine(s.Points)
-			if err != nil {
-				return nil, fmt.Errorf("plot: %s SLO: %w", f.name, err)
+			if err := addSLO(p, &panel, f.name, obj, scale); err != nil {
+				return nil, err
 			}
-			l.Color = sloColor
-			l.Width = vg.Points(1.5)
-			l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-			p.Add(l)
-			s.Thumbs = []gplot.Thumbnailer{l}
-			panel.Series = append(panel.Series, s)
 		}
 		yAxis(p, lo*scale, hi*scale)
 		fig.Panels = append(fig.Panels, panel)
@@ -482,4 +454,46 @@ func drawKeys(c draw.Canvas, keys []key, x0, top vg.Length) {
 		kc.Max = vg.Point{X: x0 + k.x + k.w, Y: y}
 		k.legend.Draw(kc)
 	}
+}
+
+// addSLO draws an objective as a dashed line across the panel.
+func addSLO(p *gplot.Plot, panel *Panel, name string, obj time.Duration, scale float64) error {
+	y := obj.Seconds() * scale
+	s := Series{Label: "SLO " + obj.String(), Points: plotter.XYs{{X: p.X.Min, Y: y}, {X: p.X.Max, Y: y}}}
+	l, err := plotter.NewLine(s.Points)
+	if err != nil {
+		return fmt.Errorf("plot: %s SLO: %w", name, err)
+	}
+	l.Color = sloColor
+	l.Width = vg.Points(1.5)
+	l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+	p.Add(l)
+	s.Thumbs = []gplot.Thumbnailer{l}
+	panel.Series = append(panel.Series, s)
+	return nil
+}
+
+// rateAxis is the rates of sorted points as x values, an infinite rate at
+// infX one doubling past the highest finite one, and the axis label.
+func rateAxis(points []RatePoint) (xs []float64, infX float64, xLabel string) {
+	hasInf := false
+	for _, pt := range points {
+		if math.IsInf(pt.Rate, 1) {
+			hasInf = true
+		} else {
+			xs = append(xs, pt.Rate)
+		}
+	}
+	infX = 1.0
+	if len(xs) > 0 {
+		infX = 2 * xs[len(xs)-1]
+	}
+	if hasInf {
+		xs = append(xs, infX)
+	}
+	xLabel = "offered rate (requests/s)"
+	if hasInf {
+		xLabel = "offered rate (requests/s; inf: all at once)"
+	}
+	return xs, infX, xLabel
 }

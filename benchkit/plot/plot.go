@@ -20,7 +20,6 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/energy"
-	"github.com/inferbench/inferbench/timing"
 )
 
 // The size WritePNG and SavePNG render at.
@@ -113,9 +112,9 @@ func doublingAxis(p *gplot.Plot, xs []float64, labels map[float64]string) {
 // A ThroughputSeries is one pair of lines of GenerationTPS: the cells of
 // one placement and one (pp, tg) pair, ordered by concurrency.
 type ThroughputSeries struct {
-	// Placement is the placement the cells ran on (zero without one);
-	// PP and TG the pair.
-	Placement benchkit.PlacementKey
+	// Placement is the placement the cells ran on ("" without one;
+	// benchkit.Placement.String); PP and TG the pair.
+	Placement string
 	PP, TG    int
 	// Name labels the series in the legend: "pipeline-ring-2n pp=512
 	// tg=128", or "pp=512 tg=128" without a placement.
@@ -129,15 +128,15 @@ type ThroughputSeries struct {
 // GenerationTPSSeries groups cells into the series GenerationTPS draws:
 // one per placement and (pp, tg) pair, in the order they first appear, so
 // that no line mixes placements.
-func GenerationTPSSeries(cells []benchkit.CellSummary) []ThroughputSeries {
+func GenerationTPSSeries(cells []benchkit.Summary) []ThroughputSeries {
 	type key struct {
-		p      benchkit.PlacementKey
+		p      string
 		pp, tg int
 	}
 	var order []key
-	groups := map[key][]benchkit.CellSummary{}
+	groups := map[key][]benchkit.Summary{}
 	for _, c := range cells {
-		k := key{c.Placement, c.Cell.PP, c.Cell.TG}
+		k := key{c.Labels.Placement.String(), c.Cell.PP, c.Cell.TG}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -146,10 +145,10 @@ func GenerationTPSSeries(cells []benchkit.CellSummary) []ThroughputSeries {
 	out := make([]ThroughputSeries, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
-		slices.SortStableFunc(g, func(a, b benchkit.CellSummary) int { return a.Cell.Concurrency - b.Cell.Concurrency })
+		slices.SortStableFunc(g, func(a, b benchkit.Summary) int { return a.Cell.Concurrency - b.Cell.Concurrency })
 		s := ThroughputSeries{Placement: k.p, PP: k.pp, TG: k.tg, Name: fmt.Sprintf("pp=%d tg=%d", k.pp, k.tg)}
-		if !k.p.IsZero() {
-			s.Name = k.p.String() + " " + s.Name
+		if k.p != "" {
+			s.Name = k.p + " " + s.Name
 		}
 		for _, c := range g {
 			if v := c.ThroughputTPS.Center; isFinite(v) {
@@ -169,7 +168,7 @@ func GenerationTPSSeries(cells []benchkit.CellSummary) []ThroughputSeries {
 // tokens / burst wall time (the honest aggregate) as a solid line and
 // exo's max(per-request TPS) × N as a dashed one, each point the mean over
 // repeats.
-func GenerationTPS(title string, cells []benchkit.CellSummary) (*gplot.Plot, error) {
+func GenerationTPS(title string, cells []benchkit.Summary) (*gplot.Plot, error) {
 	p := newPlot(title, "concurrency (requests in a burst)", "generation throughput (tokens/s)")
 	drawn := 0
 	var xs []float64
@@ -196,7 +195,7 @@ func GenerationTPS(title string, cells []benchkit.CellSummary) (*gplot.Plot, err
 
 // TTFTByPromptLength plots each successful streamed request's time to
 // first token (ms) against its prompt length (the client's pp_tokens).
-func TTFTByPromptLength(title string, rows []benchkit.LoadRow) (*gplot.Plot, error) {
+func TTFTByPromptLength(title string, rows []benchkit.Request) (*gplot.Plot, error) {
 	var pts plotter.XYs
 	for _, r := range rows {
 		if r.Failed() || r.TTFTS == nil {
@@ -220,97 +219,28 @@ func TTFTByPromptLength(title string, rows []benchkit.LoadRow) (*gplot.Plot, err
 	return p, nil
 }
 
-// LatencyByRate plots the p99 TTFT, TPOT and E2E (ms) of each run against
-// its offered request rate, on a log₂ axis when the rates double, and each
-// objective slo sets as a dashed horizontal line in the colour of its
-// figure. A run without a finite rate (all at once, a burst) is its own
-// point one doubling beyond the highest rate, its tick labelled "inf" and
-// not joined to the line.
-//
-// All three share one linear axis in ms, so that TPOT lies flat near 0
-// beside E2E; LatencyPanels draws the same runs readably, a panel to a
-// figure, from plain RatePoints, and replaces this once its callers move.
-func LatencyByRate(title string, runs []benchkit.LoadRun, slo timing.SLO) (*gplot.Plot, error) {
-	finite := slices.Clone(runs)
-	finite = slices.DeleteFunc(finite, func(r benchkit.LoadRun) bool { return r.Summary.RequestRate == nil })
-	inf := slices.DeleteFunc(slices.Clone(runs), func(r benchkit.LoadRun) bool { return r.Summary.RequestRate != nil })
-	if len(runs) == 0 {
-		return nil, fmt.Errorf("%w: no run", ErrNoData)
-	}
-	slices.SortStableFunc(finite, func(a, b benchkit.LoadRun) int {
-		return cmpFloat(*a.Summary.RequestRate, *b.Summary.RequestRate)
-	})
-	p := newPlot(title, "offered request rate (requests/s)", "p99 latency (ms)")
-	figs := []struct {
-		name string
-		get  func(benchkit.LoadSummary) *float64
-		obj  time.Duration
-	}{
-		{"TTFT", func(s benchkit.LoadSummary) *float64 { return s.TTFT.P99 }, slo.TTFT},
-		{"TPOT", func(s benchkit.LoadSummary) *float64 { return s.TPOT.P99 }, slo.TPOT},
-		{"E2E", func(s benchkit.LoadSummary) *float64 { return s.E2E.P99 }, slo.E2E},
-	}
-	var xs []float64
-	for _, r := range finite {
-		xs = append(xs, *r.Summary.RequestRate)
-	}
-	infX := 1.0
-	if len(xs) > 0 {
-		infX = 2 * xs[len(xs)-1]
-	}
-	if len(inf) > 0 {
-		xs = append(xs, infX)
-	}
-	lo, hi := xs[0], xs[len(xs)-1]
-	drawn := 0
-	for i, f := range figs {
-		var pts, infPts plotter.XYs
-		for _, r := range finite {
-			if v := f.get(r.Summary); v != nil {
-				pts = append(pts, plotter.XY{X: *r.Summary.RequestRate, Y: *v * 1e3})
+// RatePoints are a load test's run summaries (benchkit.Summarize ByRun) as
+// LatencyPanels draws them: each run's offered rate (+Inf for all at once
+// or a burst) and the p50 and p99 of its TTFT, TPOT, ITL and E2E.
+func RatePoints(runs []benchkit.Summary) []RatePoint {
+	pc := func(q benchkit.Quantiles) Percentiles {
+		v := func(p *float64) float64 {
+			if p == nil {
+				return math.NaN()
 			}
+			return *p
 		}
-		for _, r := range inf {
-			if v := f.get(r.Summary); v != nil {
-				infPts = append(infPts, plotter.XY{X: infX, Y: *v * 1e3})
-			}
-		}
-		col := plotutil.Color(i)
-		if err := addLine(p, pts, col, false, "p99 "+f.name); err != nil {
-			return nil, err
-		}
-		if len(infPts) > 0 {
-			s, err := plotter.NewScatter(infPts)
-			if err != nil {
-				return nil, fmt.Errorf("plot: inf-rate %s: %w", f.name, err)
-			}
-			s.GlyphStyle.Color = col
-			s.GlyphStyle.Radius = vg.Points(3.5)
-			s.GlyphStyle.Shape = draw.BoxGlyph{}
-			p.Add(s)
-			p.Legend.Add("p99 "+f.name+", rate inf (all at once)", s)
-		}
-		drawn += len(pts) + len(infPts)
-		if f.obj > 0 {
-			y := float64(f.obj) / 1e6
-			x0, x1 := lo, hi
-			if x0 == x1 {
-				x0, x1 = x0*0.9, x1*1.1
-			}
-			if err := addLine(p, plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}}, col, true, "SLO "+f.name); err != nil {
-				return nil, err
-			}
-		}
+		return Percentiles{P50: v(q.P50), P99: v(q.P99)}
 	}
-	if drawn == 0 {
-		return nil, fmt.Errorf("%w: no run has a p99 latency", ErrNoData)
+	out := make([]RatePoint, 0, len(runs))
+	for _, s := range runs {
+		rate := math.Inf(1)
+		if s.RequestRate != nil {
+			rate = *s.RequestRate
+		}
+		out = append(out, RatePoint{Rate: rate, TTFT: pc(s.TTFT), TPOT: pc(s.TPOT), ITL: pc(s.ITL), E2E: pc(s.E2E)})
 	}
-	doublingAxis(p, xs, map[float64]string{infX: "inf"})
-	if len(inf) > 0 && len(finite) == 0 {
-		p.X.Min, p.X.Max = infX/2, infX*2
-	}
-	p.Y.Min = 0
-	return p, nil
+	return out
 }
 
 // A Phase is a span of time to shade on a power plot.

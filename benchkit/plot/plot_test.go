@@ -22,10 +22,10 @@ import (
 
 func f(v float64) *float64 { return &v }
 
-func cells() []benchkit.CellSummary {
-	var out []benchkit.CellSummary
+func cells() []benchkit.Summary {
+	var out []benchkit.Summary
 	for _, c := range []int{1, 2, 4, 8} {
-		out = append(out, benchkit.CellSummary{
+		out = append(out, benchkit.Summary{Key: benchkit.ByCell,
 			Cell:            benchkit.Cell{PP: 512, TG: 128, Concurrency: c},
 			ThroughputTPS:   timing.Interval{N: 3, Center: 30 * float64(c) * 0.9},
 			ExoAggregateTPS: timing.Interval{N: 3, Center: 30 * float64(c)},
@@ -34,29 +34,29 @@ func cells() []benchkit.CellSummary {
 	return out
 }
 
-func loadRows() []benchkit.LoadRow {
-	var rows []benchkit.LoadRow
+func loadRows() []benchkit.Request {
+	var rows []benchkit.Request
 	for i := range 20 {
 		pp := 100 + 50*i
-		rows = append(rows, benchkit.LoadRow{Index: i, PPTokens: pp, TTFTS: f(0.01 + float64(pp)/1e5)})
+		rows = append(rows, benchkit.Request{Index: i, PPTokens: pp, TTFTS: f(0.01 + float64(pp)/1e5)})
 	}
-	rows = append(rows, benchkit.LoadRow{Index: 20, PPTokens: 5000, Error: "reset"})
+	rows = append(rows, benchkit.Request{Index: 20, PPTokens: 5000, Error: "reset"})
 	return rows
 }
 
-func loadRuns() []benchkit.LoadRun {
-	var runs []benchkit.LoadRun
+func loadRuns() []benchkit.Summary {
+	var runs []benchkit.Summary
 	for i, r := range []float64{1, 2, 4, 8} {
 		rate := r
-		runs = append(runs, benchkit.LoadRun{Summary: benchkit.LoadSummary{
+		runs = append(runs, benchkit.Summary{
 			RequestRate: &rate,
-			TTFT:        benchkit.LatencyStats{N: 10, P99: f(0.05 * math.Pow(2, float64(i)))},
-			TPOT:        benchkit.LatencyStats{N: 10, P99: f(0.03)},
-			E2E:         benchkit.LatencyStats{N: 10, P99: f(1 + 0.2*float64(i))},
-		}})
+			TTFT:        benchkit.Quantiles{N: 10, P50: f(0.04 * math.Pow(2, float64(i))), P99: f(0.05 * math.Pow(2, float64(i)))},
+			TPOT:        benchkit.Quantiles{N: 10, P50: f(0.02), P99: f(0.03)},
+			E2E:         benchkit.Quantiles{N: 10, P50: f(0.9 + 0.2*float64(i)), P99: f(1 + 0.2*float64(i))},
+		})
 	}
 	// A burst has no rate: it is drawn as the "inf" point.
-	runs = append(runs, benchkit.LoadRun{Summary: benchkit.LoadSummary{TTFT: benchkit.LatencyStats{N: 1, P99: f(9)}}})
+	runs = append(runs, benchkit.Summary{TTFT: benchkit.Quantiles{N: 1, P50: f(8), P99: f(9)}})
 	return runs
 }
 
@@ -80,7 +80,6 @@ func powerData() ([]energy.PowerTrace, []plot.Phase) {
 // trivially small (blank) image.
 func TestPlotsRender(t *testing.T) {
 	traces, phases := powerData()
-	slo := timing.SLO{TTFT: 200 * time.Millisecond, E2E: 2 * time.Second}
 	tests := []struct {
 		name string
 		make func() (*gplot.Plot, error)
@@ -90,8 +89,6 @@ func TestPlotsRender(t *testing.T) {
 			"concurrency (requests in a burst)", "generation throughput (tokens/s)"},
 		{"ttft", func() (*gplot.Plot, error) { return plot.TTFTByPromptLength("TTFT (simulated)", loadRows()) },
 			"prompt length (tokens)", "time to first token (ms)"},
-		{"rate", func() (*gplot.Plot, error) { return plot.LatencyByRate("p99 (simulated)", loadRuns(), slo) },
-			"offered request rate (requests/s)", "p99 latency (ms)"},
 		{"power", func() (*gplot.Plot, error) { return plot.Power("power (simulated)", traces, phases) },
 			"time (s)", "power (W)"},
 	}
@@ -141,11 +138,11 @@ func TestPlotsNoData(t *testing.T) {
 	if _, err := plot.GenerationTPS("x", nil); !errors.Is(err, plot.ErrNoData) {
 		t.Errorf("GenerationTPS(nil) error = %v; want ErrNoData", err)
 	}
-	if _, err := plot.TTFTByPromptLength("x", []benchkit.LoadRow{{Error: "boom"}}); !errors.Is(err, plot.ErrNoData) {
+	if _, err := plot.TTFTByPromptLength("x", []benchkit.Request{{Error: "boom"}}); !errors.Is(err, plot.ErrNoData) {
 		t.Errorf("TTFTByPromptLength(failed rows) error = %v; want ErrNoData", err)
 	}
-	if _, err := plot.LatencyByRate("x", nil, timing.SLO{}); !errors.Is(err, plot.ErrNoData) {
-		t.Errorf("LatencyByRate(nil) error = %v; want ErrNoData", err)
+	if _, err := plot.LatencyPanels("x", plot.RatePoints(nil), timing.SLO{}); !errors.Is(err, plot.ErrNoData) {
+		t.Errorf("LatencyPanels(no runs) error = %v; want ErrNoData", err)
 	}
 	if _, err := plot.Power("x", nil, nil); !errors.Is(err, plot.ErrNoData) {
 		t.Errorf("Power(nil) error = %v; want ErrNoData", err)
@@ -176,16 +173,16 @@ func TestDoublingAxes(t *testing.T) {
 	if _, ok := tps.X.Scale.(gplot.LogScale); !ok || !slices.Equal(ticks(tps), []string{"1", "2", "4", "8"}) {
 		t.Errorf("GenerationTPS: scale %T, ticks %q; want a log scale ticked 1 2 4 8", tps.X.Scale, ticks(tps))
 	}
-	rate, err := plot.LatencyByRate("x", loadRuns(), timing.SLO{})
+	fig, err := plot.LatencyPanels("x", plot.RatePoints(loadRuns()), timing.SLO{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rate := fig.Panels[0].Plot
 	if _, ok := rate.X.Scale.(gplot.LogScale); !ok || !slices.Equal(ticks(rate), []string{"1", "2", "4", "8", "inf"}) {
-		t.Errorf("LatencyByRate: scale %T, ticks %q; want a log scale ticked 1 2 4 8 inf", rate.X.Scale, ticks(rate))
+		t.Errorf("LatencyPanels from RatePoints: scale %T, ticks %q; want a log scale ticked 1 2 4 8 inf", rate.X.Scale, ticks(rate))
 	}
-	only, err := plot.LatencyByRate("x", loadRuns()[4:], timing.SLO{})
-	if err != nil || !slices.Equal(ticks(only), []string{"inf"}) {
-		t.Errorf("LatencyByRate(inf only): %v, ticks %q; want one point ticked inf", err, ticks(only))
+	if got := plot.RatePoints(loadRuns())[4]; !math.IsInf(got.Rate, 1) || got.TTFT.P99 != 9 || !math.IsNaN(got.TPOT.P50) {
+		t.Errorf("RatePoints of a burst = %+v; want rate +Inf, TTFT p99 9 s and no TPOT", got)
 	}
 	for _, tk := range rate.Y.Tick.Marker.Ticks(0, 500) {
 		if strings.HasSuffix(tk.Label, ".00") || strings.HasSuffix(tk.Label, ".0") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,22 +37,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	br, err := benchkit.SendPrompts(ctx, eng, srv.Model(), tg, prompts, nil)
 	rec := sampler.Stop()
 	for i, q := range br.Requests {
-		if q.Failed() {
-			fmt.Fprintf(stdout, "request %d failed: %v\n", i, errors.Join(q.Err, q.MetricsErr))
+		for _, w := range q.Warnings { // the server counted the prompt differently, a broken trace, …
+			fmt.Fprintf(stderr, "custom-harness: request %d: warning: %s\n", i, w.Message)
+		}
+		if q.Failed() || q.HasWarning(benchkit.WarnTrace) {
+			fmt.Fprintf(stdout, "request %d failed: %s\n", i, cmp.Or(q.Error, "no usable trace"))
 			continue
 		}
-		m := q.Metrics
+		m := q.Metrics()
 		fmt.Fprintf(stdout, "request %d: TTFT %v, TPOT %v, %.0f tok/s (simulated)\n", i, m.TTFT.Round(time.Microsecond), m.TPOT.Round(time.Microsecond), m.GenerationTPS)
 	}
-	st := br.Stats
-	fmt.Fprintf(stdout, "burst of %d: Σ tokens / wall %.0f tok/s, exo's max×N %.0f tok/s, skew %v, prewarmed %t (simulated)\n", n, st.ThroughputTPS, st.ExoAggregateTPS, br.Skew.Max, br.Prewarmed)
+	fmt.Fprintf(stdout, "burst of %d: Σ tokens / wall %.0f tok/s, exo's max×N %.0f tok/s, skew %v, prewarmed %t (simulated)\n", n, br.Stats.ThroughputTPS, br.Stats.ExoAggregateTPS, br.Skew.Max, br.Prewarmed)
 	for _, w := range br.Warnings {
 		fmt.Fprintln(stderr, "custom-harness: warning:", w)
 	}
-	rep, merr := energy.Measure(energy.Run{Window: br.Window(), GeneratedTokens: st.TotalTokens}, rec.Power(), nil)
-	if err = errors.Join(err, merr); err == nil && st.Failed > 0 {
-		err = fmt.Errorf("%w: %d of %d", benchkit.ErrRequestsFailed, st.Failed, n)
+	rep, merr := energy.Measure(energy.Run{Window: br.Window(), GeneratedTokens: br.Stats.TotalTokens}, rec.Power(), nil)
+	if err = errors.Join(err, merr); err == nil && br.Stats.Failed > 0 {
+		err = fmt.Errorf("%w: %d of %d", cli.ErrRequestsFailed, br.Stats.Failed, n)
 	}
-	fmt.Fprintf(stdout, "energy: %.3f J on %d nodes, %.5f J/token (simulated)\n", rep.Total.Joules, len(rep.Nodes), rep.Total.Joules/float64(st.TotalTokens))
+	fmt.Fprintf(stdout, "energy: %.3f J on %d nodes, %.5f J/token (simulated)\n", rep.Total.Joules, len(rep.Nodes), rep.Total.Joules/float64(br.Stats.TotalTokens))
 	return err
 }

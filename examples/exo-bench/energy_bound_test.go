@@ -37,7 +37,7 @@ func TestDefaultRunClientBoundCoversServerEnergy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc benchkit.Document
+	var doc exoDocument
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +46,9 @@ func TestDefaultRunClientBoundCoversServerEnergy(t *testing.T) {
 		t.Fatalf("meta %+v: expected the default preset %q", doc.Meta, sim.M3UltraGemma27B().Name)
 	}
 	type key struct{ pp, conc, rep int }
-	bursts := map[key][]benchkit.Row{}
+	bursts := map[key][]benchkit.ExoRun{}
 	for _, r := range doc.Runs {
-		if r.Failed() {
+		if failed(r) {
 			t.Errorf("row failed: %s", r.Error)
 			continue
 		}
@@ -58,7 +58,7 @@ func TestDefaultRunClientBoundCoversServerEnergy(t *testing.T) {
 	checked := 0
 	for k, rows := range bursts {
 		en := rows[0].Energy
-		var longest *benchkit.Row
+		var longest *benchkit.ExoRun
 		for i, r := range rows {
 			if r.PowerUsage != nil && (longest == nil || r.PowerUsage.ElapsedSeconds > longest.PowerUsage.ElapsedSeconds) {
 				longest = &rows[i]

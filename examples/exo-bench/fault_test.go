@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize/hf"
@@ -55,7 +54,7 @@ func TestFaultsThroughTheProgram(t *testing.T) {
 		t.Run(string(tc.fault.Kind), func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			var dir string
-			var doc benchkit.Document
+			var doc exoDocument
 			for timeout := tc.timeout; ; timeout *= 2 {
 				srv := sim.NewServer(sim.Options{Preset: sim.Fast(), Nodes: 1, NoInstance: true, LoadDelay: -1, Counter: tok,
 					Fault: tc.fault, FaultEvery: 2})
@@ -75,7 +74,7 @@ func TestFaultsThroughTheProgram(t *testing.T) {
 				if rerr != nil {
 					t.Fatal(rerr)
 				}
-				doc = benchkit.Document{}
+				doc = exoDocument{}
 				if err := json.Unmarshal(b, &doc); err != nil {
 					t.Fatalf("results JSON is not valid: %v", err)
 				}

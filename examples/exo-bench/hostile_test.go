@@ -42,7 +42,7 @@ func hostileCluster(t *testing.T, counter *hf.Tokenizer, attack http.Handler) *h
 // runAgainst runs exo-bench for 2 requests of pp 64, tg 16 against s and
 // returns its exit status, its results document, its JSONL lines, and the
 // bytes the process allocated during the run.
-func runAgainst(t *testing.T, s *hostile.Server, model, tokDir string, stream bool) (int, benchkit.Document, [][]byte, uint64) {
+func runAgainst(t *testing.T, s *hostile.Server, model, tokDir string, stream bool) (int, exoDocument, [][]byte, uint64) {
 	t.Helper()
 	u, _ := url.Parse(s.URL)
 	dir := t.TempDir()
@@ -60,7 +60,7 @@ func runAgainst(t *testing.T, s *hostile.Server, model, tokDir string, stream bo
 	err := run(context.Background(), args, &stdout, &stderr)
 	runtime.ReadMemStats(&after)
 	code := exitCode(err, &bytes.Buffer{})
-	var doc benchkit.Document
+	var doc exoDocument
 	b, rerr := os.ReadFile(out)
 	if rerr != nil {
 		t.Fatalf("no results JSON (exit %d, %v): %v\nstderr:\n%s", code, err, rerr, stderr.String())
@@ -163,7 +163,7 @@ func TestHostileServerNumbers(t *testing.T) {
 					t.Errorf("row %d keeps figures: stats %v, tokens %v, tpot %v, client tps %v, itl %v",
 						i, r.Stats, r.GeneratedTokens, r.TPOTS, r.ClientGenerationTPS, r.ITL)
 				}
-				if len(r.OutputTextPreview) > 4*benchkit.PreviewRunes {
+				if len(r.OutputTextPreview) > 4*previewRunes {
 					t.Errorf("row %d: preview of %d bytes", i, len(r.OutputTextPreview))
 				}
 			}
@@ -182,3 +182,7 @@ func TestHostileServerNumbers(t *testing.T) {
 		})
 	}
 }
+
+// previewRunes is how much of the generated text a row keeps
+// (output_text_preview): benchkit's 64 runes.
+const previewRunes = 64

@@ -89,7 +89,7 @@ func TestInterruptWritesRowsAndCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc benchkit.Document
+	var doc exoDocument
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("results JSON is not valid: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestInterruptWritesRowsAndCleansUp(t *testing.T) {
 		t.Errorf("results JSON not marked interrupted: %+v", doc.Meta)
 	}
 	for i, r := range doc.Runs {
-		if r.Failed() {
+		if failed(r) {
 			t.Errorf("row %d failed (%s: %s); the request in flight had a grace period to finish", i, r.ErrorKind, r.Error)
 		}
 	}

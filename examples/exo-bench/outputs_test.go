@@ -52,7 +52,7 @@ func hasSlowRow(path string) bool {
 	b, _ := os.ReadFile(path)
 	jr := benchkit.NewJSONLReader(bytes.NewReader(b))
 	for jr.Scan() {
-		if jr.LineErr() == nil && jr.Row().TG == 16 {
+		if jr.LineErr() == nil && jr.Request().TGTarget == 16 {
 			return true
 		}
 	}
@@ -61,7 +61,7 @@ func hasSlowRow(path string) bool {
 
 // readJSONL reads a JSONL file back with benchkit's reader: every line
 // must be a whole row.
-func readJSONL(t *testing.T, path string) []benchkit.Row {
+func readJSONL(t *testing.T, path string) []benchkit.Request {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -71,13 +71,13 @@ func readJSONL(t *testing.T, path string) []benchkit.Row {
 		t.Errorf("%s holds NUL bytes", path)
 	}
 	jr := benchkit.NewJSONLReader(bytes.NewReader(b))
-	var rows []benchkit.Row
+	var rows []benchkit.Request
 	for jr.Scan() {
 		if err := jr.LineErr(); err != nil {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		rows = append(rows, jr.Row())
+		rows = append(rows, jr.Request())
 	}
 	return rows
 }
@@ -128,7 +128,7 @@ func TestSecondRunSameOutputRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc benchkit.Document
+	var doc exoDocument
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("results JSON is not valid: %v", err)
 	}
@@ -136,8 +136,8 @@ func TestSecondRunSameOutputRefused(t *testing.T) {
 		t.Errorf("JSONL %d rows, results JSON %d; want equal and at least 1", len(rows), len(doc.Runs))
 	}
 	for i, r := range rows {
-		if r.Failed() || r.RepeatIndex != i {
-			t.Errorf("JSONL row %d: repeat %d, error %q; want one run's rows in order", i, r.RepeatIndex, r.Error)
+		if r.Failed() || r.Repeat != i {
+			t.Errorf("JSONL row %d: repeat %d, error %q; want one run's rows in order", i, r.Repeat, r.Error)
 		}
 	}
 	if _, err := os.Stat(out + cli.LockSuffix); !errors.Is(err, os.ErrNotExist) {
@@ -180,8 +180,8 @@ func TestKilledRunLeavesNoStaleResults(t *testing.T) {
 		t.Errorf("after kill -9, a results JSON is beside the killed run's JSONL: %v", err)
 	}
 	for i, r := range readJSONL(t, jsonl) {
-		if r.TG != 16 {
-			t.Errorf("row %d of the killed run's JSONL is not its own: tg %d", i, r.TG)
+		if r.TGTarget != 16 {
+			t.Errorf("row %d of the killed run's JSONL is not its own: tg %d", i, r.TGTarget)
 		}
 	}
 

@@ -26,6 +26,7 @@ import (
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
+	"github.com/inferbench/inferbench/timing"
 )
 
 type config struct {
@@ -279,7 +280,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
-		if err := benchkit.HashTokenizerDir(prov, c.tokenizer); err != nil {
+		if err := prov.HashTokenizerDir(c.tokenizer); err != nil {
 			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		// The plan is checked against the template's overhead before the
@@ -355,7 +356,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		Logger:      logger,
 		Runner: benchkit.Runner{
 			Builder: builder, Simulated: simulated, Logger: logger, Grace: seconds(c.grace),
-			Nonce: benchkit.RunNonce(0, false),
+			Nonce: cli.RunNonce(0, false),
 		},
 		MetricsInterval: seconds(c.metricsInterval),
 		WrapEngine:      h.wrap,
@@ -379,7 +380,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return nil
 	}
 
-	// Rows go to the JSONL file as they are measured.
+	// Rows go to the JSONL file as they are measured, as exo's rows.
 	var sinks []benchkit.Sink
 	if c.jsonl != "" {
 		f, err := createFile(c.jsonl)
@@ -389,7 +390,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		defer f.Close()
 		// A run header line first: where the rows come from
 		// (benchkit.ParseRunHeader reads it; row readers skip it).
-		h := benchkit.NewRunHeader("exo-bench")
+		h := cli.NewRunHeader("exo-bench")
 		h.Provenance = prov
 		if c.noHostInfo {
 			h.Host = ""
@@ -401,73 +402,94 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		if _, err := f.Write(append(b, '\n')); err != nil {
 			return err
 		}
-		sinks = append(sinks, benchkit.NewJSONLSink(f))
+		sinks = append(sinks, exoJSONL(f))
 	}
 	if c.format == "jsonl" {
-		sinks = append(sinks, benchkit.NewJSONLSink(stdout))
+		sinks = append(sinks, exoJSONL(stdout))
+	}
+	// On a terminal, a progress bar over every placement's requests.
+	progress := newProgress(ctx, stderr, sweep, plan)
+	if progress != nil {
+		sinks = append(sinks, progress)
 	}
 	sweep.Runner.Sinks = sinks
-	var bar *cli.ProgressBar
-	if isTerminal(stderr) {
-		bar = &cli.ProgressBar{W: stderr}
-		sweep.Runner.Observer = bar
-	}
 
-	if bar != nil {
-		bar.Start()
-	}
+	progress.Start()
 	started := time.Now()
 	res, runErr := sweep.Run(ctx, plan)
-	if bar != nil {
-		bar.Finish()
-	}
+	progress.Finish()
 	doc := benchkit.Document{
-		Runs: res.Rows, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics,
+		Runs: res.Requests, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics,
 		Meta: &benchkit.Meta{
-			Tool: "inferbench exo-bench", Engine: "exo", BaseURL: base, Simulated: simulated, Preset: presetName,
-			Model: card.FullID(), Tokenizer: tokenizerNote, Plan: plan,
-			Started: started.UTC().Format(time.RFC3339), Finished: time.Now().UTC().Format(time.RFC3339),
-			Interrupted: res.Interrupted, Warnings: res.Warnings,
-			Provenance: prov,
+			RunInfo: benchkit.RunInfo{
+				Tool: "inferbench exo-bench", Engine: "exo", BaseURL: base, Simulated: simulated, Preset: presetName,
+				Model: card.FullID(), Tokenizer: tokenizerNote,
+				Started: started.UTC().Format(time.RFC3339), Finished: time.Now().UTC().Format(time.RFC3339),
+				Interrupted: res.Interrupted, Warnings: res.Warnings,
+				Provenance: prov,
+			},
+			Plan: plan,
 		},
 	}
-	if nodes := benchkit.ExoNodes(res.Cluster); len(nodes) > 0 {
+	if nodes := cli.ExoNodes(res.Cluster); len(nodes) > 0 {
 		prov.Server = &benchkit.ServerInfo{Nodes: nodes}
 	}
-	cells := benchkit.SummarizeCells(res.Rows)
-	for _, cs := range cells {
-		doc.Summary = append(doc.Summary, cs.Record())
-	}
-	doc.Meta.SaturatedBursts, doc.Meta.ClientSaturated = benchkit.CheckBursts(res.Rows)
+	cells := benchkit.Summarize(res.Requests, benchkit.ByCell, timing.SLO{})
+	doc.Summary = cells
+	doc.Meta.SaturatedBursts, doc.Meta.ClientSaturated = benchkit.CheckBursts(res.Requests)
 	if err := writeOutputs(c, doc, cells, stdout, info); err != nil {
 		return err
 	}
 	if doc.Meta.ClientSaturated {
-		fmt.Fprintf(info, "\nCLIENT SATURATED: the client could not release every burst at once, so those bursts' latencies include its own queueing: %s\n", benchkit.BurstReasons(doc.Meta.SaturatedBursts))
+		fmt.Fprintf(info, "\nCLIENT SATURATED: the client could not release every burst at once, so those bursts' latencies include its own queueing: %s\n", doc.Meta.Saturation())
 	}
 	if err := writePowerPlot(c, doc.Meta, res, info); err != nil {
 		return err
 	}
 	failed := 0
-	for _, r := range res.Rows {
+	for _, r := range res.Requests {
 		if r.Failed() {
 			failed++
 		}
 	}
 	switch {
 	case runErr != nil && ctx.Err() != nil:
-		return fmt.Errorf("interrupted after %d requests, every row written: %w", len(res.Rows), ctx.Err())
+		return fmt.Errorf("interrupted after %d requests, every row written: %w", len(res.Requests), ctx.Err())
 	case runErr != nil:
 		return runErr
 	case failed > 0:
-		return fmt.Errorf("%w: %d of %d; their rows say why", benchkit.ErrRequestsFailed, failed, len(res.Rows))
+		return fmt.Errorf("%w: %d of %d; their rows say why", cli.ErrRequestsFailed, failed, len(res.Requests))
 	case doc.Meta.ClientSaturated && !c.allowSaturated:
-		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, benchkit.BurstReasons(doc.Meta.SaturatedBursts))
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", cli.ErrClientSaturated, doc.Meta.Saturation())
 	}
 	return nil
 }
 
-func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary, stdout, info io.Writer) error {
+// newProgress returns the sweep's progress bar when w is a terminal, nil
+// otherwise. Its total is the plan's requests on every placement the
+// sweep will measure, so the bar does not restart at each placement: the
+// placements are listed first for it (as the sweep lists them again).
+// When they cannot be listed the bar has no total (no ETA); the sweep
+// itself then says why.
+func newProgress(ctx context.Context, w io.Writer, sweep *benchkit.ExoSweep, plan benchkit.Plan) *cli.Progress {
+	if !cli.IsTerminal(w) {
+		return nil
+	}
+	total := 0
+	if ps, err := sweep.Placements(ctx); err == nil {
+		total = plan.Requests() * len(ps)
+	}
+	return cli.NewProgress(w, total)
+}
+
+// exoJSONL is a sink writing each request to w as one line of exo's row.
+func exoJSONL(w io.Writer) *benchkit.JSONLSink {
+	s := benchkit.NewJSONLSink(w)
+	s.Exo = true
+	return s
+}
+
+func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, stdout, info io.Writer) error {
 	if c.plot != "" {
 		title := doc.Meta.Model
 		if doc.Meta.Simulated {
@@ -504,10 +526,8 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.CellSummary
 	}
 	sim := doc.Meta.Simulated
 	switch c.format {
-	case "table":
-		return benchkit.WriteTable(stdout, cells, benchkit.TableOptions{Simulated: sim, Title: doc.Meta.Model})
-	case "md":
-		return benchkit.WriteMarkdown(stdout, cells, benchkit.TableOptions{Simulated: sim, Title: doc.Meta.Model})
+	case "table", "md":
+		return benchkit.WriteTable(stdout, cells, benchkit.TableOptions{Simulated: sim, Title: doc.Meta.Model, Markdown: c.format == "md"})
 	case "json":
 		return benchkit.WriteJSON(stdout, doc)
 	case "csv":
@@ -602,13 +622,4 @@ func createDir(path string) error {
 		return os.MkdirAll(dir, 0o755)
 	}
 	return nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

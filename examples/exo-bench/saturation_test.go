@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 )
@@ -105,7 +104,7 @@ func TestExoBenchSaturationGate(t *testing.T) {
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
-			var doc benchkit.Document
+			var doc exoDocument
 			if err := json.Unmarshal(b, &doc); err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -37,27 +36,27 @@ func (k *replyKeeper) keep(res engine.Result) {
 }
 
 // warnCounted opens the row warning of a completion count the client
-// made, and the summary's.
+// made (code benchkit.WarnClientCounted), and the summary's.
 const warnCounted = "client-counted completion_tokens"
 
 // countUnreported gives every completed row whose reply carried no usage
-// (no server count, completion_tokens 0) the count of its text by
+// (no server count, completion_tokens null) the count of its text by
 // counter, after the run: the row's completion_tokens become that count,
 // the row and the summary say where it came from (source names the
-// counter), and the summary's token totals and throughputs follow. A row
-// whose response id is empty or shared by several replies cannot be
-// matched to its text and stays at 0, and the summary says so.
+// counter), and the summary is summarised again from the counted rows, so
+// that its token totals, throughputs and warnings follow. A row whose
+// response id is empty or shared by several replies cannot be matched to
+// its text and stays null, and the summary says so.
 func countUnreported(ctx context.Context, counter promptsize.Counter, source string, k *replyKeeper, run *benchkit.LoadRun) {
 	if counter == nil {
 		return
 	}
-	before := benchkit.SummarizeLoad(run.Requests, timing.SLO{})
 	rows := run.Requests
 	counted, unmatched := 0, 0
 	var firstErr error
 	for i := range rows {
 		r := &rows[i]
-		if r.Failed() || r.ServerPromptTokens != nil || r.CompletionTokens != 0 {
+		if r.Failed() || r.ServerPromptTokens != nil || r.CompletionTokens != nil {
 			continue
 		}
 		k.mu.Lock()
@@ -78,41 +77,31 @@ func countUnreported(ctx context.Context, counter promptsize.Counter, source str
 			}
 			continue
 		}
-		r.CompletionTokens = n
-		// The short-generation check ran on 0 tokens; run it on the count.
-		short := len(r.Warnings)
-		r.Warnings = slices.DeleteFunc(r.Warnings, func(w string) bool {
-			return strings.HasPrefix(w, "short generation: 0 generated,")
-		})
-		if short > len(r.Warnings) && n < r.TGTarget {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("short generation: %d generated, %d asked for", n, r.TGTarget))
+		r.CompletionTokens = &n
+		// The short-generation check waits for a count: run it on this
+		// one (the Load allowed no early stop).
+		r.Warnings = slices.DeleteFunc(r.Warnings, func(w benchkit.Warning) bool { return w.Code == benchkit.WarnShortGeneration })
+		if n < r.TGTarget {
+			r.Warnings = append(r.Warnings, benchkit.Warning{Code: benchkit.WarnShortGeneration,
+				Message: fmt.Sprintf("%d tokens generated, %d asked for", n, r.TGTarget)})
 		}
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the reply carried no usage; %d tokens counted in its text by %s", warnCounted, n, source))
+		r.Warnings = append(r.Warnings, benchkit.Warning{Code: benchkit.WarnClientCounted,
+			Message: fmt.Sprintf("%s: the reply carried no usage; %d tokens counted in its text by %s", warnCounted, n, source)})
 		counted++
 	}
 	if counted == 0 && unmatched == 0 && firstErr == nil {
 		return
 	}
-	after := benchkit.SummarizeLoad(rows, timing.SLO{})
+	run.Resummarize(timing.SLO{})
 	s := &run.Summary
-	s.TotalOutputTokens, s.OutputThroughput, s.TotalThroughput = after.TotalOutputTokens, after.OutputThroughput, after.TotalThroughput
-	// Replace the summary warnings the counts changed (short generations).
-	s.Warnings = slices.DeleteFunc(s.Warnings, func(w string) bool {
-		return slices.Contains(before.Warnings, w) && !slices.Contains(after.Warnings, w)
-	})
-	for _, w := range after.Warnings {
-		if !slices.Contains(s.Warnings, w) {
-			s.Warnings = append(s.Warnings, w)
-		}
-	}
 	if counted > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %d of %d completed replies carried no usage; their completion_tokens were counted in their text by %s after the run", warnCounted, counted, s.Completed, source))
 	}
 	if unmatched > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%d replies carried no usage and a response id that is empty or not unique: their text could not be matched to a row, and their completion_tokens stay 0", unmatched))
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d replies carried no usage and a response id that is empty or not unique: their text could not be matched to a row, and their completion_tokens stay null", unmatched))
 	}
 	if firstErr != nil {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("counting the text of replies without usage failed: %v; their completion_tokens stay 0", firstErr))
+		s.Warnings = append(s.Warnings, fmt.Sprintf("counting the text of replies without usage failed: %v; their completion_tokens stay null", firstErr))
 	}
 }
 

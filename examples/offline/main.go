@@ -49,8 +49,8 @@
 // with the garbage collector at --gc-percent (400 by default, Go's is 100);
 // summary.client_health counts the collections that ran inside it.
 //
-// On a terminal, stderr shows a progress line (requests done/total,
-// achieved rate, errors, elapsed, ETA); piped, nothing. -h or --help
+// On a terminal, stderr shows a progress bar (requests done/total,
+// failures, achieved rate, elapsed, ETA); piped, nothing. -h or --help
 // prints the flags and exits 0.
 //
 // Exit status: 0 when every request succeeded, 1 when some failed, 2 for

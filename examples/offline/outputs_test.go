@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
@@ -48,7 +47,7 @@ func TestJSONOutLockedAndReplacedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc benchkit.LoadDocument
+	doc := newLoadDocument()
 	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Requests) != 2 {
 		t.Errorf("results: %v, %d requests; want 2", err, len(doc.Requests))
 	}

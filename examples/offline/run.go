@@ -82,8 +82,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	seeded := false
 	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
-	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Lengths: lengths, Traffic: traffic}
-	seg, start, err := benchkit.ResolveSplit(*segment, *segments, *startAt, seeded, nil)
+	meta := benchkit.LoadMeta{RunInfo: benchkit.RunInfo{Tool: "inferbench", Engine: "openai"}, Workload: lengths, Traffic: traffic}
+	seg, start, err := cli.ResolveSplit(*segment, *segments, *startAt, seeded, nil)
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
@@ -95,7 +95,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		secret = os.Getenv(*apiKeyEnv)
 	}
 	prov := benchkit.NewProvenance(append([]string{"offline"}, args...), *noHostInfo, secret)
-	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = benchkit.RunNonce(*seed, seeded), *seed, seeded, *sharedPrefix
+	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = cli.RunNonce(*seed, seeded), *seed, seeded, *sharedPrefix
 	meta.Provenance = prov
 
 	// A tokenizer given on the command line is loaded, and the shortest
@@ -115,7 +115,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 			return cli.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (--min-input-len)", *tokenizer, lo, overhead)
 		}
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
-		if err := benchkit.HashTokenizerDir(prov, *tokenizer); err != nil {
+		if err := prov.HashTokenizerDir(*tokenizer); err != nil {
 			return cli.Usagef("--tokenizer %s: %v", *tokenizer, err)
 		}
 	}
@@ -190,7 +190,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		}
 	}
 
-	si := benchkit.ProbeServer(ctx, nil, url, cli.AuthHeader(*apiKeyEnv), 5*time.Second)
+	si := cli.ProbeServer(ctx, nil, url, cli.AuthHeader(*apiKeyEnv), 5*time.Second)
 	prov.Server = &si
 	keeper := newReplyKeeper()
 	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
@@ -211,9 +211,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if seg.Split() {
 		planned = 0 // this segment's share is the Load's to tell
 	}
-	progress := cli.NewLoadProgress(stderr, planned)
+	progress := cli.NewProgress(stderr, planned)
 	if progress != nil {
-		load.OnRow = progress.Row
+		load.Sinks = append(load.Sinks, progress)
 	}
 	progress.Start()
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
@@ -243,17 +243,13 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	for _, w := range s.Warnings {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
-	if ohi == 1 {
-		fmt.Fprintln(stdout, "note:", benchkit.TG1Note)
-		meta.Warnings = append(meta.Warnings, benchkit.TG1Note)
-	}
 	meta.Client, meta.ClientSaturated = benchkit.ClientHealths([]benchkit.LoadRun{res}, false)
 	if meta.ClientSaturated {
-		fmt.Fprintf(stdout, "CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: %s\n", benchkit.SaturationReasons(meta.Client))
+		fmt.Fprintf(stdout, "CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: %s\n", meta.Saturation())
 	}
 	if *jsonOut != "" {
 		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
-		if err := cli.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return benchkit.WriteLoadJSON(w, doc) }); err != nil {
+		if err := cli.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }); err != nil {
 			return errors.Join(runErr, err)
 		}
 	}
@@ -261,10 +257,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return runErr
 	}
 	if s.Failed > 0 {
-		return fmt.Errorf("%w: %d of %d requests", benchkit.ErrRequestsFailed, s.Failed, s.Requests)
+		return fmt.Errorf("%w: %d of %d requests", cli.ErrRequestsFailed, s.Failed, s.Requests)
 	}
 	if meta.ClientSaturated && !*allowSaturated {
-		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, benchkit.SaturationReasons(meta.Client))
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", cli.ErrClientSaturated, meta.Saturation())
 	}
 	return nil
 }

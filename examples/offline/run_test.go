@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
@@ -20,7 +19,7 @@ func TestNoFlags(t *testing.T) {
 	// No flags means no --allow-saturated: a loaded machine may skew the
 	// burst past the saturation gate (exit 3), which is not what this
 	// test is about, so that one error is accepted.
-	if err := run(context.Background(), nil, &stdout, &stderr); err != nil && !errors.Is(err, benchkit.ErrClientSaturated) {
+	if err := run(context.Background(), nil, &stdout, &stderr); err != nil && !errors.Is(err, cli.ErrClientSaturated) {
 		t.Fatalf("run() = %v; stderr:\n%s", err, stderr.String())
 	}
 	first, _, _ := strings.Cut(stderr.String(), "\n")
@@ -48,7 +47,7 @@ func TestThroughput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc benchkit.LoadDocument
+	doc := newLoadDocument()
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +59,13 @@ func TestThroughput(t *testing.T) {
 		if r.PPTokens != r.PPTarget || r.PPTarget < 40 || r.PPTarget > 90 {
 			t.Errorf("request %d: pp_tokens %d for a target of %d; want equal and within [40, 90]", r.Index, r.PPTokens, r.PPTarget)
 		}
-		if r.CompletionTokens != r.TGTarget || r.TGTarget < 5 || r.TGTarget > 20 {
-			t.Errorf("request %d: %d tokens for %d asked; want equal and within [5, 20]", r.Index, r.CompletionTokens, r.TGTarget)
+		if r.Tokens() != r.TGTarget || r.TGTarget < 5 || r.TGTarget > 20 {
+			t.Errorf("request %d: %d tokens for %d asked; want equal and within [5, 20]", r.Index, r.Tokens(), r.TGTarget)
 		}
 		if r.IntendedSendS != 0 {
 			t.Errorf("request %d intended at %g s; every request is submitted at the start", r.Index, r.IntendedSendS)
 		}
-		tokens += r.CompletionTokens
+		tokens += r.Tokens()
 		wall = math.Max(wall, r.DoneS)
 	}
 	got := *doc.Summary.OutputThroughput

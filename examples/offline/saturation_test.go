@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/internal/progtest"
 )
@@ -69,7 +68,7 @@ func TestOfflineSaturationGate(t *testing.T) {
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
-			var doc benchkit.LoadDocument
+			doc := newLoadDocument()
 			if err := json.Unmarshal(b, &doc); err != nil {
 				t.Fatal(err)
 			}

@@ -38,7 +38,7 @@ func runOffline(t *testing.T, srv *hostile.Server, args ...string) (map[string]s
 	if err != nil {
 		texts["error"] = err.Error()
 	}
-	var doc benchkit.LoadDocument
+	doc := newLoadDocument()
 	if b, rerr := os.ReadFile(out); rerr == nil {
 		texts["out.json"] = string(b)
 		if err := json.Unmarshal(b, &doc); err != nil {

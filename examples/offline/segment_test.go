@@ -32,7 +32,7 @@ func TestSegmentsMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc benchkit.LoadDocument
+		doc := newLoadDocument()
 		if err := json.Unmarshal(b, &doc); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestSegmentsMerge(t *testing.T) {
 	}
 	start := time.Now().UTC().Format(time.RFC3339)
 	var in []benchkit.SegmentFile
-	var union []benchkit.LoadRow
+	var union []benchkit.Request
 	for i := range 3 {
 		out := filepath.Join(dir, fmt.Sprintf("seg-%d.json", i))
 		args := append(append([]string{}, common...), "--segment", fmt.Sprintf("%d/3", i), "--start-at", start, "--json-out", out)
@@ -60,7 +60,7 @@ func TestSegmentsMerge(t *testing.T) {
 		b, _ := os.ReadFile(out)
 		in = append(in, benchkit.SegmentFile{Name: out, R: bytes.NewReader(b)})
 	}
-	want := map[int]benchkit.LoadRow{}
+	want := map[int]benchkit.Request{}
 	for _, r := range read(single).Requests {
 		want[r.Index] = r
 	}
@@ -78,7 +78,7 @@ func TestSegmentsMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.Summary, benchkit.SummarizeUnion(m.Requests, timing.SLO{}); got.TotalOutputTokens != want.TotalOutputTokens || *got.OutputThroughput != *want.OutputThroughput || got.Requests != 9 {
+	if got, want := m.Summary, benchkit.Summarize(m.Requests, benchkit.ByRun, timing.SLO{})[0]; got.TotalOutputTokens != want.TotalOutputTokens || *got.OutputThroughput != *want.OutputThroughput || got.Requests != 9 {
 		t.Errorf("merged summary: %d requests, %d tokens; the union's: %d tokens", got.Requests, got.TotalOutputTokens, want.TotalOutputTokens)
 	}
 }

@@ -17,8 +17,10 @@ var progressBar = regexp.MustCompile(`\r\[[# ]+\] (\d+)/(\d+)  \S+ rep \d+  fail
 
 // TestProgressOnATerminal runs the program with its defaults (three
 // phases of 2 requests) under script(1), whose pty makes stderr a
-// terminal: the bar counts 1/6 to 6/6 across the phases, never starting
-// again, and ends with an ETA of 0s. With stderr a pipe there is no bar.
+// terminal: the bar counts up to 6/6 across the phases, never starting
+// again (redraws come at most one each cli.Progress's Every, so a count
+// may be skipped), and ends with an ETA of 0s. With stderr a pipe there
+// is no bar.
 func TestProgressOnATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
@@ -27,16 +29,19 @@ func TestProgressOnATerminal(t *testing.T) {
 	dir := t.TempDir()
 	got := progtest.OnTerminal(t, bin, "--json-out", filepath.Join(dir, "out.json"))
 	ms := progressBar.FindAllSubmatch(got, -1)
-	if len(ms) != 6 {
-		t.Fatalf("%d redraws of the bar, want 6 (one per request):\n%q", len(ms), got)
+	if len(ms) == 0 || len(ms) > 6 {
+		t.Fatalf("%d redraws of the bar, want 1 to 6 (at most one per request):\n%q", len(ms), got)
 	}
+	prev := 0
 	for i, m := range ms {
-		if done, _ := strconv.Atoi(string(m[1])); done != i+1 || string(m[2]) != "6" || string(m[3]) != "0" {
-			t.Errorf("redraw %d reads %s/%s, failed %s; want %d/6, failed 0", i, m[1], m[2], m[3], i+1)
+		done, _ := strconv.Atoi(string(m[1]))
+		if done <= prev || string(m[2]) != "6" || string(m[3]) != "0" {
+			t.Errorf("redraw %d reads %s/%s, failed %s; want more than %d of 6, failed 0", i, m[1], m[2], m[3], prev)
 		}
+		prev = done
 	}
-	if eta := string(ms[5][4]); eta != "0s" {
-		t.Errorf("the last redraw's ETA is %s, want 0s", eta)
+	if last := ms[len(ms)-1]; string(last[1]) != "6" || string(last[4]) != "0s" {
+		t.Errorf("the last redraw reads %s/6, ETA %s; want 6/6 and 0s", last[1], last[4])
 	}
 
 	piped := exec.Command(bin, "--json-out", filepath.Join(dir, "piped.json"))

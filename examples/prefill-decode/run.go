@@ -328,7 +328,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
-		if err := benchkit.HashTokenizerDir(prov, c.tokenizer); err != nil {
+		if err := prov.HashTokenizerDir(c.tokenizer); err != nil {
 			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
 		}
 	}
@@ -438,32 +438,32 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	d := &disagg.Benchmark{
 		Client: client, Pair: pair, CompareBaseline: c.compareBaseline, NoProbe: c.noProbe, Settle: seconds(c.settle),
 		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
-		Runner:      benchkit.Runner{Builder: builder, Simulated: c.embedded, Logger: logger, Nonce: benchkit.RunNonce(0, false)},
+		Runner:      benchkit.Runner{Builder: builder, Simulated: c.embedded, Logger: logger, Nonce: cli.RunNonce(0, false)},
 		Logger:      logger,
 	}
 	meta := disagg.Meta{
-		Tool: "inferbench prefill-decode", Engine: "exo", BaseURL: base, Simulated: c.embedded, Preset: presetName,
-		Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"), Tokenizer: tokenizerNote,
-		Plan: plan, CompareBaseline: c.compareBaseline, Started: time.Now().UTC().Format(time.RFC3339),
-		Provenance: prov,
+		RunInfo: benchkit.RunInfo{
+			Tool: "inferbench prefill-decode", Engine: "exo", BaseURL: base, Simulated: c.embedded, Preset: presetName,
+			Tokenizer: tokenizerNote, Started: time.Now().UTC().Format(time.RFC3339),
+			Provenance: prov,
+		},
+		Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"),
+		Plan: plan, CompareBaseline: c.compareBaseline,
 	}
 	prov.Nonce = d.Runner.Nonce
 	// On a terminal, a progress bar on stderr over every phase (each
 	// measures the same plan); nothing otherwise.
-	var bar *cli.ProgressBar
-	if cli.IsTerminal(stderr) {
-		phases := 1
-		if c.compareBaseline {
-			phases = 3
-		}
-		bar = &cli.ProgressBar{W: stderr}
-		d.Runner.Observer = cli.Phases(bar, phases)
-		bar.Start()
+	phases := 1
+	if c.compareBaseline {
+		phases = 3
 	}
-	res, runErr := d.Run(ctx, plan)
+	bar := cli.NewProgress(stderr, phases*plan.Requests())
 	if bar != nil {
-		bar.Finish()
+		d.Sinks = append(d.Sinks, bar)
 	}
+	bar.Start()
+	res, runErr := d.Run(ctx, plan)
+	bar.Finish()
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	doc := disagg.NewDocument(meta, res)
 	if err := writeOutputs(c, doc, stdout, stderr); err != nil {
@@ -471,18 +471,18 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	}
 	if runErr != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted after %d requests; the link and instances of the run were removed: %w", len(res.Rows), runErr)
+			return fmt.Errorf("interrupted after %d requests; the link and instances of the run were removed: %w", len(res.Requests), runErr)
 		}
 		return runErr
 	}
 	failed := 0
-	for _, r := range res.Rows {
+	for _, r := range res.Requests {
 		if r.Failed() {
 			failed++
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%w: %d of %d; their rows say why", benchkit.ErrRequestsFailed, failed, len(res.Rows))
+		return fmt.Errorf("%w: %d of %d; their rows say why", cli.ErrRequestsFailed, failed, len(res.Requests))
 	}
 	return nil
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/disagg"
 	"github.com/inferbench/inferbench/engine/exo"
@@ -110,7 +109,7 @@ func TestNoFlags(t *testing.T) {
 		t.Fatalf("%d runs, meta %+v", len(doc.Runs), doc.Meta)
 	}
 	for _, r := range doc.Runs {
-		if r.Failed() || !r.Simulated || r.PPTokens != 4096 || r.TG != 128 || r.TTFTS == nil {
+		if r.Error != "" || !r.Simulated || r.PPTokens != 4096 || r.TG != 128 || r.TTFTS == nil {
 			t.Errorf("row %s: error %q simulated %v pp %d tg %d ttft %v", r.Phase, r.Error, r.Simulated, r.PPTokens, r.TG, r.TTFTS)
 		}
 	}
@@ -278,14 +277,14 @@ func TestFailedRequestsStillCleanUp(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
 	var stdout, stderr bytes.Buffer
 	err := runEnv(context.Background(), []string{"--tg", "8", "--json-out", out}, &stdout, &stderr, e)
-	if !errors.Is(err, benchkit.ErrRequestsFailed) || cli.ExitCode(err) != cli.ExitFailed {
+	if !errors.Is(err, cli.ErrRequestsFailed) || cli.ExitCode(err) != cli.ExitFailed {
 		t.Fatalf("err = %v, want ErrRequestsFailed (exit 1)\n%s", err, stderr.String())
 	}
 	assertClean(t, srv())
 	doc := readDoc(t, out)
 	failed := 0
 	for _, r := range doc.Runs {
-		if r.Failed() {
+		if r.Error != "" {
 			failed++
 		}
 	}

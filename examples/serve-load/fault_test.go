@@ -115,13 +115,13 @@ func waitGoroutines(t *testing.T, before int) {
 
 // readRows reads a --jsonl file written by one run: its first line must
 // be a run header and every other line must decode as a row.
-func readRows(t *testing.T, path string) []benchkit.LoadRow {
+func readRows(t *testing.T, path string) []benchkit.Request {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []benchkit.LoadRow
+	var rows []benchkit.Request
 	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
 		if _, header := benchkit.ParseRunHeader(line); header != (i == 0) {
 			t.Errorf("JSONL line %d: run header %v, want one on line 1 only", i+1, header)
@@ -129,7 +129,7 @@ func readRows(t *testing.T, path string) []benchkit.LoadRow {
 		if len(line) == 0 || i == 0 {
 			continue
 		}
-		var r benchkit.LoadRow
+		var r benchkit.Request
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Errorf("JSONL line %d does not decode: %v", i+1, err)
 		}
@@ -145,7 +145,7 @@ func readDoc(t *testing.T, path string) benchkit.LoadDocument {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc benchkit.LoadDocument
+	doc := newLoadDocument()
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("results JSON is not valid: %v", err)
 	}
@@ -204,8 +204,8 @@ func TestServeLoadFaultMatrix(t *testing.T) {
 						t.Errorf("request %d (faulted): kind %q, want %q; error %q", r.Index, r.ErrorKind, want, r.Error)
 					case faulted && want != engine.KindNone && !strings.Contains(r.Error, "engine:"):
 						t.Errorf("request %d (faulted): error message %q does not say what failed", r.Index, r.Error)
-					case !faulted && (r.Failed() || r.CompletionTokens != 4):
-						t.Errorf("request %d (healthy): %d tokens, error %s: %s", r.Index, r.CompletionTokens, r.ErrorKind, r.Error)
+					case !faulted && (r.Failed() || r.Tokens() != 4):
+						t.Errorf("request %d (healthy): %d tokens, error %s: %s", r.Index, r.Tokens(), r.ErrorKind, r.Error)
 					}
 				}
 				doc := readDoc(t, out)
@@ -219,8 +219,8 @@ func TestServeLoadFaultMatrix(t *testing.T) {
 }
 
 func sortByIndex() cmp.Option {
-	return cmp.Transformer("byIndex", func(rs []benchkit.LoadRow) map[int]benchkit.LoadRow {
-		m := map[int]benchkit.LoadRow{}
+	return cmp.Transformer("byIndex", func(rs []benchkit.Request) map[int]benchkit.Request {
+		m := map[int]benchkit.Request{}
 		for _, r := range rs {
 			m[r.Index] = r
 		}
@@ -247,7 +247,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func countKind(path string, kind engine.Kind) (lines, ofKind int) {
 	b, _ := os.ReadFile(path)
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		var r benchkit.LoadRow
+		var r benchkit.Request
 		if _, header := benchkit.ParseRunHeader(line); header || json.Unmarshal(line, &r) != nil {
 			continue
 		}

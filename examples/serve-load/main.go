@@ -44,7 +44,7 @@
 // files record where they came from (build, platform, the command line
 // with secrets redacted, nonce and seed, tokenizer and template hashes,
 // what the server says about itself); --no-host-info leaves out the host
-// name. On a terminal a progress line shows requests done, rate, errors,
+// name. On a terminal a progress bar shows requests done, failures, rate,
 // elapsed time and ETA.
 //
 // Chunk instants are the kernel's receive instants of their bytes (Linux),

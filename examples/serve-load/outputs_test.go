@@ -60,8 +60,8 @@ func TestJSONLAppendsWithRunHeader(t *testing.T) {
 		if header && (h.Program != "serve-load" || h.PID != os.Getpid() || h.Started == "") {
 			t.Errorf("line %d: header %+v", i+1, h)
 		}
-		var r benchkit.LoadRow
-		if err := json.Unmarshal([]byte(line), &r); !header && (err != nil || r.Failed() || r.CompletionTokens != 4) {
+		var r benchkit.Request
+		if err := json.Unmarshal([]byte(line), &r); !header && (err != nil || r.Failed() || r.Tokens() != 4) {
 			t.Errorf("line %d is not a whole successful row (%v): %s", i+1, err, line)
 		}
 	}

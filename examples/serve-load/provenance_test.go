@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // TestServeLoadProvenance: the results JSON's meta and the JSONL run
@@ -61,7 +62,7 @@ func TestServeLoadProvenance(t *testing.T) {
 				t.Errorf("%s: host %q, want %q", name, p.Host, wantHost)
 			case !slices.Equal(p.Command, append([]string{"serve-load"}, args...)):
 				t.Errorf("%s: command %q, want %q", name, p.Command, args)
-			case p.Nonce != benchkit.RunNonce(5, true) || p.Seed != 5 || !p.Seeded:
+			case p.Nonce != cli.RunNonce(5, true) || p.Seed != 5 || !p.Seeded:
 				t.Errorf("%s: nonce %q seed %d seeded %v, want the nonce --seed 5 draws", name, p.Nonce, p.Seed, p.Seeded)
 			case p.Server == nil:
 				t.Errorf("%s: no server information", name)

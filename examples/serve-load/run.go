@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -230,19 +229,19 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if err != nil {
 		return err
 	}
-	meta := benchkit.LoadMeta{Tool: "inferbench", Engine: "openai", Stream: o.stream, Lengths: lengths(o), Traffic: traffic(o)}
+	meta := benchkit.LoadMeta{RunInfo: benchkit.RunInfo{Tool: "inferbench", Engine: "openai"}, Stream: o.stream, Workload: lengths(o), Traffic: traffic(o)}
 	var secret string
 	if o.apiKeyEnv != "" {
 		secret = os.Getenv(o.apiKeyEnv)
 	}
 	prov := benchkit.NewProvenance(append([]string{"serve-load"}, args...), o.noHostInfo, secret)
-	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = benchkit.RunNonce(o.seed, o.seeded), o.seed, o.seeded, o.sharedPrefix
+	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = cli.RunNonce(o.seed, o.seeded), o.seed, o.seeded, o.sharedPrefix
 	meta.Provenance = prov
 	if slo != (timing.SLO{}) {
 		meta.SLO = slo.String()
 	}
 	for _, r := range rates {
-		meta.Rates = append(meta.Rates, benchkit.FormatRate(r))
+		meta.Rates = append(meta.Rates, cli.FormatRate(r))
 	}
 
 	// A tokenizer given on the command line is loaded, and the shortest
@@ -262,7 +261,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 			return cli.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (the shortest prompt the lengths allow)", o.tokenizer, lo, overhead)
 		}
 		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
-		if err := benchkit.HashTokenizerDir(prov, o.tokenizer); err != nil {
+		if err := prov.HashTokenizerDir(o.tokenizer); err != nil {
 			return cli.Usagef("--tokenizer %s: %v", o.tokenizer, err)
 		}
 	}
@@ -336,7 +335,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		}
 	}
 
-	si := benchkit.ProbeServer(ctx, nil, baseURL, cli.AuthHeader(o.apiKeyEnv), 5*time.Second)
+	si := cli.ProbeServer(ctx, nil, baseURL, cli.AuthHeader(o.apiKeyEnv), 5*time.Second)
 	prov.Server = &si
 	// The rows file is opened once the provenance is whole, for its run
 	// header; nothing has been sent yet.
@@ -373,18 +372,12 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		load.Clock = h.clock
 	}
 	if rowsOut != nil {
-		load.OnRow = rowsOut.add
+		load.Sinks = append(load.Sinks, rowsOut)
 	}
 	// On a terminal, a progress line on stderr; nothing otherwise.
-	progress := cli.NewLoadProgress(stderr, plannedRequests(o, rates))
+	progress := cli.NewProgress(stderr, plannedRequests(o, rates))
 	if progress != nil {
-		toFile := load.OnRow
-		load.OnRow = func(r benchkit.LoadRow) {
-			if toFile != nil {
-				toFile(r)
-			}
-			progress.Row(r)
-		}
+		load.Sinks = append(load.Sinks, progress)
 	}
 	progress.Start()
 	started := time.Now()
@@ -437,10 +430,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		failed += r.Summary.Failed
 	}
 	if failed > 0 && !o.findMaxRate {
-		return fmt.Errorf("%w: %d requests", benchkit.ErrRequestsFailed, failed)
+		return fmt.Errorf("%w: %d requests", cli.ErrRequestsFailed, failed)
 	}
 	if meta.ClientSaturated && !o.allowSaturated {
-		return fmt.Errorf("%w: %s (--allow-saturated to accept)", benchkit.ErrClientSaturated, benchkit.SaturationReasons(meta.Client))
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", cli.ErrClientSaturated, meta.Saturation())
 	}
 	return nil
 }
@@ -471,26 +464,21 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 // report writes the results: stdout in the chosen format, the JSON file
 // and the plot.
 func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate *benchkit.MaxRate, slo timing.SLO, stdout, stderr io.Writer) error {
-	_, longest := lengths(o).OutputRange()
-	if longest == 1 {
-		meta.Warnings = append(slices.Clip(meta.Warnings), benchkit.TG1Note)
-	}
 	doc := benchkit.NewLoadDocument(meta, runs, maxRate)
 	title := runTitle(o, meta, runs)
+	sums := make([]benchkit.Summary, len(runs))
+	for i, r := range runs {
+		sums[i] = r.Summary
+	}
 	var errs []error
 	switch o.format {
 	case "json":
-		errs = append(errs, benchkit.WriteLoadJSON(stdout, doc))
-	case "markdown":
-		errs = append(errs, benchkit.WriteLoadMarkdown(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
+		errs = append(errs, benchkit.WriteJSON(stdout, doc))
 	default:
-		errs = append(errs, benchkit.WriteLoadTable(stdout, runs, benchkit.TableOptions{Title: title, Simulated: meta.Simulated}))
-	}
-	if longest == 1 && o.format != "json" {
-		fmt.Fprintf(stdout, "\nnote: %s\n", benchkit.TG1Note)
+		errs = append(errs, benchkit.WriteTable(stdout, sums, benchkit.TableOptions{Title: title, Simulated: meta.Simulated, Markdown: o.format == "markdown"}))
 	}
 	if meta.ClientSaturated && o.format != "json" {
-		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", benchkit.SaturationReasons(meta.Client))
+		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", meta.Saturation())
 	}
 	if maxRate != nil && o.format != "json" {
 		switch {
@@ -508,16 +496,15 @@ func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate 
 		}
 	}
 	if o.jsonOut != "" {
-		errs = append(errs, writeFile(o.jsonOut, func(w io.Writer) error { return benchkit.WriteLoadJSON(w, doc) }))
+		errs = append(errs, writeFile(o.jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }))
 	}
 	if o.plotPath != "" && len(runs) > 0 {
-		var rows []benchkit.LoadRow
-		for _, r := range runs {
-			rows = append(rows, r.Requests...)
-		}
-		p, err := plot.TTFTByPromptLength(title, rows)
+		var p plot.Drawing
+		var err error
 		if len(runs) > 1 {
-			p, err = plot.LatencyByRate(title, runs, slo)
+			p, err = plot.LatencyPanels(title, plot.RatePoints(sums), slo)
+		} else {
+			p, err = plot.TTFTByPromptLength(title, runs[0].Requests)
 		}
 		if err == nil {
 			err = plot.SavePNG(o.plotPath, p)
@@ -559,19 +546,20 @@ func lockOutputs(o options) (*cli.OutputLock, error) {
 	return lock, nil
 }
 
-// jsonlFile appends each row as one line as soon as its request ends and
-// syncs it to stable storage, so a run that is interrupted, or killed,
-// keeps every row measured until then. The run's rows follow a run header
-// line, so the runs appended to one file can be told apart
-// (benchkit.ParseRunHeader). The first write error is kept and reported
-// by close; later rows are not written.
+// jsonlFile is a benchkit.Sink that appends each row as one line as soon
+// as its request ends and syncs it to stable storage, so a run that is
+// interrupted, or killed, keeps every row measured until then. The run's
+// rows follow a run header line, so the runs appended to one file can be
+// told apart (benchkit.ParseRunHeader). The first write error is kept and
+// reported by close, and does not stop the run; later rows are not
+// written.
 type jsonlFile struct {
 	f   *benchkit.JSONLFile
 	err error
 }
 
 func appendJSONL(path string, prov *benchkit.Provenance, noHost bool, seg *benchkit.SegmentHeader) (*jsonlFile, error) {
-	h := benchkit.NewRunHeader("serve-load")
+	h := cli.NewRunHeader("serve-load")
 	h.Segment = seg
 	h.Provenance = prov
 	if noHost {
@@ -584,13 +572,15 @@ func appendJSONL(path string, prov *benchkit.Provenance, noHost bool, seg *bench
 	return &jsonlFile{f: f}, nil
 }
 
-func (j *jsonlFile) add(r benchkit.LoadRow) {
+// Add writes r's line. It never fails: close reports the first error.
+func (j *jsonlFile) Add(r benchkit.Request) error {
 	if j.err != nil {
-		return
+		return nil
 	}
 	if err := j.f.Write(r); err != nil {
 		j.err = fmt.Errorf("--jsonl: %w", err)
 	}
+	return nil
 }
 
 // close closes the file once and returns the first error.

@@ -36,7 +36,7 @@ func addSplitFlags(fs *flag.FlagSet, s *splitFlags) {
 // resolve checks the split flags; severalRuns is a sweep or a rate search,
 // which segments cannot share (each later run would start on its own).
 func (s *splitFlags) resolve(seeded, severalRuns bool) error {
-	seg, start, err := benchkit.ResolveSplit(s.segment, s.segments, s.startAt, seeded, nil)
+	seg, start, err := cli.ResolveSplit(s.segment, s.segments, s.startAt, seeded, nil)
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
@@ -110,8 +110,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if *format == "json" {
 		errs = append(errs, writeMerged(stdout, m))
 	} else {
-		runs := []benchkit.LoadRun{{Summary: m.Summary}}
-		errs = append(errs, benchkit.WriteLoadTable(stdout, runs, benchkit.TableOptions{Title: fmt.Sprintf("merged: %d segments of plan %.12s", m.Segments, m.PlanHash)}))
+		errs = append(errs, benchkit.WriteTable(stdout, []benchkit.Summary{m.Summary}, benchkit.TableOptions{Title: fmt.Sprintf("merged: %d segments of plan %.12s", m.Segments, m.PlanHash)}))
 		for _, s := range m.PerSegment {
 			gate := "ok"
 			if s.Client.Saturated {
@@ -127,10 +126,10 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if m.Summary.Failed > 0 {
-		return fmt.Errorf("%w: %d requests", benchkit.ErrRequestsFailed, m.Summary.Failed)
+		return fmt.Errorf("%w: %d requests", cli.ErrRequestsFailed, m.Summary.Failed)
 	}
 	if m.Saturated && !*allowSaturated {
-		return fmt.Errorf("%w: in the union or a segment (see each segment's client); --allow-saturated keeps the figures", benchkit.ErrClientSaturated)
+		return fmt.Errorf("%w: in the union or a segment (see each segment's client); --allow-saturated keeps the figures", cli.ErrClientSaturated)
 	}
 	return nil
 }

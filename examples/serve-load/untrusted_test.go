@@ -70,11 +70,11 @@ func TestServeLoadCountsWithItsCounter(t *testing.T) {
 		t.Fatalf("%d rows, want 2", len(rows))
 	}
 	for _, r := range rows {
-		if r.Failed() || r.CompletionTokens != 6 {
-			t.Errorf("row %d: completion_tokens %d (error %q), want 6 counted by the counter", r.Index, r.CompletionTokens, r.Error)
+		if r.Failed() || r.Tokens() != 6 {
+			t.Errorf("row %d: completion_tokens %d (error %q), want 6 counted by the counter", r.Index, r.Tokens(), r.Error)
 		}
 		for _, w := range r.Warnings {
-			if strings.Contains(w, "unknown") {
+			if strings.Contains(w.Message, "unknown") {
 				t.Errorf("row %d warns %q: the counter was not handed to the client", r.Index, w)
 			}
 		}
@@ -106,8 +106,8 @@ func TestServeLoadImplausibleUsage(t *testing.T) {
 			if r.ErrorKind != string(engine.KindImplausibleUsage) || !strings.Contains(r.Error, claim) || !strings.Contains(r.Error, "20") {
 				t.Errorf("row error %q (%s), want implausible_usage naming %s and the bound", r.Error, r.ErrorKind, claim)
 			}
-			if r.TTFTS != nil || r.TPOTS != nil || len(r.ITLS) != 0 || r.CompletionTokens != 0 {
-				t.Errorf("row keeps figures: ttft %v tpot %v itl %d, completion_tokens %d", r.TTFTS, r.TPOTS, len(r.ITLS), r.CompletionTokens)
+			if r.TTFTS != nil || r.TPOTS != nil || len(r.ITLS) != 0 || r.CompletionTokens != nil {
+				t.Errorf("row keeps figures: ttft %v tpot %v itl %d, completion_tokens %v", r.TTFTS, r.TPOTS, len(r.ITLS), r.CompletionTokens)
 			}
 		})
 	}

@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine/exo"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/promptsize/hf"
+)
+
+// A Target is what a program measures and how it counts: the embedded
+// simulated engine or a server (an OpenAI-compatible one at BaseURL, or an
+// exo cluster at Host and Port), the model, the tokenizer that counts
+// prompts, and where the results come from. It is the preamble every
+// example program shares, in three steps:
+//
+//	t := &cli.Target{Program: "serve-load"}
+//	t.AddFlags(fs)           // --base-url (or --host/--port), --model, --tokenizer, …
+//	// fs.Parse(args)
+//	err := t.Check(ctx, args, shortest) // usage: nothing started, nothing sent
+//	err = t.Start(ctx, stderr)          // the engine, the model, the counter
+//	defer t.Close()
+//
+// after which Info is the results' run information (engine, address,
+// simulated, preset, model, tokenizer, provenance) and Counter counts as
+// the engine does.
+type Target struct {
+	// Program names the program in messages and the provenance.
+	Program string
+	// Exo targets an exo cluster (Host, Port; the embedded engine's exo
+	// API) instead of an OpenAI-compatible server (BaseURL; the embedded
+	// engine's vLLM-flavoured API).
+	Exo bool
+	// The flags: the server's root (empty: the embedded engine), the exo
+	// API's host and port, the model, the tokenizer directory, the
+	// environment variable holding the bearer token, the embedded
+	// engine's preset, the bound on control-plane calls, and whether to
+	// leave the host name out of the results.
+	BaseURL, Host string
+	Port          int
+	Model         string
+	Tokenizer     string
+	APIKeyEnv     string
+	Preset        string
+	Timeout       time.Duration
+	NoHostInfo    bool
+	// Sim is the embedded engine's configuration (its Preset and Counter
+	// are the Target's).
+	Sim sim.Options
+	// DefaultPreset is the preset without --sim-preset; zero: sim.Fast().
+	DefaultPreset sim.Preset
+
+	// Set by Check and Start: the run's information and provenance, the
+	// counter, the server's root URL, and the embedded engine when one
+	// runs.
+	Info    benchkit.RunInfo
+	Counter promptsize.Counter
+	URL     string
+	Server  *sim.Server
+
+	envErr error // a bad EXO_HOST or EXO_PORT, for Check
+}
+
+// AddFlags registers the target's flags on fs.
+func (t *Target) AddFlags(fs *flag.FlagSet) {
+	if t.Exo {
+		envHost, port, err := exo.AddrFromEnv()
+		if err != nil {
+			envHost, port, t.envErr = "", exo.DefaultPort, err
+		}
+		fs.StringVar(&t.Host, "host", envHost, "exo API host (env EXO_HOST); none: the embedded simulated engine")
+		fs.IntVar(&t.Port, "port", port, "exo API port (env EXO_PORT)")
+		fs.StringVar(&t.Model, "model", t.Model, "model id or short id (default: the embedded engine's model)")
+		fs.StringVar(&t.Tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json (default: the embedded engine's)")
+		fs.StringVar(&t.Preset, "preset", "", "preset of the embedded engine (without --host)")
+		fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
+		return
+	}
+	fs.StringVar(&t.BaseURL, "base-url", "", "server root, e.g. http://127.0.0.1:8000 (default: start the embedded simulated engine)")
+	fs.StringVar(&t.Model, "model", "", "model id (default: the server's first model)")
+	fs.StringVar(&t.Tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json (default: the server's /tokenize, or the embedded engine's tokenizer)")
+	fs.StringVar(&t.APIKeyEnv, "api-key-env", "", "environment variable holding the bearer token")
+	fs.StringVar(&t.Preset, "sim-preset", t.defaultPreset().Name, "preset of the embedded engine (without --base-url)")
+	fs.DurationVar(&t.Timeout, "timeout", DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
+	fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
+}
+
+func (t *Target) defaultPreset() sim.Preset {
+	if t.DefaultPreset.Name != "" {
+		return t.DefaultPreset
+	}
+	return sim.Fast()
+}
+
+// Embedded reports whether the target is the embedded engine.
+func (t *Target) Embedded() bool {
+	if t.Exo {
+		return t.Host == ""
+	}
+	return t.BaseURL == ""
+}
+
+// Secret is the bearer token the target's requests carry, "" without one:
+// for redacting it from what the program writes.
+func (t *Target) Secret() string {
+	if t.APIKeyEnv == "" {
+		return ""
+	}
+	return os.Getenv(t.APIKeyEnv)
+}
+
+// Check does what can be done before anything is started or sent, and
+// returns a *UsageError for what is wrong: the token's variable set, the
+// timeout, the preset; the provenance of the run (args is the command
+// line after the program's name); the tokenizer loaded and hashed, and the
+// shortest prompt the program will build (shortest tokens; 0 to skip)
+// checked against its chat template's overhead.
+func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
+	switch {
+	case t.envErr != nil:
+		return &UsageError{Err: t.envErr}
+	case t.APIKeyEnv != "" && os.Getenv(t.APIKeyEnv) == "":
+		return Usagef("--api-key-env %s: the variable is unset or empty", t.APIKeyEnv)
+	case t.Timeout < 0:
+		return Usagef("--timeout must not be negative, got %v", t.Timeout)
+	}
+	if t.Embedded() && t.Preset != "" {
+		if _, err := sim.PresetByName(t.Preset); err != nil {
+			return Usagef("--%s: %v", map[bool]string{true: "preset", false: "sim-preset"}[t.Exo], err)
+		}
+	}
+	prov := benchkit.NewProvenance(append([]string{t.Program}, args...), t.NoHostInfo, t.Secret())
+	t.Info = benchkit.RunInfo{Tool: "inferbench", Engine: "openai", Provenance: prov}
+	if t.Exo {
+		t.Info.Tool, t.Info.Engine = "inferbench "+t.Program, "exo"
+	}
+	if t.Tokenizer == "" {
+		return nil
+	}
+	tok, err := hf.Load(t.Tokenizer)
+	if err != nil {
+		return Usagef("--tokenizer %s: %v", t.Tokenizer, err)
+	}
+	if err := prov.HashTokenizerDir(t.Tokenizer); err != nil {
+		return Usagef("--tokenizer %s: %v", t.Tokenizer, err)
+	}
+	overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
+	if err != nil {
+		return Usagef("--tokenizer %s: %v", t.Tokenizer, err)
+	}
+	if shortest > 0 && shortest < overhead {
+		return Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (the shortest prompt asked for)", t.Tokenizer, shortest, overhead)
+	}
+	t.Counter = tok
+	t.Info.Tokenizer = "tokenizer.json and chat template in " + t.Tokenizer
+	return nil
+}
+
+// Start starts the embedded engine, or names the server, and says which on
+// stderr. For an OpenAI-compatible server it also finds the model (the
+// server's first, without --model) and, without --tokenizer, the counter
+// (the server's /tokenize), and asks the server about itself for the
+// provenance. An exo target's model is the program's to resolve (its
+// model cards). Check must have run first.
+func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
+	if t.Info.Provenance == nil {
+		return errors.New("cli: Target.Start before Check")
+	}
+	if t.Embedded() {
+		if err := t.startSim(ctx, stderr); err != nil {
+			return err
+		}
+	} else if t.Exo {
+		t.URL = "http://" + net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+	} else {
+		t.URL = t.BaseURL
+		fmt.Fprintf(stderr, "%s: measuring %s\n", t.Program, t.URL)
+	}
+	t.Info.BaseURL = t.URL
+	if t.Exo {
+		return nil
+	}
+	if t.Model == "" {
+		c, err := t.OpenAI(openai.Options{})
+		if err != nil {
+			return err
+		}
+		models, err := c.Models(ctx)
+		c.CloseIdleConnections()
+		if err != nil {
+			return fmt.Errorf("no --model given and the server's model list failed: %w", err)
+		}
+		if len(models) == 0 {
+			return fmt.Errorf("no --model given and the server lists no model")
+		}
+		t.Model = models[0].ID
+	}
+	t.Info.Model = t.Model
+	if t.Counter == nil {
+		timeout := t.Timeout
+		if timeout == 0 {
+			timeout = -1 // --timeout 0: no bound but the run's context
+		}
+		c, err := ServerCounterTimeout(ctx, t.URL, t.Model, AuthHeader(t.APIKeyEnv), timeout)
+		if err != nil {
+			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
+		}
+		t.Counter, t.Info.Tokenizer = c, "the server's /tokenize"
+	}
+	si := ProbeServer(ctx, nil, t.URL, AuthHeader(t.APIKeyEnv), 5*time.Second)
+	t.Info.Provenance.Server = &si
+	return nil
+}
+
+// startSim starts the embedded engine on loopback; it lives until Close,
+// past an interrupt, so that requests in flight can finish.
+func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
+	opts := t.Sim
+	opts.Preset = t.defaultPreset()
+	if t.Preset != "" {
+		opts.Preset, _ = sim.PresetByName(t.Preset)
+	}
+	if t.Counter != nil {
+		opts.Counter = t.Counter
+	}
+	srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", opts)
+	if err != nil {
+		return fmt.Errorf("start the embedded engine: %w", err)
+	}
+	t.Server, t.URL = srv, srv.VLLMURL
+	if t.Exo {
+		t.URL = srv.URL
+	}
+	if t.Model == "" {
+		t.Model = srv.Model()
+	}
+	if t.Counter == nil {
+		t.Counter, t.Info.Tokenizer = srv.Counter(), "the embedded engine's built-in tokenizer"
+	}
+	t.Info.Simulated, t.Info.Preset = true, opts.Preset.Name
+	flag := "--base-url"
+	if t.Exo {
+		flag = "--host"
+	}
+	fmt.Fprintf(stderr, "%s: no %s: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", t.Program, flag, t.URL, opts.Preset.Name)
+	return nil
+}
+
+// OpenAI returns a client of the target's OpenAI-compatible API with
+// opts, the target's token, timeout and counter in it (the client counts
+// generated text with the prompts' counter when a server sends no
+// per-chunk usage).
+func (t *Target) OpenAI(opts openai.Options) (*openai.Client, error) {
+	opts.APIKeyEnv, opts.Timeout = t.APIKeyEnv, t.Timeout
+	if opts.Counter == nil {
+		opts.Counter = t.Counter
+	}
+	return openai.New(t.URL, &opts)
+}
+
+// Close stops the embedded engine, if one runs.
+func (t *Target) Close() {
+	if t.Server != nil {
+		t.Server.Close()
+	}
+}
+
+// Outcome is a program's error once its results are written: runErr when
+// the run itself failed; else ErrRequestsFailed when failed of total
+// requests failed; else ErrClientSaturated with why (reasons) when the
+// client was the bottleneck and allowSaturated is false; else nil.
+// ExitCode maps it to the exit status.
+func Outcome(runErr error, failed, total int, saturated bool, reasons string, allowSaturated bool) error {
+	switch {
+	case runErr != nil:
+		return runErr
+	case failed > 0:
+		return fmt.Errorf("%w: %d of %d requests; their rows say why", ErrRequestsFailed, failed, total)
+	case saturated && !allowSaturated:
+		return fmt.Errorf("%w: %s (--allow-saturated to accept)", ErrClientSaturated, reasons)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+)
+
+func parseTarget(t *testing.T, tg *Target, args ...string) {
+	t.Helper()
+	fs := flag.NewFlagSet(tg.Program, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	tg.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTargetEmbedded: without an address the target is the embedded
+// engine, its model and its counter, labelled simulated, and said so.
+func TestTargetEmbedded(t *testing.T) {
+	for _, exoAPI := range []bool{false, true} {
+		tg := &Target{Program: "prog", Exo: exoAPI}
+		parseTarget(t, tg)
+		tg.Host = "" // EXO_HOST may be set where the tests run
+		ctx := context.Background()
+		if err := tg.Check(ctx, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		if err := tg.Start(ctx, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		if tg.Server == nil || !tg.Info.Simulated || tg.Info.Preset != sim.Fast().Name || tg.Model != tg.Server.Model() ||
+			tg.Counter == nil || tg.Info.BaseURL != tg.URL || tg.Info.Provenance == nil {
+			t.Errorf("exo %t: target %+v; want the embedded engine, its model and counter, simulated", exoAPI, tg)
+		}
+		if !strings.Contains(stderr.String(), "every figure is simulated") {
+			t.Errorf("exo %t: stderr %q does not say the figures are simulated", exoAPI, stderr.String())
+		}
+		tg.Close()
+	}
+}
+
+// TestTargetServer: against a server the target finds the model in its
+// list, counts with its /tokenize, and asks it about itself.
+func TestTargetServer(t *testing.T) {
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer srv.Close()
+	tg := &Target{Program: "prog"}
+	parseTarget(t, tg, "--base-url", srv.VLLMURL)
+	ctx := context.Background()
+	if err := tg.Check(ctx, []string{"--base-url", srv.VLLMURL}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Start(ctx, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if tg.Server != nil || tg.Info.Simulated || tg.Model != srv.Model() || tg.Info.Tokenizer != "the server's /tokenize" ||
+		tg.Info.Provenance.Server == nil || tg.Info.Provenance.Command[0] != "prog" {
+		t.Errorf("target %+v; want the server's model and /tokenize, and the provenance of prog", tg)
+	}
+	n, err := tg.Counter.Count(ctx, []promptsize.Message{{Role: "user", Content: "hello there"}})
+	if err != nil || n < 1 {
+		t.Errorf("the server's counter counted %d, %v", n, err)
+	}
+	c, err := tg.OpenAI(openaiOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	if _, err := c.Models(ctx); err != nil {
+		t.Errorf("the target's client: %v", err)
+	}
+}
+
+// TestTargetUsage: what Check refuses is a usage error, before anything
+// starts.
+func TestTargetUsage(t *testing.T) {
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"--api-key-env", "INFERBENCH_TEST_UNSET_VARIABLE"},
+		{"--timeout", "-1s"},
+		{"--sim-preset", "no-such-preset"},
+		{"--tokenizer", t.TempDir()},
+	} {
+		tg := &Target{Program: "prog"}
+		parseTarget(t, tg, args...)
+		var ue *UsageError
+		if err := tg.Check(ctx, args, 0); !errors.As(err, &ue) {
+			t.Errorf("%q: %v; want a usage error", args, err)
+		}
+		if tg.Server != nil {
+			t.Errorf("%q: the embedded engine started", args)
+		}
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		err       error
+		failed    int
+		saturated bool
+		allow     bool
+		want      int
+	}{
+		{nil, 0, false, false, ExitOK},
+		{boom, 3, true, false, ExitFailed},
+		{nil, 1, true, false, ExitFailed},
+		{nil, 0, true, false, ExitSaturated},
+		{nil, 0, true, true, ExitOK},
+		{context.Canceled, 0, false, false, ExitInterrupted},
+	} {
+		err := Outcome(c.err, c.failed, 4, c.saturated, "skew 9 ms", c.allow)
+		if got := ExitCode(err); got != c.want {
+			t.Errorf("Outcome(%v, %d failed, saturated %t, allow %t) = %v: exit %d, want %d", c.err, c.failed, c.saturated, c.allow, err, got, c.want)
+		}
+	}
+}
+
+func openaiOptions() openai.Options { return openai.Options{} }

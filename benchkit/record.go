@@ -1,0 +1,288 @@
+package benchkit
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/inferbench/inferbench/engine"
+)
+
+// A Request is one measured request: what was asked, what came back, how
+// each figure was measured, and the labels that place it in its run. Every
+// driver emits it (the Runner's cells, a Load's runs, SendBurst's burst,
+// disaggregation's phases), built by one function (NewRequest), so a
+// figure means the same whichever driver measured it. Summaries group
+// Requests (Summarize); results files are views of them: its own JSON is a
+// load test's "requests" row, ExoRun is exo's "runs" row, and WriteCSV,
+// WriteBenchfmt and the tables read them.
+//
+// Durations are in seconds; offsets are from the run's start instant (a
+// burst's release). Figures a request does not have (TTFT of an
+// unstreamed request, TPOT of a one-token reply, a server count the server
+// did not send, the energy of a run without a power source) are null,
+// never 0. So are the figures of a request whose server reported an
+// implausible count or rate (error kind implausible_usage): stats,
+// completion tokens, TPOT, the generation rate and the gaps, which all
+// rest on the server's counts; the error names the number and its bound.
+type Request struct {
+	// Labels place the request: its run and rate, placement, burst,
+	// repeat, phase, session and turn.
+	Labels
+	// Index is the request's place in its run's schedule or burst (the
+	// dispatch order), from 0.
+	Index int `json:"index"`
+	// ResponseID is the server's id of the response.
+	ResponseID string `json:"response_id"`
+	// PPTarget is the prompt length asked for; PPTokens the client's
+	// verified count of the whole templated prompt sent (promptsize);
+	// ServerPromptTokens the server's count (usage.prompt_tokens, else
+	// the server stats' prompt_tokens).
+	PPTarget           int  `json:"pp_target"`
+	PPTokens           int  `json:"pp_tokens"`
+	ServerPromptTokens *int `json:"server_prompt_tokens"`
+	// TGTarget is the generation length asked for (max_tokens);
+	// CompletionTokens what came back: the server's usage, else the
+	// streamed chunks' tokens, else the server stats' generation_tokens.
+	TGTarget         int  `json:"tg_target"`
+	CompletionTokens *int `json:"completion_tokens"`
+	// IntendedSendS is when the schedule meant the request to go,
+	// SendOffsetS when its bytes began to go out (the engine's send
+	// instant, after any dial), DoneS when its response ended.
+	IntendedSendS float64 `json:"intended_send_s"`
+	SendOffsetS   float64 `json:"send_offset_s"`
+	DoneS         float64 `json:"done_s"`
+	// ConnectS is how long the request waited for a new connection (DNS,
+	// dial, TLS: engine.Result.Connect) before its send instant; null
+	// when it went out on a connection already open or the engine cannot
+	// tell. The wait is part of the schedule lag, not of TTFTS or E2ES.
+	ConnectS *float64 `json:"connect_s"`
+	// TTFTS, TPOTS and E2ES are the client's time to first token, time
+	// per output token after the first, (E2E − TTFT)/(n − 1), and
+	// end-to-end latency (timing.Trace's formulas), from the send
+	// instant.
+	TTFTS *float64 `json:"ttft_s"`
+	TPOTS *float64 `json:"tpot_s"`
+	E2ES  *float64 `json:"e2e_s"`
+	// TTFTFirstChunkS is the time to the server's first chunk when that
+	// chunk marks the first token before its text (a role chunk:
+	// timing.Trace.FirstChunk); null when the server wrote nothing before
+	// the text.
+	TTFTFirstChunkS *float64 `json:"ttft_first_chunk_s"`
+	// SharedInstants counts the chunks that share their instant with the
+	// next one (timing.Trace.SharedInstants): the gap after each, zero in
+	// ITLS, is unknown. FirstShared says the first content chunk shared
+	// its read with the next content chunk: TTFTS is then an upper bound.
+	SharedInstants int  `json:"shared_instants"`
+	FirstShared    bool `json:"first_chunk_shared,omitempty"`
+	// ITLS are the per-token gaps (a chunk of k tokens arriving g after
+	// the previous one gives k gaps of g/k) and ICLS the per-chunk gaps;
+	// null for unstreamed requests.
+	ITLS []float64 `json:"itl_s"`
+	ICLS []float64 `json:"icl_s"`
+	// GenerationTPS is (n − 1) / (t_last − t_first) on the client's clock,
+	// from streamed chunk arrivals.
+	GenerationTPS *float64 `json:"client_generation_tps,omitempty"`
+	// Stream says whether the response was streamed; FinishReason is the
+	// server's.
+	Stream       bool   `json:"stream"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Simulated marks requests measured against the embedded engine.
+	Simulated bool `json:"simulated,omitempty"`
+	// Warnings are quality notes, each with a stable code.
+	Warnings []Warning `json:"warnings,omitempty"`
+	// ErrorKind is engine.KindOf of the error; Error its message, "" for
+	// a request that succeeded.
+	ErrorKind string `json:"error_kind,omitempty"`
+	Error     string `json:"error"`
+	// Stats are the server's own figures (exo's generation_stats), null
+	// when it reported none or reported implausible numbers; PowerUsage
+	// its power_usage block (exo), null when absent.
+	Stats      *engine.ServerStats `json:"stats"`
+	PowerUsage *engine.PowerUsage  `json:"power_usage"`
+	// Energy is the client's integral of sampled power over the request's
+	// window (or its burst's, shared by the burst's requests); null
+	// without a power source. EnergyWindowShort is set when that window
+	// is shorter than ShortWindowFactor sample intervals.
+	Energy            *Energy `json:"energy"`
+	EnergyWindowShort bool    `json:"energy_window_short,omitempty"`
+	// Model is the model id the request named, ModelShortID a short name
+	// for it; Preview the start of the generated text (64 characters).
+	Model        string `json:"model,omitempty"`
+	ModelShortID string `json:"model_short_id,omitempty"`
+	Preview      string `json:"output_text_preview,omitempty"`
+	// DispatchSkewS is the dispatch skew of the request's burst (the
+	// largest send offset less the smallest); ConcurrentIndex its place in
+	// the order the burst's requests completed (exo's concurrent_index),
+	// set in bursts of more than one.
+	DispatchSkewS   float64 `json:"dispatch_skew_s,omitempty"`
+	ConcurrentIndex *int    `json:"concurrent_index,omitempty"`
+	// PlanFields name the plan, the segment and the shared timeline.
+	PlanFields
+}
+
+// Failed reports whether the request failed.
+func (r Request) Failed() bool { return r.Error != "" }
+
+// Tokens is the completion tokens, 0 when they are null.
+func (r Request) Tokens() int {
+	if r.CompletionTokens == nil {
+		return 0
+	}
+	return *r.CompletionTokens
+}
+
+// Cell is the request's (pp, tg, concurrency) cell: its targets and its
+// burst's size.
+func (r Request) Cell() Cell {
+	return Cell{PP: r.PPTarget, TG: r.TGTarget, Concurrency: r.Concurrency}
+}
+
+// Labels place a request in what was measured. A driver sets those it
+// has; the others stay zero and are left out of the JSON.
+type Labels struct {
+	// Run numbers the run in a sweep or search (from 0); Rate is its
+	// offered rate (null when infinite or a burst).
+	Run  int      `json:"run"`
+	Rate *float64 `json:"rate"`
+	// Placement is the instance the request ran on (exo).
+	Placement Placement `json:"placement,omitzero"`
+	// Concurrency is the size of the request's burst; Repeat the repeat
+	// of its cell, from 0.
+	Concurrency int `json:"concurrency,omitempty"`
+	Repeat      int `json:"repeat,omitempty"`
+	// Phase names the phase of a benchmark of several (disaggregation).
+	Phase string `json:"phase,omitempty"`
+	// Session and Turn place a request in a multi-turn session.
+	Session string `json:"session,omitempty"`
+	Turn    int    `json:"turn,omitempty"`
+}
+
+// Placement describes the instance a request ran on (exo's sharding,
+// instance kind and node count).
+type Placement struct {
+	Sharding     string `json:"sharding,omitempty"`
+	InstanceMeta string `json:"instance_meta,omitempty"`
+	Nodes        int    `json:"nodes,omitempty"`
+	InstanceID   string `json:"instance_id,omitempty"`
+	// DownloadDurationS is how long the model's download took, when the
+	// run downloaded it.
+	DownloadDurationS *float64 `json:"download_duration_s,omitempty"`
+}
+
+// A Warning is a quality note on a request: a stable Code to act on and a
+// Message for people. Nothing matches a warning by its message.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (w Warning) String() string { return w.Message }
+
+// Warning codes of a Request.
+const (
+	// WarnPromptMismatch: the server counted the prompt differently from
+	// the client (its tokenizer or chat template is not the engine's).
+	WarnPromptMismatch = "prompt_mismatch"
+	// WarnShortGeneration: fewer tokens came back than were asked for.
+	WarnShortGeneration = "short_generation"
+	// WarnTrace: the stream's timing broke its invariants and no client
+	// figure could be computed from it.
+	WarnTrace = "trace"
+	// WarnEngine: the adapter's own note (engine.Result.Warnings).
+	WarnEngine = "engine"
+	// WarnPrompt: the prompt builder's note (promptsize.Prompt.Warnings).
+	WarnPrompt = "prompt"
+	// WarnClientCounted: the completion tokens were counted by the client
+	// in the reply's text, the server having sent no count.
+	WarnClientCounted = "client_counted"
+)
+
+// HasWarning reports whether the request carries a warning with code.
+func (r Request) HasWarning(code string) bool {
+	for _, w := range r.Warnings {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Quantiles summarise a sample, in its unit (seconds for latencies): mean
+// and percentiles by timing.Percentile (linear interpolation, numpy's
+// default, as vLLM reports them). Undefined figures (no sample) are null.
+type Quantiles struct {
+	N    int      `json:"n"`
+	Mean *float64 `json:"mean"`
+	P50  *float64 `json:"p50"`
+	P90  *float64 `json:"p90"`
+	P99  *float64 `json:"p99"`
+	Max  *float64 `json:"max"`
+}
+
+// Energy is the client-side energy of a request's window, from sampled
+// power integrated with the trapezoid rule over exactly [start, end] (edge
+// values interpolated; package energy documents the method and its error
+// bound).
+type Energy struct {
+	// WindowS is the length of the integrated window in seconds.
+	WindowS float64 `json:"window_s"`
+	// Joules is the energy over the window, summed over nodes, less the
+	// idle baseline when one was subtracted.
+	Joules float64 `json:"joules"`
+	// AvgWatts is Joules / WindowS.
+	AvgWatts float64 `json:"avg_watts"`
+	// PrefillJoules and GenerationJoules split Joules at the first
+	// generated token; null when the split instant is unknown.
+	PrefillJoules    *float64 `json:"prefill_joules"`
+	GenerationJoules *float64 `json:"generation_joules"`
+	// JPerPromptToken is the prefill energy / prompt tokens, null without
+	// a split. JPerGeneratedToken is the generation energy / generated
+	// tokens with a split, the whole energy / generated tokens without.
+	JPerPromptToken    *float64 `json:"j_per_prompt_token"`
+	JPerGeneratedToken *float64 `json:"j_per_generated_token"`
+	// Shared is true when the window is a whole burst's, shared by all
+	// its requests: add it once per burst, not once per request.
+	Shared bool `json:"shared,omitempty"`
+	// BaselineW is the idle power subtracted, 0 if none.
+	BaselineW float64 `json:"baseline_w,omitempty"`
+	// ErrorBoundJ bounds the integration error that follows from the
+	// sampling interval; null when nothing bounds it (a single sample).
+	ErrorBoundJ *float64 `json:"error_bound_j"`
+	// Source says where the figure comes from: "client", the client's
+	// integral of the power it sampled (the server's own figure, exo's
+	// power_usage, is the request's PowerUsage).
+	Source string `json:"source,omitempty"`
+	// SampleIntervalS is the time resolution of the samples integrated:
+	// the longer of the polling interval and the span each sample is a
+	// mean over.
+	SampleIntervalS float64 `json:"sample_interval_s,omitempty"`
+}
+
+// previewRunes is how much of the generated text a Request keeps.
+const previewRunes = 64
+
+// String formats the placement as "<sharding>-<instance kind>-<nodes>n" in
+// lower case with exo's "Mlx" prefix dropped: "pipeline-ring-2n",
+// "tensor-jaccl-4n". It is the value of the placement= key of benchfmt
+// names and the label of table lines and plot series; requests of
+// different placements are never summarised together. A placement with no
+// sharding, kind or nodes formats as "".
+func (p Placement) String() string {
+	if p.Sharding == "" && p.InstanceMeta == "" && p.Nodes == 0 {
+		return ""
+	}
+	part := func(s string) string {
+		s = strings.ToLower(strings.TrimPrefix(s, "Mlx"))
+		s = strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' {
+				return r
+			}
+			return '_'
+		}, s)
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	return part(p.Sharding) + "-" + part(p.InstanceMeta) + "-" + strconv.Itoa(p.Nodes) + "n"
+}
