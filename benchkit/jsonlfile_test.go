@@ -26,7 +26,7 @@ func TestAppendJSONL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := j.Write(rows[i]); err != nil {
+		if err := j.Add(rows[i]); err != nil {
 			t.Fatal(err)
 		}
 		if err := j.Close(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/timing"
@@ -120,4 +121,74 @@ func (l *Load) FindMaxRate(ctx context.Context, w Workload, traffic Traffic, slo
 		return mr, runs, err
 	}
 	return mr, runs, err
+}
+
+// A LoadPlan is what Load.Document measures: a workload sent on a traffic,
+// at one rate, over a sweep of rates, or in a search for the highest rate
+// that meets an SLO.
+type LoadPlan struct {
+	Workload Workload
+	Traffic  Traffic
+	// Rates are the offered rates: none runs Traffic as it is (its Rate,
+	// or its burst), one runs that rate, several sweep them (Sweep).
+	Rates []float64
+	// SLO is the objectives each run's goodput is judged against.
+	SLO timing.SLO
+	// Search, when set, searches the highest rate at which at least
+	// Attainment of the requests (0: DefaultSLOAttainment) meet SLO
+	// (FindMaxRate), in place of Rates.
+	Search     *concurrency.SearchOptions
+	Attainment float64
+}
+
+// Document measures p and returns the results document a load test
+// writes (serve-load's --json-out), its meta completed from p and the run:
+// the workload, traffic, rates and objectives, the start and end, whether
+// ctx ended it, and each run's client health with the verdict on
+// saturation. The document holds what was measured even when the error is
+// not nil; an error wrapping ErrBadLoad means nothing was sent.
+func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDocument, error) {
+	meta.Workload, meta.Traffic = p.Workload, p.Traffic
+	if p.SLO != (timing.SLO{}) {
+		meta.SLO = p.SLO.String()
+	}
+	for _, r := range p.Rates {
+		meta.Rates = append(meta.Rates, formatRate(r))
+	}
+	meta.Started = time.Now().UTC().Format(time.RFC3339)
+	var runs []LoadRun
+	var maxRate *MaxRate
+	var err error
+	switch {
+	case p.Search != nil:
+		var mr MaxRate
+		mr, runs, err = l.FindMaxRate(ctx, p.Workload, p.Traffic, p.SLO, p.Attainment, p.Search)
+		if err == nil || errors.Is(err, concurrency.ErrProbeLimit) || errors.Is(err, concurrency.ErrNoPassingRate) {
+			maxRate = &mr
+		}
+	case len(p.Rates) > 1:
+		runs, err = l.Sweep(ctx, p.Workload, p.Traffic, p.Rates, p.SLO)
+	default:
+		t := p.Traffic
+		if len(p.Rates) == 1 {
+			t.Rate = p.Rates[0]
+		}
+		var r LoadRun
+		r, err = l.Run(ctx, p.Workload, t, p.SLO)
+		if len(r.Requests) > 0 {
+			runs = []LoadRun{r}
+		}
+	}
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	meta.Interrupted = ctx.Err() != nil
+	meta.Client, meta.ClientSaturated = ClientHealths(runs, p.Traffic.MaxConcurrency > 0)
+	return NewLoadDocument(meta, runs, maxRate), err
+}
+
+// AllRuns returns the document's runs, whichever way it lays them out.
+func (d LoadDocument) AllRuns() []LoadRun {
+	if d.Summary != nil {
+		return []LoadRun{{Summary: *d.Summary, Requests: d.Requests}}
+	}
+	return d.Runs
 }

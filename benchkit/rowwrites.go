@@ -6,12 +6,12 @@ import (
 )
 
 // rowWrites is held for reading while a row is written and synced (by a
-// JSONLSink or a JSONLFile) and for writing by HoldRowWrites, so that a
+// JSONLSink) and for writing by HoldRowWrites, so that a
 // program exiting at once never ends in the middle of a line.
 var rowWrites sync.RWMutex
 
 // HoldRowWrites waits, for at most d, until no row is being written by a
-// JSONLSink or a JSONLFile, and keeps rows from being written until
+// JSONLSink, and keeps rows from being written until
 // release is called: a program that must exit at once (a second
 // interrupt) calls it first, so that it never ends in the middle of a
 // line.

@@ -85,6 +85,11 @@ func (s *JSONLSink) Add(r Request) error {
 	if s.Exo {
 		v = r.Exo()
 	}
+	return s.write(v)
+}
+
+// write writes v as one line, and syncs it when it can.
+func (s *JSONLSink) write(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("benchkit: encode row: %w", err)
@@ -215,25 +220,17 @@ func ParseRunHeader(line []byte) (RunHeader, bool) {
 	return *h.RunHeader, true
 }
 
-// A JSONLFile is a results file of one JSON value per line, each written
-// and synced to stable storage as it comes, so that a run that is
-// interrupted, or killed, keeps every line written until then. It is safe
-// for concurrent use.
-type JSONLFile struct {
-	mu sync.Mutex
-	f  *os.File
-}
-
 // AppendJSONL opens the file at path for appending, creating it if need
-// be, and writes h as the run's first line. When the file's last line was
-// cut (a run killed mid-write), a newline is written first, so that the
-// cut line stays a line of its own and the header stays whole.
-func AppendJSONL(path string, h RunHeader) (*JSONLFile, error) {
+// be, writes h as the run's first line, and returns a sink of the run's
+// requests (their own JSON) to the file, each line synced to stable
+// storage as it comes. When the file's last line was cut (a run killed
+// mid-write), a newline is written first, so that the cut line stays a
+// line of its own and the header stays whole. Close the sink at the end.
+func AppendJSONL(path string, h RunHeader) (*JSONLSink, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	j := &JSONLFile{f: f}
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
 		last := make([]byte, 1)
 		if _, err := f.ReadAt(last, st.Size()-1); err != nil {
@@ -247,39 +244,21 @@ func AppendJSONL(path string, h RunHeader) (*JSONLFile, error) {
 			}
 		}
 	}
-	if err := j.Write(runHeaderLine{RunHeader: &h}); err != nil {
+	s := NewJSONLSink(f)
+	if err := s.write(runHeaderLine{RunHeader: &h}); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return j, nil
+	return s, nil
 }
 
-// Name returns the file's path.
-func (j *JSONLFile) Name() string { return j.f.Name() }
-
-// Write writes v as one line and syncs it.
-func (j *JSONLFile) Write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("benchkit: encode a JSONL line: %w", err)
-	}
-	b = append(b, '\n')
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	rowWrites.RLock()
-	defer rowWrites.RUnlock()
-	if _, err := j.f.Write(b); err != nil {
-		return fmt.Errorf("benchkit: write %s: %w", j.f.Name(), err)
-	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("benchkit: sync %s: %w", j.f.Name(), err)
+// Close closes the sink's writer when it is an io.Closer (AppendJSONL's
+// file).
+func (s *JSONLSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.W.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
-}
-
-// Close closes the file.
-func (j *JSONLFile) Close() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.f.Close()
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/hostile"
+	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -128,3 +131,54 @@ func TestOutcome(t *testing.T) {
 }
 
 func openaiOptions() openai.Options { return openai.Options{} }
+
+const targetKey = "sk-target/9f2c+Zé😀x"
+
+// TestTargetTokenizeCarriesTheKey: without --tokenizer the server's
+// /tokenize counts, with the bearer token of --api-key-env; its 401 that
+// echoes the token, fully escaped, fails Start without the token in the
+// error or on stderr, and nothing else is asked.
+func TestTargetTokenizeCarriesTheKey(t *testing.T) {
+	t.Setenv("INFERBENCH_TEST_TARGET_KEY", targetKey)
+	srv := hostile.New(t, hostile.EchoAuth(http.StatusUnauthorized, hostile.EscapeAll))
+	tg := &Target{Program: "prog"}
+	args := []string{"--base-url", srv.URL, "--model", "m", "--api-key-env", "INFERBENCH_TEST_TARGET_KEY"}
+	parseTarget(t, tg, args...)
+	ctx := context.Background()
+	if err := tg.Check(ctx, args, 0); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	err := tg.Start(ctx, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "/tokenize") || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("Start = %v, want the /tokenize 401", err)
+	}
+	for what, text := range map[string]string{"error": err.Error(), "stderr": stderr.String()} {
+		if hostile.Leaks(text, targetKey) || httpsafe.Contains(text, targetKey) {
+			t.Errorf("%s holds the key: %s", what, text)
+		}
+	}
+	if rs := srv.Requests(); len(rs) != 1 || rs[0].Path != "/tokenize" || rs[0].Header.Get("Authorization") != "Bearer "+targetKey {
+		t.Errorf("requests %+v, want one /tokenize with the token", rs)
+	}
+	if c := tg.Info.Provenance.Command; strings.Contains(strings.Join(c, " "), targetKey) {
+		t.Errorf("the provenance's command line holds the key: %q", c)
+	}
+}
+
+// TestTargetDefaultTimeout: without --timeout, requests and control-plane
+// calls are bounded by DefaultRequestTimeout, and the help says so.
+func TestTargetDefaultTimeout(t *testing.T) {
+	tg := &Target{Program: "prog"}
+	fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+	var help strings.Builder
+	fs.SetOutput(&help)
+	tg.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil || tg.Timeout != DefaultRequestTimeout {
+		t.Errorf("timeout %v (%v), want %v", tg.Timeout, err, DefaultRequestTimeout)
+	}
+	fs.PrintDefaults()
+	if !strings.Contains(help.String(), "-timeout duration") || !strings.Contains(help.String(), "(default "+DefaultRequestTimeout.String()+")") {
+		t.Errorf("the help does not give --timeout and its default:\n%s", help.String())
+	}
+}

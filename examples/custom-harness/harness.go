@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
@@ -40,21 +39,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, w := range q.Warnings { // the server counted the prompt differently, a broken trace, …
 			fmt.Fprintf(stderr, "custom-harness: request %d: warning: %s\n", i, w.Message)
 		}
-		if q.Failed() || q.HasWarning(benchkit.WarnTrace) {
+		if q.Failed() || q.TTFTS == nil || q.TPOTS == nil || q.GenerationTPS == nil {
 			fmt.Fprintf(stdout, "request %d failed: %s\n", i, cmp.Or(q.Error, "no usable trace"))
 			continue
-		}
-		m := q.Metrics()
-		fmt.Fprintf(stdout, "request %d: TTFT %v, TPOT %v, %.0f tok/s (simulated)\n", i, m.TTFT.Round(time.Microsecond), m.TPOT.Round(time.Microsecond), m.GenerationTPS)
+		} // a request is one record, as every driver writes it: its figures in seconds
+		fmt.Fprintf(stdout, "request %d: TTFT %.3f ms, TPOT %.3f ms, %.0f tok/s (simulated)\n", i, *q.TTFTS*1e3, *q.TPOTS*1e3, *q.GenerationTPS)
 	}
 	fmt.Fprintf(stdout, "burst of %d: Σ tokens / wall %.0f tok/s, exo's max×N %.0f tok/s, skew %v, prewarmed %t (simulated)\n", n, br.Stats.ThroughputTPS, br.Stats.ExoAggregateTPS, br.Skew.Max, br.Prewarmed)
 	for _, w := range br.Warnings {
 		fmt.Fprintln(stderr, "custom-harness: warning:", w)
 	}
 	rep, merr := energy.Measure(energy.Run{Window: br.Window(), GeneratedTokens: br.Stats.TotalTokens}, rec.Power(), nil)
-	if err = errors.Join(err, merr); err == nil && br.Stats.Failed > 0 {
-		err = fmt.Errorf("%w: %d of %d", cli.ErrRequestsFailed, br.Stats.Failed, n)
-	}
+	err = cli.Outcome(errors.Join(err, merr), br.Stats.Failed, n, false, "", false)
 	fmt.Fprintf(stdout, "energy: %.3f J on %d nodes, %.5f J/token (simulated)\n", rep.Total.Joules, len(rep.Nodes), rep.Total.Joules/float64(br.Stats.TotalTokens))
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -14,9 +13,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
-	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
-	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -34,10 +31,8 @@ type hooks struct {
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) error {
 	fs := flag.NewFlagSet("offline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	baseURL := fs.String("base-url", "", "OpenAI-compatible server root (default: start the embedded simulated engine)")
-	model := fs.String("model", "", "model id (default: the server's first model)")
-	tokenizer := fs.String("tokenizer", "", "directory with the model's tokenizer.json (default: the server's /tokenize, or the embedded engine's tokenizer)")
-	apiKeyEnv := fs.String("api-key-env", "", "environment variable holding the bearer token")
+	tg := &cli.Target{Program: "offline"}
+	tg.AddFlags(fs)
 	numSeqs := fs.Int("num-seqs", 64, "number of requests, all submitted at once")
 	minIn := fs.Int("min-input-len", 100, "shortest prompt, in tokens of the whole chat request")
 	maxIn := fs.Int("max-input-len", 512, "longest prompt")
@@ -46,11 +41,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	seed := fs.Uint64("seed", 0, "seed of the lengths and, when given, of the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
 	sharedPrefix := fs.Int("shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none)")
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
-	noHostInfo := fs.Bool("no-host-info", false, "leave the host name out of the results file")
 	allowSaturated := fs.Bool("allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	gcPercent := cli.GCPercent(cli.DefaultGCPercent)
 	fs.Var(&gcPercent, "gc-percent", cli.GCPercentUsage)
-	timeout := fs.Duration("timeout", cli.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on the model-list and /tokenize calls (0: none)")
 	segment := fs.String("segment", "", "send only segment i/N of the plan: request k when k mod N = i (needs --seed; docs/DISTRIBUTED.md)")
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	startAt := fs.String("start-at", "", "release the requests at this RFC 3339 wall time, shared by every segment")
@@ -70,55 +63,29 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if *numSeqs < 1 {
 		return cli.Usagef("--num-seqs must be at least 1, got %d", *numSeqs)
 	}
-	if *apiKeyEnv != "" && os.Getenv(*apiKeyEnv) == "" {
-		return cli.Usagef("--api-key-env %s: the variable is unset or empty", *apiKeyEnv)
-	}
-	if *timeout < 0 {
-		return cli.Usagef("--timeout must not be negative, got %v", *timeout)
-	}
 	if *sharedPrefix < 0 {
 		return cli.Usagef("--shared-prefix must not be negative, got %d", *sharedPrefix)
 	}
 	seeded := false
 	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
-	meta := benchkit.LoadMeta{RunInfo: benchkit.RunInfo{Tool: "inferbench", Engine: "openai"}, Workload: lengths, Traffic: traffic}
 	seg, start, err := cli.ResolveSplit(*segment, *segments, *startAt, seeded, nil)
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
-	if seg.Split() || !start.IsZero() {
-		meta.Segment = benchkit.NewSegmentHeader(seg, start, traffic)
-	}
-	var secret string
-	if *apiKeyEnv != "" {
-		secret = os.Getenv(*apiKeyEnv)
-	}
-	prov := benchkit.NewProvenance(append([]string{"offline"}, args...), *noHostInfo, secret)
-	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = cli.RunNonce(*seed, seeded), *seed, seeded, *sharedPrefix
-	meta.Provenance = prov
-
 	// A tokenizer given on the command line is loaded, and the shortest
 	// prompt checked against its chat template's overhead, before anything
 	// is started or sent.
-	var counter promptsize.Counter
-	if *tokenizer != "" {
-		tok, err := hf.Load(*tokenizer)
-		if err != nil {
-			return cli.Usagef("--tokenizer %s: %v", *tokenizer, err)
-		}
-		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
-		if err != nil {
-			return cli.Usagef("--tokenizer %s: %v", *tokenizer, err)
-		}
-		if lo, _ := lengths.InputRange(); lo < overhead {
-			return cli.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (--min-input-len)", *tokenizer, lo, overhead)
-		}
-		counter, meta.Tokenizer = tok, "tokenizer.json in "+*tokenizer
-		if err := prov.HashTokenizerDir(*tokenizer); err != nil {
-			return cli.Usagef("--tokenizer %s: %v", *tokenizer, err)
-		}
+	shortest, _ := lengths.InputRange()
+	if err := tg.Check(ctx, args, shortest); err != nil {
+		return err
 	}
+	meta := benchkit.LoadMeta{Workload: lengths, Traffic: traffic}
+	if seg.Split() || !start.IsZero() {
+		meta.Segment = benchkit.NewSegmentHeader(seg, start, traffic)
+	}
+	prov := tg.Info.Provenance
+	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = cli.RunNonce(*seed, seeded), *seed, seeded, *sharedPrefix
 
 	// --json-out is this run's until it ends: a second run given it is
 	// refused (exit 2), and the previous results go now, so that a run
@@ -137,64 +104,20 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		}
 	}
 
-	url := *baseURL
-	if url == "" {
-		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", sim.Options{Preset: sim.Fast()})
-		if err != nil {
-			return fmt.Errorf("start the embedded engine: %w", err)
-		}
-		defer srv.Close()
-		url = srv.VLLMURL
-		if *model == "" {
-			*model = srv.Model()
-		}
-		meta.Simulated, meta.Preset = true, srv.Preset().Name
-		if counter == nil {
-			counter, meta.Tokenizer = srv.Counter(), "the embedded engine's built-in tokenizer"
-		}
-		fmt.Fprintf(stderr, "offline: no --base-url: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", url, srv.Preset())
-	} else {
-		fmt.Fprintf(stderr, "offline: measuring %s\n", url)
+	if err := tg.Start(ctx, stderr); err != nil {
+		return err
 	}
-	meta.BaseURL = url
-	// The client counts the generated text with the same counter as the
-	// prompts when the server sends no per-chunk usage.
-	clientOpts := openai.Options{APIKeyEnv: *apiKeyEnv, MaxBurst: max(*numSeqs, openai.DefaultMaxBurst), Counter: counter, Timeout: *timeout}
-	client, err := openai.New(url, &clientOpts)
+	defer tg.Close()
+	client, err := tg.OpenAI(openai.Options{MaxBurst: max(*numSeqs, openai.DefaultMaxBurst)})
 	if err != nil {
 		return err
 	}
-	defer func() { client.CloseIdleConnections() }()
-	if *model == "" {
-		ms, err := client.Models(ctx)
-		if err != nil || len(ms) == 0 {
-			return fmt.Errorf("no --model given and the server's model list gave none (err: %v)", err)
-		}
-		*model = ms[0].ID
-	}
-	meta.Model = *model
-	if counter == nil {
-		counterTimeout := *timeout
-		if counterTimeout == 0 {
-			counterTimeout = -1 // --timeout 0: no bound but the run's context
-		}
-		c, err := cli.ServerCounterTimeout(ctx, url, *model, cli.AuthHeader(*apiKeyEnv), counterTimeout)
-		if err != nil {
-			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR", err)
-		}
-		counter, meta.Tokenizer = c, "the server's /tokenize"
-		client.CloseIdleConnections()
-		clientOpts.Counter = counter
-		if client, err = openai.New(url, &clientOpts); err != nil {
-			return err
-		}
-	}
-
-	si := cli.ProbeServer(ctx, nil, url, cli.AuthHeader(*apiKeyEnv), 5*time.Second)
-	prov.Server = &si
+	defer client.CloseIdleConnections()
+	meta.RunInfo = tg.Info
+	counter, model := tg.Counter, tg.Model
 	keeper := newReplyKeeper()
-	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: *model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
-		Grace: 10 * time.Second, RequestTimeout: *timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
+	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
+		Grace: 10 * time.Second, RequestTimeout: tg.Timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
 		GCPercent: int(gcPercent)}
 	if seg.Split() || !start.IsZero() {
 		fmt.Fprintf(stderr, "offline: segment %s of the plan, shared start %s\n", seg, meta.Segment.StartAt)
@@ -234,7 +157,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	ilo, ihi := lengths.InputRange()
 	olo, ohi := lengths.OutputRange()
-	fmt.Fprintf(stdout, "%d requests at once, input %d–%d and output %d–%d tokens, model %s%s\n", *numSeqs, ilo, ihi, olo, ohi, *model, label)
+	fmt.Fprintf(stdout, "%d requests at once, input %d–%d and output %d–%d tokens, model %s%s\n", *numSeqs, ilo, ihi, olo, ohi, model, label)
 	fmt.Fprintf(stdout, "Total: %d output tokens (%d input) in %.3f s\n", s.TotalOutputTokens, s.TotalInputTokens, s.DurationS)
 	if s.OutputThroughput != nil {
 		fmt.Fprintf(stdout, "Output throughput: %.1f tok/s%s\n", *s.OutputThroughput, label)
@@ -253,14 +176,5 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 			return errors.Join(runErr, err)
 		}
 	}
-	if runErr != nil {
-		return runErr
-	}
-	if s.Failed > 0 {
-		return fmt.Errorf("%w: %d of %d requests", cli.ErrRequestsFailed, s.Failed, s.Requests)
-	}
-	if meta.ClientSaturated && !*allowSaturated {
-		return fmt.Errorf("%w: %s (--allow-saturated to accept)", cli.ErrClientSaturated, meta.Saturation())
-	}
-	return nil
+	return cli.Outcome(runErr, s.Failed, s.Requests, meta.ClientSaturated, meta.Saturation(), *allowSaturated)
 }

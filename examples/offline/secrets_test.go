@@ -77,27 +77,6 @@ func TestEscapedKeyNeverLeaks(t *testing.T) {
 	}
 }
 
-// TestTokenizeCarriesTheKey: without --tokenizer, offline asks the
-// server's /tokenize with the --api-key-env token, and the 401 that echoes
-// it leaves it in neither the error nor stderr.
-func TestTokenizeCarriesTheKey(t *testing.T) {
-	t.Setenv("INFERBENCH_TEST_OFFLINE_KEY", offlineKey)
-	srv := hostile.New(t, hostile.EchoAuth(http.StatusUnauthorized, hostile.EscapeAll))
-	texts, _, err := runOffline(t, srv, "--model", "m", "--api-key-env", "INFERBENCH_TEST_OFFLINE_KEY")
-	if err == nil || !strings.Contains(err.Error(), "/tokenize") || !strings.Contains(err.Error(), "401") {
-		t.Fatalf("run = %v, want the /tokenize 401", err)
-	}
-	for what, text := range texts {
-		if leaks(text) {
-			t.Errorf("%s holds the key: %s", what, text)
-		}
-	}
-	rs := srv.Requests()
-	if len(rs) != 1 || rs[0].Path != "/tokenize" || rs[0].Header.Get("Authorization") != "Bearer "+offlineKey {
-		t.Errorf("requests %+v, want one /tokenize with the token", rs)
-	}
-}
-
 // TestEveryWaitBounded: an endless stream and a server that never sends
 // its headers are failed requests of kind timeout after --timeout; a
 // redirect is a status row naming it, with nothing sent to its target.
@@ -125,17 +104,5 @@ func TestEveryWaitBounded(t *testing.T) {
 	}
 	if n := other.Count(); n != 0 {
 		t.Errorf("%d requests reached the redirect's target", n)
-	}
-}
-
-// TestDefaultTimeout: the help (exit 0) gives --timeout's default,
-// cli.DefaultRequestTimeout.
-func TestDefaultTimeout(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"-h"}, &stdout, &stderr); cli.ExitCode(err) != cli.ExitOK {
-		t.Fatalf("-h: %v, want exit 0", err)
-	}
-	if !strings.Contains(stderr.String(), "-timeout duration") || !strings.Contains(stderr.String(), "(default "+cli.DefaultRequestTimeout.String()+")") {
-		t.Errorf("the help does not give --timeout and its default:\n%s", stderr.String())
 	}
 }

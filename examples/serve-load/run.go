@@ -17,14 +17,12 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
-	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
-	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/timing"
 )
 
 type options struct {
-	baseURL, model, tokenizer, apiKeyEnv, simPreset string
+	target                                          cli.Target
 	pp, tg, inputLen, outputLen                     int
 	rangeRatio                                      float64
 	numRequests                                     int
@@ -36,13 +34,13 @@ type options struct {
 	seeded                                          bool
 	sharedPrefix                                    int
 	gcPercent                                       cli.GCPercent
-	stream, noHostInfo, allowSaturated              bool
+	stream, allowSaturated                          bool
 	sloTTFT, sloTPOT, sloITL, sloE2E                float64
 	attainment                                      float64
 	findMaxRate                                     bool
 	searchStart, searchMax, searchFactor, searchTol float64
 	jsonOut, jsonl, format, plotPath                string
-	timeout, grace                                  time.Duration
+	grace                                           time.Duration
 	split                                           splitFlags
 }
 
@@ -52,11 +50,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	var o options
 	fs := flag.NewFlagSet("serve-load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.baseURL, "base-url", "", "server root, e.g. http://127.0.0.1:8000 (default: start the embedded simulated engine)")
-	fs.StringVar(&o.model, "model", "", "model id (default: the server's first model)")
-	fs.StringVar(&o.tokenizer, "tokenizer", "", "directory with tokenizer.json and tokenizer_config.json to count prompts (default: the server's /tokenize, or the embedded engine's tokenizer)")
-	fs.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the bearer token")
-	fs.StringVar(&o.simPreset, "sim-preset", sim.Fast().Name, "preset of the embedded engine (without --base-url)")
+	o.target.Program = "serve-load"
+	o.target.AddFlags(fs)
 	fs.IntVar(&o.pp, "pp", 0, "fixed prompt length in tokens (same as --input-len with --range-ratio 0)")
 	fs.IntVar(&o.tg, "tg", 0, "fixed generation length in tokens (same as --output-len with --range-ratio 0)")
 	fs.IntVar(&o.inputLen, "input-len", 256, "mean prompt length in tokens, chat template included")
@@ -87,9 +82,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
-	fs.DurationVar(&o.timeout, "timeout", cli.DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
-	fs.BoolVar(&o.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	addSplitFlags(fs, &o.split)
 	var slo timing.SLO
@@ -152,15 +145,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, cli.Usagef("--slo-attainment must be in (0, 1], got %g", o.attainment)
 	case !o.stream && slo.TTFT+slo.TPOT+slo.ITL > 0:
 		return o, nil, slo, cli.Usagef("TTFT, TPOT and ITL objectives need --stream")
-	case o.timeout < 0 || o.grace < 0:
+	case o.target.Timeout < 0 || o.grace < 0:
 		return o, nil, slo, cli.Usagef("--timeout and --grace must not be negative")
-	case o.apiKeyEnv != "" && os.Getenv(o.apiKeyEnv) == "":
-		return o, nil, slo, cli.Usagef("--api-key-env %s: the variable is unset or empty", o.apiKeyEnv)
-	}
-	if o.baseURL == "" {
-		if _, err := sim.PresetByName(o.simPreset); err != nil {
-			return o, nil, slo, cli.Usagef("--sim-preset: %v", err)
-		}
 	}
 	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate); err != nil {
 		return o, nil, slo, err
@@ -229,42 +215,17 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if err != nil {
 		return err
 	}
-	meta := benchkit.LoadMeta{RunInfo: benchkit.RunInfo{Tool: "inferbench", Engine: "openai"}, Stream: o.stream, Workload: lengths(o), Traffic: traffic(o)}
-	var secret string
-	if o.apiKeyEnv != "" {
-		secret = os.Getenv(o.apiKeyEnv)
+	// The target's checks (the token's variable, the preset, a tokenizer
+	// and the shortest prompt against its chat template's overhead) come
+	// before anything is started or sent.
+	tg := &o.target
+	shortest, _ := lengths(o).InputRange()
+	if err := tg.Check(ctx, args, shortest); err != nil {
+		return err
 	}
-	prov := benchkit.NewProvenance(append([]string{"serve-load"}, args...), o.noHostInfo, secret)
+	prov := tg.Info.Provenance
 	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = cli.RunNonce(o.seed, o.seeded), o.seed, o.seeded, o.sharedPrefix
-	meta.Provenance = prov
-	if slo != (timing.SLO{}) {
-		meta.SLO = slo.String()
-	}
-	for _, r := range rates {
-		meta.Rates = append(meta.Rates, cli.FormatRate(r))
-	}
-
-	// A tokenizer given on the command line is loaded, and the shortest
-	// prompt checked against its chat template's overhead, before anything
-	// is started or sent.
-	var counter promptsize.Counter
-	if o.tokenizer != "" {
-		tok, err := hf.Load(o.tokenizer)
-		if err != nil {
-			return cli.Usagef("--tokenizer %s: %v", o.tokenizer, err)
-		}
-		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
-		if err != nil {
-			return cli.Usagef("--tokenizer %s: %v", o.tokenizer, err)
-		}
-		if lo, _ := lengths(o).InputRange(); lo < overhead {
-			return cli.Usagef("--tokenizer %s: pp=%d is below the chat template's overhead of %d tokens (the shortest prompt the lengths allow)", o.tokenizer, lo, overhead)
-		}
-		counter, meta.Tokenizer = tok, "tokenizer.json in "+o.tokenizer
-		if err := prov.HashTokenizerDir(o.tokenizer); err != nil {
-			return cli.Usagef("--tokenizer %s: %v", o.tokenizer, err)
-		}
-	}
+	meta := benchkit.LoadMeta{Stream: o.stream}
 
 	// The results files are this run's until it ends: a second run given
 	// the same paths is refused (exit 2). The previous results JSON goes
@@ -275,73 +236,24 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	defer lock.Release()
 
-	// The target: the given server, or the embedded engine. The embedded
-	// one lives until the end of run, past an interrupt, so requests in
-	// flight can finish.
-	baseURL := o.baseURL
-	if baseURL == "" {
-		preset, _ := sim.PresetByName(o.simPreset)
-		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", sim.Options{Preset: preset})
-		if err != nil {
-			return fmt.Errorf("start the embedded engine: %w", err)
-		}
-		defer srv.Close()
-		baseURL = srv.VLLMURL
-		if o.model == "" {
-			o.model = srv.Model()
-		}
-		meta.Simulated, meta.Preset = true, preset.Name
-		if counter == nil {
-			counter, meta.Tokenizer = srv.Counter(), "the embedded engine's built-in tokenizer"
-		}
-		fmt.Fprintf(stderr, "serve-load: no --base-url: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", baseURL, preset)
-	} else {
-		fmt.Fprintf(stderr, "serve-load: measuring %s\n", baseURL)
+	// The target: the given server, or the embedded engine, which lives
+	// until the end of run, past an interrupt, so requests in flight can
+	// finish.
+	if err := tg.Start(ctx, stderr); err != nil {
+		return err
 	}
-	meta.BaseURL = baseURL
-	// The client counts the generated text with the same counter as the
-	// prompts when the server sends no per-chunk usage.
-	clientOpts := openai.Options{APIKeyEnv: o.apiKeyEnv, Timeout: o.timeout, Counter: counter}
-	client, err := openai.New(baseURL, &clientOpts)
+	defer tg.Close()
+	client, err := tg.OpenAI(openai.Options{})
 	if err != nil {
 		return err
 	}
-	defer func() { client.CloseIdleConnections() }()
-	if o.model == "" {
-		models, err := client.Models(ctx)
-		if err != nil {
-			return fmt.Errorf("no --model given and the server's model list failed: %w", err)
-		}
-		if len(models) == 0 {
-			return fmt.Errorf("no --model given and the server lists no model")
-		}
-		o.model = models[0].ID
-	}
-	meta.Model = o.model
-	if counter == nil {
-		timeout := o.timeout
-		if timeout == 0 {
-			timeout = -1 // --timeout 0: no bound but the run's context
-		}
-		c, err := cli.ServerCounterTimeout(ctx, baseURL, o.model, cli.AuthHeader(o.apiKeyEnv), timeout)
-		if err != nil {
-			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
-		}
-		counter, meta.Tokenizer = c, "the server's /tokenize"
-		client.CloseIdleConnections()
-		clientOpts.Counter = counter
-		if client, err = openai.New(baseURL, &clientOpts); err != nil {
-			return err
-		}
-	}
-
-	si := cli.ProbeServer(ctx, nil, baseURL, cli.AuthHeader(o.apiKeyEnv), 5*time.Second)
-	prov.Server = &si
+	defer client.CloseIdleConnections()
+	meta.RunInfo = tg.Info
 	// The rows file is opened once the provenance is whole, for its run
 	// header; nothing has been sent yet.
 	var rowsOut *jsonlFile
 	if o.jsonl != "" {
-		if rowsOut, err = appendJSONL(o.jsonl, prov, o.noHostInfo, o.split.header(traffic(o), rates)); err != nil {
+		if rowsOut, err = appendJSONL(o.jsonl, prov, tg.NoHostInfo, o.split.header(traffic(o), rates)); err != nil {
 			return &cli.UsageError{Err: err}
 		}
 		defer rowsOut.close()
@@ -349,10 +261,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 
 	load := &benchkit.Load{
 		Engine:         client,
-		Model:          o.model,
-		Builder:        &promptsize.Builder{Counter: counter},
+		Model:          tg.Model,
+		Builder:        &promptsize.Builder{Counter: tg.Counter},
 		Stream:         o.stream,
-		RequestTimeout: o.timeout,
+		RequestTimeout: tg.Timeout,
 		Grace:          o.grace,
 		Simulated:      meta.Simulated,
 		Nonce:          prov.Nonce,
@@ -380,62 +292,30 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		load.Sinks = append(load.Sinks, progress)
 	}
 	progress.Start()
-	started := time.Now()
-	meta.Started = started.UTC().Format(time.RFC3339)
-	var runs []benchkit.LoadRun
-	var maxRate *benchkit.MaxRate
-	var runErr error
-	switch {
-	case o.findMaxRate:
-		mr, rs, err := load.FindMaxRate(ctx, lengths(o), traffic(o), slo, o.attainment,
-			&concurrency.SearchOptions{Start: o.searchStart, Max: o.searchMax, Factor: o.searchFactor, Tolerance: o.searchTol})
-		runs, runErr = rs, err
-		if err == nil || errors.Is(err, concurrency.ErrProbeLimit) || errors.Is(err, concurrency.ErrNoPassingRate) {
-			maxRate = &mr
-		}
-	case o.burst > 0 || len(rates) == 1:
-		t := traffic(o)
-		if len(rates) == 1 {
-			t.Rate = rates[0]
-		}
-		r, err := load.Run(ctx, lengths(o), t, slo)
-		runErr = err
-		if len(r.Requests) > 0 {
-			runs = []benchkit.LoadRun{r}
-		}
-	default:
-		runs, runErr = load.Sweep(ctx, lengths(o), traffic(o), rates, slo)
+	plan := benchkit.LoadPlan{Workload: lengths(o), Traffic: traffic(o), Rates: rates, SLO: slo, Attainment: o.attainment}
+	if o.findMaxRate {
+		plan.Search = &concurrency.SearchOptions{Start: o.searchStart, Max: o.searchMax, Factor: o.searchFactor, Tolerance: o.searchTol}
 	}
+	doc, runErr := load.Document(ctx, meta, plan)
 	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
 		return runErr
 	}
-	meta.Finished = time.Now().UTC().Format(time.RFC3339)
-	meta.Interrupted = ctx.Err() != nil
-	// Each run's summary holds its client's health, measured by Load.Run
-	// (schedule and dispatch lag, CPU over the run's wall time).
-	meta.Client, meta.ClientSaturated = benchkit.ClientHealths(runs, o.maxConcurrency > 0)
-	err = report(o, meta, runs, maxRate, slo, stdout, stderr)
+	err = report(o, doc, slo, stdout, stderr)
 	if rowsOut != nil {
 		err = errors.Join(err, rowsOut.close())
 	}
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
-	if runErr != nil {
-		return runErr
+	failed, total := 0, 0
+	for _, r := range doc.AllRuns() {
+		failed, total = failed+r.Summary.Failed, total+r.Summary.Requests
 	}
-	failed := 0
-	for _, r := range runs {
-		failed += r.Summary.Failed
+	if o.findMaxRate {
+		failed = 0 // a search probes past the rates that fail
 	}
-	if failed > 0 && !o.findMaxRate {
-		return fmt.Errorf("%w: %d requests", cli.ErrRequestsFailed, failed)
-	}
-	if meta.ClientSaturated && !o.allowSaturated {
-		return fmt.Errorf("%w: %s (--allow-saturated to accept)", cli.ErrClientSaturated, meta.Saturation())
-	}
-	return nil
+	return cli.Outcome(runErr, failed, total, doc.Meta.ClientSaturated, doc.Meta.Saturation(), o.allowSaturated)
 }
 
 // runTitle is the title of the table and the plot: the model and the
@@ -463,8 +343,8 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 
 // report writes the results: stdout in the chosen format, the JSON file
 // and the plot.
-func report(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun, maxRate *benchkit.MaxRate, slo timing.SLO, stdout, stderr io.Writer) error {
-	doc := benchkit.NewLoadDocument(meta, runs, maxRate)
+func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr io.Writer) error {
+	meta, runs, maxRate := doc.Meta, doc.AllRuns(), doc.MaxRate
 	title := runTitle(o, meta, runs)
 	sums := make([]benchkit.Summary, len(runs))
 	for i, r := range runs {
@@ -554,7 +434,7 @@ func lockOutputs(o options) (*cli.OutputLock, error) {
 // reported by close, and does not stop the run; later rows are not
 // written.
 type jsonlFile struct {
-	f   *benchkit.JSONLFile
+	f   *benchkit.JSONLSink
 	err error
 }
 
@@ -577,7 +457,7 @@ func (j *jsonlFile) Add(r benchkit.Request) error {
 	if j.err != nil {
 		return nil
 	}
-	if err := j.f.Write(r); err != nil {
+	if err := j.f.Add(r); err != nil {
 		j.err = fmt.Errorf("--jsonl: %w", err)
 	}
 	return nil

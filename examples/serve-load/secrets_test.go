@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,29 +100,6 @@ func TestEscapedKeyNeverLeaks(t *testing.T) {
 	}
 }
 
-// TestTokenizeCarriesTheKey: without --tokenizer the server's /tokenize
-// counts, with the bearer token; its 401 echoing the token fully escaped
-// ends the run without the token in the error or on stderr.
-func TestTokenizeCarriesTheKey(t *testing.T) {
-	t.Setenv("INFERBENCH_TEST_ESCAPED_KEY", escapedKey)
-	srv := hostile.New(t, hostile.EchoAuth(http.StatusUnauthorized, hostile.EscapeAll))
-	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"--base-url", srv.URL, "--model", "m", "--api-key-env", "INFERBENCH_TEST_ESCAPED_KEY",
-		"--pp", "40", "--tg", "4", "--num-requests", "1"}, &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "/tokenize") || !strings.Contains(err.Error(), "401") {
-		t.Fatalf("run = %v, want the /tokenize 401", err)
-	}
-	for what, text := range map[string]string{"error": err.Error(), "stdout": stdout.String(), "stderr": stderr.String()} {
-		if leaks(text) {
-			t.Errorf("%s holds the key: %s", what, text)
-		}
-	}
-	rs := srv.Requests()
-	if len(rs) != 1 || rs[0].Path != "/tokenize" || rs[0].Header.Get("Authorization") != "Bearer "+escapedKey {
-		t.Errorf("requests %+v, want one /tokenize with the token", rs)
-	}
-}
-
 // TestRedirectIsARow: a redirect on the chat endpoint is never followed:
 // each request is a row of kind status naming the redirect and its
 // target, and nothing reaches the target.
@@ -161,22 +137,6 @@ func TestEveryWaitBounded(t *testing.T) {
 				t.Errorf("row kind %q (%s), want timeout", r.ErrorKind, r.Error)
 			}
 		})
-	}
-}
-
-// TestDefaultTimeout: without --timeout a request is bounded by
-// cli.DefaultRequestTimeout, and the help says so.
-func TestDefaultTimeout(t *testing.T) {
-	o, _, _, err := parse(nil, &bytes.Buffer{})
-	if err != nil || o.timeout != cli.DefaultRequestTimeout {
-		t.Errorf("timeout %v (%v), want %v", o.timeout, err, cli.DefaultRequestTimeout)
-	}
-	var help bytes.Buffer
-	if _, _, _, err := parse([]string{"-h"}, &help); err == nil || !strings.Contains(err.Error(), flag.ErrHelp.Error()) {
-		t.Fatalf("-h: %v", err)
-	}
-	if !strings.Contains(help.String(), "(default "+cli.DefaultRequestTimeout.String()+")") {
-		t.Errorf("the help does not give the default timeout:\n%s", help.String())
 	}
 }
 
