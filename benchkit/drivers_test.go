@@ -27,7 +27,7 @@ func (f fixedEngine) Complete(ctx context.Context, req engine.Request) (engine.R
 
 // TestEveryDriverRecordsTheSameRequest feeds one engine result to every
 // driver — the Runner (the exo sweep's and disaggregation's), a Load's
-// burst and open loop, SendPrompts — and checks that each records the
+// burst, open loop and closed loop, SendPrompts — and checks that each records the
 // same request: the same figures by the same rules (completion tokens,
 // the server's prompt count, TTFT anchors, per-token gaps, the
 // implausible-usage guard, energy and server stats fields, warnings with
@@ -93,7 +93,8 @@ func TestEveryDriverRecordsTheSameRequest(t *testing.T) {
 			}
 			got["runner"] = rep.Requests[0]
 
-			for name, tr := range map[string]Traffic{"load burst": {Burst: 1}, "load open loop": {Rate: 1000, NumRequests: 1}} {
+			for name, tr := range map[string]Traffic{"load burst": {Burst: 1}, "load open loop": {Rate: 1000, NumRequests: 1},
+				"load closed loop": {Users: 1, NumRequests: 1}} {
 				l := &Load{Engine: e, Model: "m", Builder: b, Stream: true, NoSalt: true}
 				run, err := l.Run(ctx, Lengths{Input: pp, Output: tg}, tr, timing.SLO{})
 				if err != nil || len(run.Requests) != 1 {

@@ -193,6 +193,14 @@ type Traffic struct {
 	// MaxConcurrency caps the requests in flight (0: no cap). A request
 	// that finds the cap reached leaves late; its lag shows by how much.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// Users, when positive, sends a closed loop instead: Users virtual
+	// users, each sending its next request only after its previous one
+	// returned and Think passed (concurrency.ClosedLoop), NumRequests in
+	// all. The load then adapts to the server: it measures capacity at a
+	// concurrency, not latency at an offered rate, so it has no rate and
+	// no saturation gate.
+	Users int           `json:"users,omitempty"`
+	Think time.Duration `json:"think_ns,omitempty"`
 	// Seed seeds the arrival schedule; the same seed and rate give the
 	// same schedule, and schedules at different rates are the same draws
 	// scaled by 1/Rate.
@@ -210,7 +218,13 @@ func (t Traffic) Validate() error {
 		return fmt.Errorf("%w: duration must not be negative, got %s", ErrBadLoad, t.Duration)
 	case t.MaxConcurrency < 0:
 		return fmt.Errorf("%w: max concurrency must not be negative, got %d", ErrBadLoad, t.MaxConcurrency)
-	case t.Burst > 0:
+	case t.Users < 0 || t.Think < 0:
+		return fmt.Errorf("%w: users and think time must not be negative, got %d and %s", ErrBadLoad, t.Users, t.Think)
+	case t.Users > 0 && t.Burst > 0:
+		return fmt.Errorf("%w: a closed loop of %d users is not a burst; give one of them", ErrBadLoad, t.Users)
+	case t.Users > 0 && t.NumRequests == 0:
+		return fmt.Errorf("%w: a closed loop needs a number of requests", ErrBadLoad)
+	case t.Burst > 0 || t.Users > 0:
 		return nil
 	case math.IsNaN(t.Rate) || t.Rate <= 0:
 		return fmt.Errorf("%w: rate must be a positive number of requests per second or inf, got %g", ErrBadLoad, t.Rate)
@@ -244,6 +258,9 @@ func (t Traffic) Schedule() []time.Duration {
 	if t.Burst > 0 {
 		return make([]time.Duration, t.Burst)
 	}
+	if t.Users > 0 {
+		return make([]time.Duration, t.NumRequests) // each user's turn, when the previous reply comes
+	}
 	if math.IsInf(t.Rate, 1) {
 		return make([]time.Duration, t.NumRequests)
 	}
@@ -257,6 +274,10 @@ func (t Traffic) String() string {
 	switch {
 	case t.Burst > 0:
 		return fmt.Sprintf("burst(n=%d)", t.Burst)
+	case t.Users > 0 && t.Think > 0:
+		return fmt.Sprintf("closed(users=%d, think=%s)", t.Users, t.Think)
+	case t.Users > 0:
+		return fmt.Sprintf("closed(users=%d)", t.Users)
 	case math.IsInf(t.Rate, 1):
 		return "all at once"
 	case t.Burstiness == 0 || t.Burstiness == 1:
@@ -414,7 +435,9 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	ls.RequestRate = r.rate
 	ls.Scheduled = len(r.own)
 	ls.PeakInFlight = sum.PeakInFlight
-	ls.Client = loadHealth(rows, lags, r.traffic.MaxConcurrency > 0, cpu0, cpuOK, time.Since(wall0))
+	// A capped open loop's lag, and a closed loop's, are the server's: no
+	// gate.
+	ls.Client = loadHealth(rows, lags, r.traffic.MaxConcurrency > 0 || r.traffic.Users > 0, cpu0, cpuOK, time.Since(wall0))
 	ls.Client.setGC(gc0, readGC())
 	for _, w := range sum.Warnings {
 		ls.DriverWarnings = append(ls.DriverWarnings, w.Error())
@@ -492,7 +515,7 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	r.fields = l.planFields(runIdx, w, traffic, n)
 	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
 	r.traffic = traffic
-	if traffic.Burst == 0 && !math.IsInf(traffic.Rate, 1) {
+	if traffic.Burst == 0 && traffic.Users == 0 && !math.IsInf(traffic.Rate, 1) {
 		rate := traffic.Rate
 		r.rate = &rate
 	}
@@ -501,7 +524,10 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	// request of the first wave dials inside its measurement.
 	if pw, ok := l.Engine.(engine.Prewarmer); ok {
 		warm := len(r.own)
-		if traffic.Burst == 0 && traffic.MaxConcurrency > 0 {
+		switch {
+		case traffic.Users > 0:
+			warm = min(len(r.own), traffic.Users)
+		case traffic.Burst == 0 && traffic.MaxConcurrency > 0:
 			warm = min(len(r.own), traffic.MaxConcurrency)
 		}
 		if err := pw.Prewarm(ctx, warm); err != nil {
@@ -542,6 +568,10 @@ func (r *loadRun) start(ctx, reqCtx context.Context) *concurrency.Run[engine.Res
 	}
 	if r.traffic.Burst > 0 {
 		return concurrency.StartBurst(ctx, len(r.own), send, &concurrency.BurstOptions{Clock: l.Clock, Logger: l.Logger, OnStart: onStart})
+	}
+	if r.traffic.Users > 0 {
+		return concurrency.StartClosedLoop(ctx, concurrency.ClosedLoop{Users: r.traffic.Users, Think: r.traffic.Think,
+			Count: len(r.own), Clock: l.Clock, Logger: l.Logger}, send)
 	}
 	offs := make([]time.Duration, len(r.own))
 	for j, i := range r.own {

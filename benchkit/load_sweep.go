@@ -26,8 +26,8 @@ func formatRate(r float64) string {
 // numbered from 0 in their rows. It stops at the first run that returns
 // an error (a bad load, or ctx ending) and returns the runs so far.
 func (l *Load) Sweep(ctx context.Context, w Workload, traffic Traffic, rates []float64, slo timing.SLO) ([]LoadRun, error) {
-	if traffic.Burst > 0 {
-		return nil, fmt.Errorf("%w: a burst has no rate to sweep", ErrBadLoad)
+	if traffic.Burst > 0 || traffic.Users > 0 {
+		return nil, fmt.Errorf("%w: a burst or a closed loop has no rate to sweep", ErrBadLoad)
 	}
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("%w: no rates to sweep", ErrBadLoad)
@@ -86,8 +86,8 @@ func (l *Load) FindMaxRate(ctx context.Context, w Workload, traffic Traffic, slo
 	if slo == (timing.SLO{}) {
 		return MaxRate{}, nil, fmt.Errorf("%w: finding the highest rate needs at least one SLO objective (TTFT, TPOT, ITL or E2E)", ErrBadLoad)
 	}
-	if traffic.Burst > 0 {
-		return MaxRate{}, nil, fmt.Errorf("%w: a burst has no rate to search", ErrBadLoad)
+	if traffic.Burst > 0 || traffic.Users > 0 {
+		return MaxRate{}, nil, fmt.Errorf("%w: a burst or a closed loop has no rate to search", ErrBadLoad)
 	}
 	if attainment == 0 {
 		attainment = DefaultSLOAttainment

@@ -1,12 +1,14 @@
 package benchkit
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -145,5 +147,41 @@ func TestSummarizeByRun(t *testing.T) {
 	}
 	if len(s.Warnings) != 3 {
 		t.Errorf("warnings %q; want the failure, the prompt mismatch and the short generation", s.Warnings)
+	}
+}
+
+// TestLoadClosedLoop: a closed loop of two users sends its six requests
+// two at a time at most, each a Request like any driver's, with no rate
+// and no saturation gate; it refuses what makes no sense for it.
+func TestLoadClosedLoop(t *testing.T) {
+	fe := &fakeEngine{}
+	l := &Load{Engine: fe, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true}
+	tr := Traffic{Users: 2, NumRequests: 6, Think: time.Millisecond}
+	run, err := l.Run(context.Background(), Lengths{Input: 20, Output: 3}, tr, timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := run.Summary
+	if len(run.Requests) != 6 || s.Completed != 6 || s.PeakInFlight > 2 || s.PeakInFlight < 1 || s.RequestRate != nil ||
+		s.Traffic != "closed(users=2, think=1ms)" || s.Client == nil || !s.Client.Capped || s.Client.Saturated {
+		t.Errorf("closed loop: %d requests, summary %+v", len(run.Requests), s)
+	}
+	seen := map[int]bool{}
+	for _, r := range run.Requests {
+		seen[r.Index] = true
+		if r.Tokens() != 3 || r.TTFTS == nil || r.Rate != nil {
+			t.Errorf("request %d: %+v", r.Index, r)
+		}
+	}
+	if len(seen) != 6 {
+		t.Errorf("indices %v, want 0…5 once each", seen)
+	}
+	for _, bad := range []Traffic{{Users: 2}, {Users: 2, Burst: 2, NumRequests: 2}, {Users: -1, NumRequests: 2}} {
+		if _, err := l.Run(context.Background(), Lengths{Input: 20, Output: 3}, bad, timing.SLO{}); !errors.Is(err, ErrBadLoad) {
+			t.Errorf("%+v: %v, want ErrBadLoad", bad, err)
+		}
+	}
+	if _, err := l.Sweep(context.Background(), Lengths{Input: 20, Output: 3}, tr, []float64{1, 2}, timing.SLO{}); !errors.Is(err, ErrBadLoad) {
+		t.Errorf("a swept closed loop: %v, want ErrBadLoad", err)
 	}
 }

@@ -221,6 +221,8 @@ func (l *Load) checkSegment(n int, traffic Traffic) error {
 		return nil
 	}
 	switch {
+	case traffic.Users > 0:
+		return fmt.Errorf("%w: a closed loop cannot be split in segments: each user waits for its own replies", ErrBadLoad)
 	case !l.NoSalt && l.Nonce == "":
 		return fmt.Errorf("%w: segment %s needs the run nonce every segment shares (Load.Nonce, drawn from the seed); a random one would give each segment other prompts", ErrBadLoad, seg)
 	case n <= seg.Index:

@@ -1,8 +1,10 @@
 // Command serve-load measures an OpenAI-compatible server (vLLM, SGLang,
 // llama.cpp, …) under online load: requests arrive on an open-loop
 // schedule (Poisson, or gamma with a burstiness factor) or as one
-// barrier-synchronised burst, every prompt exact to the token, and each
-// request's TTFT, TPOT, ITL and E2E are recorded beside the schedule. A
+// barrier-synchronised burst (or, with --users N, as a closed loop of N
+// users each waiting for its previous reply), every prompt exact to the
+// token, and each request's TTFT, TPOT, ITL and E2E are recorded beside
+// the schedule. A
 // comma list of rates runs a sweep; --find-max-rate searches the highest
 // rate that meets the SLOs.
 //

@@ -29,7 +29,8 @@ type options struct {
 	duration                                        time.Duration
 	rate                                            string
 	burstiness                                      float64
-	maxConcurrency, burst                           int
+	maxConcurrency, burst, users                    int
+	think                                           time.Duration
 	seed                                            uint64
 	seeded                                          bool
 	sharedPrefix                                    int
@@ -63,6 +64,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps: 1 is Poisson, <1 burstier, >1 more regular")
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
 	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
+	fs.IntVar(&o.users, "users", 0, "send a closed loop of N users instead, each sending its next request when its previous reply ends (--num-requests in all)")
+	fs.DurationVar(&o.think, "think", 0, "with --users: each user's pause between a reply and its next request")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths, the arrival schedule and, when given, the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
 	o.gcPercent = cli.DefaultGCPercent
 	fs.Var(&o.gcPercent, "gc-percent", cli.GCPercentUsage)
@@ -129,6 +132,10 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, cli.Usagef("--format must be table, markdown or json, got %q", o.format)
 	case o.burst > 0 && (len(rates) > 1 || set["rate"] || o.findMaxRate):
 		return o, nil, slo, cli.Usagef("--burst sends one burst; it takes no --rate and no --find-max-rate")
+	case o.users > 0 && (o.burst > 0 || set["rate"] || o.findMaxRate || o.duration > 0):
+		return o, nil, slo, cli.Usagef("--users runs a closed loop of --num-requests; it takes no --burst, --rate, --duration or --find-max-rate")
+	case o.users < 0 || o.think < 0 || (o.think > 0 && o.users == 0):
+		return o, nil, slo, cli.Usagef("--think needs --users, and neither may be negative")
 	case o.findMaxRate && len(rates) > 1:
 		return o, nil, slo, cli.Usagef("--find-max-rate searches the rate itself; drop the --rate list")
 	case o.findMaxRate && slo == (timing.SLO{}):
@@ -174,7 +181,7 @@ func lengths(o options) benchkit.Lengths {
 
 func traffic(o options) benchkit.Traffic {
 	return benchkit.Traffic{Burstiness: o.burstiness, Burst: o.burst, NumRequests: o.numRequests,
-		Duration: o.duration, MaxConcurrency: o.maxConcurrency, Seed: o.seed}
+		Duration: o.duration, MaxConcurrency: o.maxConcurrency, Users: o.users, Think: o.think, Seed: o.seed}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -327,7 +334,7 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 	switch {
 	case o.findMaxRate:
 		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
-	case len(runs) == 1 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0:
+	case len(runs) == 1 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0:
 		traffic = "rate inf: all at once"
 	case len(runs) == 1:
 		traffic = runs[0].Summary.Traffic

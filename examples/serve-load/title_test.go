@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
 // TestTitleNamesTheTraffic: the table's title names the traffic sent: an
@@ -45,5 +48,23 @@ func TestFindMaxRateAtSearchMax(t *testing.T) {
 	}
 	if title, _, _ := strings.Cut(out, "\n"); !strings.Contains(title, "search for the highest rate") {
 		t.Errorf("title %q does not name the search", title)
+	}
+}
+
+// TestClosedLoopFlags: --users runs a closed loop of --num-requests,
+// titled as one, and refuses what a closed loop has no use for.
+func TestClosedLoopFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"--users", "3", "--think", "1ms", "--num-requests", "6", "--pp", "40", "--tg", "4", "--allow-saturated"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "closed(users=3, think=1ms)") || !strings.Contains(stdout.String(), "6/6") {
+		t.Errorf("stdout does not show a closed loop of 3 users and 6 requests:\n%s", stdout.String())
+	}
+	for _, args := range [][]string{{"--users", "2", "--burst", "4"}, {"--users", "2", "--rate", "4"}, {"--think", "1s"}, {"--users", "-1"}} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); cli.ExitCode(err) != cli.ExitUsage {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
 	}
 }
