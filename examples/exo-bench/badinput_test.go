@@ -28,7 +28,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	tok, corrupt := hftest.WriteTokenizer(t), hftest.WriteCorruptTokenizer(t)
+	tok, corrupt, empty := hftest.WriteTokenizer(t), hftest.WriteCorruptTokenizer(t), t.TempDir()
 	cases := []struct {
 		args []string
 		want string
@@ -61,9 +61,9 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{[]string{"--preset", "fast"}, "--preset names simulated hardware"},
 		{[]string{"stray"}, "unexpected arguments"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
-		{[]string{"--tokenizer", "/nonexistent/tokenizer"}, "--tokenizer=/nonexistent/tokenizer"},
-		{[]string{"--tokenizer", corrupt}, "--tokenizer=" + corrupt},
-		{[]string{"--tokenizer", t.TempDir()}, "--tokenizer="},
+		{[]string{"--tokenizer", "/nonexistent/tokenizer"}, "--tokenizer /nonexistent/tokenizer"},
+		{[]string{"--tokenizer", corrupt}, "--tokenizer " + corrupt},
+		{[]string{"--tokenizer", empty}, "--tokenizer " + empty},
 		// Below the chat template's overhead, counted with the tokenizer
 		// before the cluster is asked anything.
 		{[]string{"--pp", "10"}, "pp=10 is below the chat template's overhead of 19 tokens"},

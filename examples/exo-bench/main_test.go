@@ -35,7 +35,7 @@ func TestDefaultRunWritesExactRows(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, errOut)
 	}
-	if !strings.HasPrefix(out, "exo-bench: no --host given") || !strings.Contains(out, "SIMULATED") {
+	if !strings.HasPrefix(out, "exo-bench: no --host: measuring the embedded simulated engine") || !strings.Contains(out, "every figure is simulated") {
 		t.Errorf("stdout does not start by saying the engine is simulated:\n%s", out)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "out.json"))
@@ -97,7 +97,7 @@ func TestStdoutIsOnlyJSON(t *testing.T) {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	if !strings.Contains(errOut, "SIMULATED") {
+	if !strings.Contains(errOut, "every figure is simulated") {
 		t.Errorf("stderr does not say the engine is simulated:\n%s", errOut)
 	}
 }
@@ -152,8 +152,8 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"--pp", "x"}, "not an integer"},
 		{[]string{"--host", "127.0.0.1"}, "--model is required"},
 		{[]string{"--host", "127.0.0.1", "--model", "m"}, "--tokenizer DIR is required"},
-		{[]string{"--tokenizer", "/nonexistent"}, "--tokenizer=/nonexistent"},
-		{[]string{"--preset", "nope"}, `--preset="nope"`},
+		{[]string{"--tokenizer", "/nonexistent"}, "--tokenizer /nonexistent"},
+		{[]string{"--preset", "nope"}, `--preset: sim: unknown preset "nope"`},
 		{[]string{"--sharding", "diagonal"}, "--sharding"},
 	}
 	for _, tc := range tests {

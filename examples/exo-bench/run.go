@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,22 +22,21 @@ import (
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
-	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/timing"
 )
 
 type config struct {
-	host, model, tokenizer, format, jsonOut, jsonl, preset, plot, plotPower string
-	instanceMeta, sharding                                                  string
-	port, repeat, warmup, minNodes, maxNodes                                int
-	pp, tg, concurrency                                                     cli.IntList
-	stdout, dryRun, allCombinations, stream, noMetrics, noHostInfo          bool
-	allowSaturated                                                          bool
-	prefixCache, forceDownload, reuse, dangerDelete, salt                   bool
-	metricsInterval, timeout, settle, pauseRep, pauseGrp                    float64
-	grace                                                                   float64
-	embedded                                                                bool
-	visited                                                                 map[string]bool
+	// Target is the cluster or the embedded engine: --host, --port,
+	// --model, --tokenizer, --preset and --no-host-info.
+	cli.Target
+	format, jsonOut, jsonl, plot, plotPower, instanceMeta, sharding string
+	repeat, warmup, minNodes, maxNodes                              int
+	pp, tg, concurrency                                             cli.IntList
+	stdout, dryRun, allCombinations, stream, noMetrics              bool
+	allowSaturated, prefixCache, forceDownload, reuse               bool
+	dangerDelete, salt                                              bool
+	metricsInterval, timeout, settle, pauseRep, pauseGrp, grace     float64
+	visited                                                         map[string]bool
 }
 
 // maxSeconds bounds every flag given in seconds: about 31 years, well
@@ -50,16 +46,11 @@ const maxSeconds = 1e9
 var formats = []string{"table", "json", "jsonl", "csv", "md", "benchfmt"}
 
 func parse(args []string, stderr io.Writer) (*config, error) {
-	c := &config{}
+	c := &config{Target: cli.Target{Program: "exo-bench", Exo: true, DefaultPreset: sim.M3UltraGemma27B(),
+		Sim: sim.Options{Nodes: 2, NoInstance: true, LoadDelay: 50 * time.Millisecond}}}
 	fs := flag.NewFlagSet("exo-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	envHost, port, err := exo.AddrFromEnv()
-	if err != nil {
-		return nil, &cli.UsageError{Err: err}
-	}
-	fs.StringVar(&c.host, "host", envHost, "exo API host (env EXO_HOST); none: the embedded simulated engine")
-	fs.IntVar(&c.port, "port", port, "exo API port (env EXO_PORT)")
-	fs.StringVar(&c.model, "model", "", "model short name or full id (default with the embedded engine: its model)")
+	c.AddFlags(fs)
 	fs.Var(&c.pp, "pp", "prompt lengths in tokens, comma list, repeatable")
 	fs.Var(&c.tg, "tg", "generation lengths in tokens, comma list, repeatable")
 	fs.IntVar(&c.repeat, "repeat", 1, "repeats per cell")
@@ -71,7 +62,6 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.allCombinations, "all-combinations", false, "every pp with every tg")
 	fs.BoolVar(&c.stream, "stream", false, "stream responses (client TTFT, TPOT, ITL)")
 	fs.BoolVar(&c.noMetrics, "no-system-metrics", false, "do not sample node metrics")
-	fs.BoolVar(&c.noHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.BoolVar(&c.allowSaturated, "allow-saturated", false, "exit 0 even when a burst's dispatch skew showed the client itself was the bottleneck (by default such a run exits 3)")
 	fs.Float64Var(&c.metricsInterval, "metrics-interval", 1, "seconds between node metric samples")
 	fs.BoolVar(&c.prefixCache, "use-prefix-cache", false, "let the engine reuse cached prefixes")
@@ -85,10 +75,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.forceDownload, "force-download", false, "add the model to the cluster's cards if missing")
 	fs.BoolVar(&c.reuse, "reuse-instance", false, "run on an existing instance")
 	fs.BoolVar(&c.dangerDelete, "danger-delete-downloads", false, "free disk by deleting other downloads")
-	fs.StringVar(&c.tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json")
 	fs.StringVar(&c.format, "format", "table", "stdout format: "+strings.Join(formats, ", "))
 	fs.StringVar(&c.jsonl, "jsonl", "", "rows as measured (default: --json-out with .jsonl)")
-	fs.StringVar(&c.preset, "preset", "", "embedded engine preset: "+strings.Join(sim.PresetNames(), ", "))
 	fs.Float64Var(&c.pauseRep, "pause-repeat", -1, "seconds before each burst (default 3 against a cluster, 0 embedded)")
 	fs.Float64Var(&c.pauseGrp, "pause-group", -1, "seconds after each group (default 2 against a cluster, 0 embedded)")
 	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request, led by a random run nonce, so no request shares a prefix beyond the chat template with any other request of this or another run")
@@ -111,8 +99,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 // validate checks every flag before anything is sent and fills the
 // defaults that depend on the target.
 func (c *config) validate() error {
-	c.embedded = c.host == ""
-	if c.embedded {
+	if c.Embedded() {
 		if len(c.pp) == 0 {
 			c.pp = cli.IntList{128, 256}
 		}
@@ -138,13 +125,13 @@ func (c *config) validate() error {
 			c.pauseGrp = 0
 		}
 	} else {
-		if c.model == "" {
+		if c.Model == "" {
 			return cli.Usagef("--model is required with --host")
 		}
-		if c.tokenizer == "" {
+		if c.Tokenizer == "" {
 			return cli.Usagef("--tokenizer DIR is required with --host: prompts are counted with the model's own tokenizer.json and chat template")
 		}
-		if c.preset != "" {
+		if c.Preset != "" {
 			return cli.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
 		}
 		if !c.visited["pause-repeat"] {
@@ -177,10 +164,10 @@ func (c *config) validate() error {
 	if c.warmup < 0 {
 		return cli.Usagef("--warmup=%d: must be 0 or more", c.warmup)
 	}
-	if c.port < 1 || c.port > 65535 {
-		return cli.Usagef("--port=%d: not a port number", c.port)
+	if c.Port < 1 || c.Port > 65535 {
+		return cli.Usagef("--port=%d: not a port number", c.Port)
 	}
-	if !slicesContains(formats, c.format) {
+	if !slices.Contains(formats, c.format) {
 		return cli.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
 	}
 	if c.metricsInterval < energy.MinInterval.Seconds() {
@@ -195,19 +182,14 @@ func (c *config) validate() error {
 	if c.settle < 0 {
 		return cli.Usagef("--settle-timeout=%v: must be 0 or more", c.settle)
 	}
-	if !slicesContains([]string{"ring", "jaccl", "both"}, c.instanceMeta) {
+	if !slices.Contains([]string{"ring", "jaccl", "both"}, c.instanceMeta) {
 		return cli.Usagef("--instance-meta=%q: want ring, jaccl or both", c.instanceMeta)
 	}
-	if !slicesContains([]string{"pipeline", "tensor", "both"}, c.sharding) {
+	if !slices.Contains([]string{"pipeline", "tensor", "both"}, c.sharding) {
 		return cli.Usagef("--sharding=%q: want pipeline, tensor or both", c.sharding)
 	}
 	if c.minNodes < 1 || c.maxNodes < c.minNodes {
 		return cli.Usagef("--min-nodes=%d --max-nodes=%d: want 1 ≤ min ≤ max", c.minNodes, c.maxNodes)
-	}
-	if c.preset != "" {
-		if _, err := sim.PresetByName(c.preset); err != nil {
-			return cli.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
-		}
 	}
 	if c.plotPower != "" && c.noMetrics {
 		return cli.Usagef("--plot-power needs the node metrics that --no-system-metrics turns off")
@@ -224,15 +206,6 @@ func (c *config) validate() error {
 		return &cli.UsageError{Err: err}
 	}
 	return nil
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *config) plan() benchkit.Plan {
@@ -270,30 +243,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		info = stderr
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	prov := benchkit.NewProvenance(append([]string{"exo-bench"}, args...), c.noHostInfo)
-
-	var counter promptsize.Counter
-	tokenizerNote := ""
-	if c.tokenizer != "" {
-		tok, err := hf.Load(c.tokenizer)
-		if err != nil {
-			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
-		}
-		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
-		if err := prov.HashTokenizerDir(c.tokenizer); err != nil {
-			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
-		}
-		// The plan is checked against the template's overhead before the
-		// cluster is asked anything.
-		overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: counter})
-		if err != nil {
-			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
-		}
-		if err := c.plan().Validate(overhead); err != nil {
-			return &cli.UsageError{Err: err}
-		}
+	// The tokenizer is loaded, and the plan checked against its chat
+	// template's overhead, before the cluster is asked anything.
+	if err := c.Check(ctx, args, slices.Min(c.pp)); err != nil {
+		return err
 	}
-
 	if !c.dryRun {
 		lock, err := claimOutputs(c)
 		if err != nil {
@@ -301,45 +255,13 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		}
 		defer lock.Release()
 	}
-
-	base := "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port))
-	simulated := c.embedded
-	presetName := ""
-	if c.embedded {
-		preset := sim.M3UltraGemma27B()
-		if c.preset != "" {
-			preset, _ = sim.PresetByName(c.preset)
-		}
-		opts := sim.Options{Preset: preset, NoInstance: true, Nodes: 2, LoadDelay: 50 * time.Millisecond}
-		if counter != nil {
-			opts.Counter = counter
-		}
-		// The embedded engine lives until run returns, past an interrupt,
-		// so that requests in flight can finish and instances be deleted.
-		srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", opts)
-		if err != nil {
-			return fmt.Errorf("start the embedded engine: %w", err)
-		}
-		defer srv.Close()
-		base, presetName = srv.URL, preset.Name
-		if counter == nil {
-			counter, tokenizerNote = srv.Counter(), "the embedded engine's built-in tokenizer and chat template"
-		}
-		if c.model == "" {
-			c.model = srv.Model()
-		}
-		fmt.Fprintf(info, "exo-bench: no --host given: measuring the embedded SIMULATED engine at %s (preset %s); every figure below is simulated, not measured on hardware\n", base, preset.Name)
+	// The embedded engine lives until run returns, past an interrupt, so
+	// that requests in flight can finish and instances be deleted.
+	if err := c.Start(ctx, info); err != nil {
+		return err
 	}
-
-	client, err := exo.New(base, &exo.Options{MaxBurst: slices.Max(c.concurrency), RequestTimeout: seconds(c.timeout)})
-	if err != nil {
-		return cli.Usagef("--host: %v", err)
-	}
-	card, err := client.ResolveModel(ctx, c.model, c.forceDownload)
-	if err != nil {
-		return fmt.Errorf("resolve model %q: %w", c.model, err)
-	}
-	builder := &promptsize.Builder{Counter: counter}
+	defer c.Close()
+	builder := &promptsize.Builder{Counter: c.Counter}
 	overhead, err := benchkit.Overhead(ctx, builder)
 	if err != nil {
 		return err
@@ -348,22 +270,30 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if err := plan.Validate(overhead); err != nil {
 		return &cli.UsageError{Err: err}
 	}
+	client, err := exo.New(c.URL, &exo.Options{MaxBurst: slices.Max(c.concurrency), RequestTimeout: seconds(c.timeout)})
+	if err != nil {
+		return cli.Usagef("--host: %v", err)
+	}
+	card, err := client.ResolveModel(ctx, c.Model, c.forceDownload)
+	if err != nil {
+		return fmt.Errorf("resolve model %q: %w", c.Model, err)
+	}
 
+	prov := c.Info.Provenance
+	prov.Nonce = cli.RunNonce(0, false)
 	sweep := &benchkit.ExoSweep{
 		Client: client, Card: card, Settle: seconds(c.settle), Reuse: c.reuse,
 		Filter:      exo.Filter{InstanceMeta: c.instanceMeta, Sharding: c.sharding, MinNodes: c.minNodes, MaxNodes: c.maxNodes},
 		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
 		Logger:      logger,
 		Runner: benchkit.Runner{
-			Builder: builder, Simulated: simulated, Logger: logger, Grace: seconds(c.grace),
-			Nonce: cli.RunNonce(0, false),
+			Builder: builder, Simulated: c.Info.Simulated, Logger: logger, Grace: seconds(c.grace), Nonce: prov.Nonce,
 		},
 		MetricsInterval: seconds(c.metricsInterval),
 		WrapEngine:      h.wrap,
 	}
-	prov.Nonce = sweep.Runner.Nonce
 	if c.salt {
-		fmt.Fprintf(info, "exo-bench: run nonce %s (leads every request's salt)\n", sweep.Runner.Nonce)
+		fmt.Fprintf(info, "exo-bench: run nonce %s (leads every request's salt)\n", prov.Nonce)
 	}
 	if !c.noMetrics {
 		sweep.Sources = []energy.Source{client.PowerSource()}
@@ -380,32 +310,29 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return nil
 	}
 
-	// Rows go to the JSONL file as they are measured, as exo's rows.
+	// Rows go to the JSONL file as they are measured, as exo's rows,
+	// after a run header line: where the rows come from
+	// (benchkit.ParseRunHeader reads it; row readers skip it).
 	var sinks []benchkit.Sink
 	if c.jsonl != "" {
-		f, err := createFile(c.jsonl)
+		h := cli.NewRunHeader("exo-bench")
+		h.Provenance = prov
+		if c.NoHostInfo {
+			h.Host = ""
+		}
+		if err := cli.ClearResults(c.jsonl); err != nil {
+			return err
+		}
+		f, err := benchkit.AppendJSONL(c.jsonl, h)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		// A run header line first: where the rows come from
-		// (benchkit.ParseRunHeader reads it; row readers skip it).
-		h := cli.NewRunHeader("exo-bench")
-		h.Provenance = prov
-		if c.noHostInfo {
-			h.Host = ""
-		}
-		b, err := json.Marshal(map[string]any{"run_header": h})
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(append(b, '\n')); err != nil {
-			return err
-		}
-		sinks = append(sinks, exoJSONL(f))
+		f.Exo = true
+		sinks = append(sinks, f)
 	}
 	if c.format == "jsonl" {
-		sinks = append(sinks, exoJSONL(stdout))
+		sinks = append(sinks, &benchkit.JSONLSink{W: stdout, Exo: true})
 	}
 	// On a terminal, a progress bar over every placement's requests.
 	progress := newProgress(ctx, stderr, sweep, plan)
@@ -418,51 +345,29 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	started := time.Now()
 	res, runErr := sweep.Run(ctx, plan)
 	progress.Finish()
-	doc := benchkit.Document{
-		Runs: res.Requests, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics,
-		Meta: &benchkit.Meta{
-			RunInfo: benchkit.RunInfo{
-				Tool: "inferbench exo-bench", Engine: "exo", BaseURL: base, Simulated: simulated, Preset: presetName,
-				Model: card.FullID(), Tokenizer: tokenizerNote,
-				Started: started.UTC().Format(time.RFC3339), Finished: time.Now().UTC().Format(time.RFC3339),
-				Interrupted: res.Interrupted, Warnings: res.Warnings,
-				Provenance: prov,
-			},
-			Plan: plan,
-		},
-	}
+	meta := &benchkit.Meta{RunInfo: c.Info, Plan: plan}
+	meta.Model, meta.Interrupted, meta.Warnings = card.FullID(), res.Interrupted, res.Warnings
+	meta.Started, meta.Finished = started.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339)
 	if nodes := cli.ExoNodes(res.Cluster); len(nodes) > 0 {
 		prov.Server = &benchkit.ServerInfo{Nodes: nodes}
 	}
 	cells := benchkit.Summarize(res.Requests, benchkit.ByCell, timing.SLO{})
-	doc.Summary = cells
-	doc.Meta.SaturatedBursts, doc.Meta.ClientSaturated = benchkit.CheckBursts(res.Requests)
+	meta.SaturatedBursts, meta.ClientSaturated = benchkit.CheckBursts(res.Requests)
+	doc := benchkit.Document{Runs: res.Requests, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics, Meta: meta, Summary: cells}
 	if err := writeOutputs(c, doc, cells, stdout, info); err != nil {
 		return err
 	}
-	if doc.Meta.ClientSaturated {
-		fmt.Fprintf(info, "\nCLIENT SATURATED: the client could not release every burst at once, so those bursts' latencies include its own queueing: %s\n", doc.Meta.Saturation())
+	if meta.ClientSaturated {
+		fmt.Fprintf(info, "\nCLIENT SATURATED: the client could not release every burst at once, so those bursts' latencies include its own queueing: %s\n", meta.Saturation())
 	}
-	if err := writePowerPlot(c, doc.Meta, res, info); err != nil {
+	if err := writePowerPlot(c, meta, res, info); err != nil {
 		return err
 	}
-	failed := 0
-	for _, r := range res.Requests {
-		if r.Failed() {
-			failed++
-		}
+	if runErr != nil && ctx.Err() != nil {
+		runErr = fmt.Errorf("interrupted after %d requests, every row written: %w", len(res.Requests), ctx.Err())
 	}
-	switch {
-	case runErr != nil && ctx.Err() != nil:
-		return fmt.Errorf("interrupted after %d requests, every row written: %w", len(res.Requests), ctx.Err())
-	case runErr != nil:
-		return runErr
-	case failed > 0:
-		return fmt.Errorf("%w: %d of %d; their rows say why", cli.ErrRequestsFailed, failed, len(res.Requests))
-	case doc.Meta.ClientSaturated && !c.allowSaturated:
-		return fmt.Errorf("%w: %s (--allow-saturated to accept)", cli.ErrClientSaturated, doc.Meta.Saturation())
-	}
-	return nil
+	failed := benchkit.Report{Requests: res.Requests}.Failed()
+	return cli.Outcome(runErr, failed, len(res.Requests), meta.ClientSaturated, meta.Saturation(), c.allowSaturated)
 }
 
 // newProgress returns the sweep's progress bar when w is a terminal, nil
@@ -480,13 +385,6 @@ func newProgress(ctx context.Context, w io.Writer, sweep *benchkit.ExoSweep, pla
 		total = plan.Requests() * len(ps)
 	}
 	return cli.NewProgress(w, total)
-}
-
-// exoJSONL is a sink writing each request to w as one line of exo's row.
-func exoJSONL(w io.Writer) *benchkit.JSONLSink {
-	s := benchkit.NewJSONLSink(w)
-	s.Exo = true
-	return s
 }
 
 func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, stdout, info io.Writer) error {
@@ -548,35 +446,22 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, st
 // JSON: until this run writes its own at the end, an older one beside the
 // new JSONL would look current, and stay so if the run were killed.
 func claimOutputs(c *config) (*cli.OutputLock, error) {
-	var paths []string
-	for _, p := range []struct{ flag, path string }{{"json-out", c.jsonOut}, {"jsonl", c.jsonl}} {
-		if p.path == "" {
-			continue
+	for flag, path := range map[string]string{"json-out": c.jsonOut, "jsonl": c.jsonl} {
+		if err := createDir(path); err != nil {
+			return nil, cli.Usagef("--%s: %v", flag, err)
 		}
-		if err := createDir(p.path); err != nil {
-			return nil, cli.Usagef("--%s: %v", p.flag, err)
-		}
-		paths = append(paths, p.path)
 	}
-	lock, err := cli.LockOutputs("exo-bench", paths...)
-	if errors.Is(err, cli.ErrOutputInUse) {
-		return nil, err
-	}
-	if err != nil {
+	lock, err := cli.LockOutputs("exo-bench", c.jsonOut, c.jsonl)
+	if err != nil && !errors.Is(err, cli.ErrOutputInUse) {
 		return nil, &cli.UsageError{Err: err}
+	} else if err != nil {
+		return nil, err
 	}
 	if err := cli.ClearResults(c.jsonOut); err != nil {
 		lock.Release()
 		return nil, err
 	}
 	return lock, nil
-}
-
-func createFile(path string) (*os.File, error) {
-	if err := createDir(path); err != nil {
-		return nil, err
-	}
-	return os.Create(path)
 }
 
 // writePowerPlot draws each node's sampled power over the run with every

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,7 +58,7 @@ func loadConfig(path string, fs *flag.FlagSet) (*fileConfig, error) {
 			}
 			side := map[string]string{}
 			for sk, sv := range tbl {
-				if !contains(sideKeys, sk) {
+				if !slices.Contains(sideKeys, sk) {
 					return nil, cli.Usagef("--config %s: unknown key %s.%s; a [%s] section takes %s", path, k, sk, k, strings.Join(sideKeys, ", "))
 				}
 				s, err := scalar(sv)
@@ -326,13 +327,4 @@ func (fc *fileConfig) apply(fs *flag.FlagSet, visited, fromFile map[string]bool)
 		fromFile[n] = true
 	}
 	return nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

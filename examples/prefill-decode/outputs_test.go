@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,12 +27,8 @@ func TestJSONOutInUseRefused(t *testing.T) {
 	}
 	defer holder.Release()
 	started := false
-	err = runEnv(context.Background(), []string{"--json-out", out}, &bytes.Buffer{}, &bytes.Buffer{}, env{
-		startEngine: func(context.Context, sim.Options) (*sim.Server, func(), error) {
-			started = true
-			return nil, nil, errors.New("not started in this test")
-		},
-	})
+	err = runEnv(context.Background(), []string{"--json-out", out}, &bytes.Buffer{}, &bytes.Buffer{},
+		env{sim: func(*sim.Options) { started = true }})
 	if code := cli.ExitCode(err); code != cli.ExitUsage {
 		t.Fatalf("exit %d (%v), want %d", code, err, cli.ExitUsage)
 	}

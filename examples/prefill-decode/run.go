@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,7 +20,6 @@ import (
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
-	"github.com/inferbench/inferbench/promptsize/hf"
 )
 
 // side is one side's resolved settings.
@@ -31,17 +29,18 @@ type side struct {
 }
 
 type config struct {
-	configPath, host, model, prefillModel, prefillNode, decodeNode string
-	tokenizer, format, jsonOut, preset, instanceMeta, sharding     string
-	port, repeat, warmup, minNodes, maxNodes                       int
-	pp, tg, concurrency                                            cli.IntList
-	allCombinations, compareBaseline, dryRun, stream, stdout       bool
-	skipPipelineJaccl, skipTensorRing, forceDownload, dangerDelete bool
-	noProbe                                                        bool
-	noHostInfo                                                     bool
-	timeout, settle, pause                                         float64
+	// Target is the cluster or the embedded engine: --host, --port,
+	// --model (both sides'), --tokenizer, --preset and --no-host-info.
+	cli.Target
+	configPath, prefillModel, prefillNode, decodeNode string
+	format, jsonOut, instanceMeta, sharding           string
+	repeat, warmup, minNodes, maxNodes                int
+	pp, tg, concurrency                               cli.IntList
+	allCombinations, compareBaseline, dryRun, stream  bool
+	stdout, skipPipelineJaccl, skipTensorRing         bool
+	forceDownload, dangerDelete, noProbe              bool
+	timeout, settle, pause                            float64
 
-	embedded        bool
 	prefill, decode side
 	// given holds the flags set on the command line or by the file.
 	given map[string]bool
@@ -53,17 +52,13 @@ var formats = []string{"table", "md", "json"}
 // precedence (command line, then file, then defaults), and checks every
 // value. Every error is a *cli.UsageError; nothing has been sent.
 func parse(args []string, stderr io.Writer) (*config, error) {
-	c := &config{}
+	c := &config{Target: cli.Target{Program: "prefill-decode", Exo: true,
+		Sim: sim.Options{Nodes: 2, NoInstance: true, LoadDelay: 50 * time.Millisecond}}}
 	fs := flag.NewFlagSet("prefill-decode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.configPath, "config", "", "TOML file with top-level keys and [prefill]/[decode] sections; flags given on the command line win")
-	envHost, port, err := exo.AddrFromEnv()
-	if err != nil {
-		return nil, &cli.UsageError{Err: err}
-	}
-	fs.StringVar(&c.host, "host", envHost, "exo API host (env EXO_HOST); none: the embedded simulated engine")
-	fs.IntVar(&c.port, "port", port, "exo API port (env EXO_PORT)")
-	fs.StringVar(&c.model, "model", "", "both sides' model, short name or full id (embedded: its model)")
+	c.AddFlags(fs)
+	fs.Lookup("model").Usage = "both sides' model, short name or full id (default: the embedded engine's model)"
 	fs.StringVar(&c.prefillModel, "prefill-model", "", "the prefill side's model (default: --model)")
 	fs.StringVar(&c.prefillNode, "prefill-node", "", "node of the prefill instance: friendly name or id")
 	fs.StringVar(&c.decodeNode, "decode-node", "", "node of the decode instance: friendly name or id")
@@ -89,11 +84,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.skipTensorRing, "skip-tensor-ring", false, "drop tensor placements over ring (with both filters at both)")
 	fs.BoolVar(&c.forceDownload, "force-download", false, "add a model to the cluster's cards if missing")
 	fs.BoolVar(&c.dangerDelete, "danger-delete-downloads", false, "free disk by deleting other downloads")
-	fs.StringVar(&c.tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json")
-	fs.StringVar(&c.preset, "preset", sim.Fast().Name, "embedded engine preset: "+strings.Join(sim.PresetNames(), ", "))
 	fs.Float64Var(&c.pause, "pause", 2, "seconds slept before each request and after each group (embedded default 0)")
 	fs.BoolVar(&c.noProbe, "no-probe", false, "skip the probe request after each phase")
-	fs.BoolVar(&c.noHostInfo, "no-host-info", false, "leave the host name out of the results file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -185,7 +177,7 @@ func (c *config) resolveSides(fc *fileConfig, visited map[string]bool) error {
 			}
 		}
 		if name == "decode" {
-			s.model = str("model", "model", c.model)
+			s.model = str("model", "model", c.Model)
 			s.node = str("node", "decode-node", c.decodeNode)
 			c.decode = s
 		} else {
@@ -196,11 +188,11 @@ func (c *config) resolveSides(fc *fileConfig, visited map[string]bool) error {
 			case visited["prefill-model"]:
 				s.model = c.prefillModel
 			case visited["model"]:
-				s.model = c.model
+				s.model = c.Model
 			case c.prefillModel != "":
 				s.model = str("model", "prefill-model", c.prefillModel)
 			default:
-				s.model = str("model", "prefill-model", c.model)
+				s.model = str("model", "prefill-model", c.Model)
 			}
 			s.node = str("node", "prefill-node", c.prefillNode)
 			c.prefill = s
@@ -215,8 +207,7 @@ func (c *config) resolveSides(fc *fileConfig, visited map[string]bool) error {
 // validate checks every value and fills the defaults that depend on the
 // target, for the flags neither the command line nor the file set.
 func (c *config) validate() error {
-	c.embedded = c.host == ""
-	if c.embedded {
+	if c.Embedded() {
 		if !c.given["pp"] {
 			c.pp = cli.IntList{4096}
 		}
@@ -235,14 +226,11 @@ func (c *config) validate() error {
 		if !c.given["pause"] {
 			c.pause = 0
 		}
-		if _, err := sim.PresetByName(c.preset); err != nil {
-			return cli.Usagef("--preset=%q: want one of %s", c.preset, strings.Join(sim.PresetNames(), ", "))
-		}
 	} else {
 		if c.decode.model == "" {
 			return cli.Usagef("--model (or model in --config) is required with --host")
 		}
-		if c.given["preset"] {
+		if c.Preset != "" {
 			return cli.Usagef("--preset names simulated hardware; it needs the embedded engine (no --host)")
 		}
 	}
@@ -256,10 +244,10 @@ func (c *config) validate() error {
 		name string
 		f    exo.Filter
 	}{{"prefill", c.prefill.filter}, {"decode", c.decode.filter}} {
-		if !contains([]string{"ring", "jaccl", "both"}, s.f.InstanceMeta) {
+		if !slices.Contains([]string{"ring", "jaccl", "both"}, s.f.InstanceMeta) {
 			return cli.Usagef("%s side: instance_meta=%q: want ring, jaccl or both", s.name, s.f.InstanceMeta)
 		}
-		if !contains([]string{"pipeline", "tensor", "both"}, s.f.Sharding) {
+		if !slices.Contains([]string{"pipeline", "tensor", "both"}, s.f.Sharding) {
 			return cli.Usagef("%s side: sharding=%q: want pipeline, tensor or both", s.name, s.f.Sharding)
 		}
 		if s.f.MinNodes < 1 || s.f.MaxNodes < s.f.MinNodes {
@@ -271,9 +259,9 @@ func (c *config) validate() error {
 		return cli.Usagef("--repeat=%d: must be at least 1", c.repeat)
 	case c.warmup < 0:
 		return cli.Usagef("--warmup=%d: must be 0 or more", c.warmup)
-	case c.port < 1 || c.port > 65535:
-		return cli.Usagef("--port=%d: not a port number", c.port)
-	case !contains(formats, c.format):
+	case c.Port < 1 || c.Port > 65535:
+		return cli.Usagef("--port=%d: not a port number", c.Port)
+	case !slices.Contains(formats, c.format):
 		return cli.Usagef("--format=%q: want one of %s", c.format, strings.Join(formats, ", "))
 	case !(c.timeout > 0):
 		return cli.Usagef("--timeout=%v: must be positive", c.timeout)
@@ -300,11 +288,12 @@ func (c *config) plan() benchkit.Plan {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// env is what run needs from outside, replaceable in tests.
+// env is what tests change in run: sim adjusts the embedded engine's
+// options before it starts, and stopping sees the engine after the run,
+// before it stops.
 type env struct {
-	// startEngine starts the embedded engine; the returned function stops
-	// it.
-	startEngine func(ctx context.Context, opts sim.Options) (*sim.Server, func(), error)
+	sim      func(*sim.Options)
+	stopping func(*sim.Server)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -319,18 +308,8 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	if err != nil {
 		return err
 	}
-	prov := benchkit.NewProvenance(append([]string{"prefill-decode"}, args...), c.noHostInfo)
-	var counter promptsize.Counter
-	tokenizerNote := ""
-	if c.tokenizer != "" {
-		tok, err := hf.Load(c.tokenizer)
-		if err != nil {
-			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
-		}
-		counter, tokenizerNote = tok, "tokenizer.json and chat template of "+c.tokenizer
-		if err := prov.HashTokenizerDir(c.tokenizer); err != nil {
-			return cli.Usagef("--tokenizer=%s: %v", c.tokenizer, err)
-		}
+	if err := c.Check(ctx, args, slices.Min(c.pp)); err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -349,51 +328,34 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		defer lock.Release()
 	}
 
-	base := "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port))
-	presetName := ""
-	if c.embedded {
-		preset, _ := sim.PresetByName(c.preset)
-		opts := sim.Options{Preset: preset, Nodes: 2, NoInstance: true, LoadDelay: 50 * time.Millisecond, Counter: counter}
-		start := e.startEngine
-		if start == nil {
-			start = func(ctx context.Context, o sim.Options) (*sim.Server, func(), error) {
-				s, err := sim.Start(ctx, "127.0.0.1:0", o)
-				if err != nil {
-					return nil, nil, err
-				}
-				return s, s.Close, nil
-			}
-		}
-		// The engine outlives an interrupt, so the cleanup can reach it.
-		srv, stop, err := start(context.WithoutCancel(ctx), opts)
-		if err != nil {
-			return fmt.Errorf("start the embedded engine: %w", err)
-		}
-		defer stop()
-		base, presetName = srv.URL, srv.Preset().Name
-		if counter == nil {
-			counter, tokenizerNote = srv.Counter(), "the embedded engine's built-in tokenizer and chat template"
-		}
-		if c.decode.model == "" {
-			c.decode.model = srv.Model()
-		}
-		if c.prefill.model == "" {
-			c.prefill.model = c.decode.model
-		}
-		fmt.Fprintf(stderr, "prefill-decode: no --host given: measuring the embedded SIMULATED engine at %s (preset %s, 2 simulated nodes); every figure is simulated, not measured on hardware\n", base, srv.Preset())
+	if c.Embedded() && e.sim != nil {
+		e.sim(&c.Sim)
 	}
-
-	client, err := exo.New(base, &exo.Options{MaxBurst: max(slices.Max(c.concurrency), 1), RequestTimeout: seconds(c.timeout)})
+	// The engine outlives an interrupt, so the cleanup can reach it.
+	if err := c.Start(ctx, stderr); err != nil {
+		return err
+	}
+	defer c.Close()
+	if c.Server != nil && e.stopping != nil {
+		defer e.stopping(c.Server)
+	}
+	if c.decode.model == "" {
+		c.decode.model = c.Model
+	}
+	if c.prefill.model == "" {
+		c.prefill.model = c.decode.model
+	}
+	client, err := exo.New(c.URL, &exo.Options{MaxBurst: max(slices.Max(c.concurrency), 1), RequestTimeout: seconds(c.timeout)})
 	if err != nil {
 		return cli.Usagef("--host: %v", err)
 	}
 	defer client.CloseIdleConnections()
-	if counter == nil {
-		cnt, err := cli.ServerCounter(ctx, base, c.decode.model, nil)
+	if c.Counter == nil {
+		cnt, err := cli.ServerCounter(ctx, c.URL, c.decode.model, nil)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the cluster cannot count prompt tokens (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
 		}
-		counter, tokenizerNote = cnt, "the server's /tokenize"
+		c.Counter, c.Info.Tokenizer = cnt, "the server's /tokenize"
 	}
 	decodeCard, err := client.ResolveModel(ctx, c.decode.model, c.forceDownload)
 	if err != nil {
@@ -403,7 +365,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	if err != nil {
 		return fmt.Errorf("resolve the prefill model %q: %w", c.prefill.model, err)
 	}
-	builder := &promptsize.Builder{Counter: counter}
+	builder := &promptsize.Builder{Counter: c.Counter}
 	overhead, err := benchkit.Overhead(ctx, builder)
 	if err != nil {
 		return err
@@ -435,22 +397,16 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	logger.Info("PREFILL: " + pair.Describe("prefill"))
 	logger.Info("DECODE: " + pair.Describe("decode"))
 
+	c.Info.Provenance.Nonce = cli.RunNonce(0, false)
 	d := &disagg.Benchmark{
 		Client: client, Pair: pair, CompareBaseline: c.compareBaseline, NoProbe: c.noProbe, Settle: seconds(c.settle),
 		PlanOptions: exo.PlanOptions{DeleteDownloads: c.dangerDelete, SettleTimeout: seconds(c.settle)},
-		Runner:      benchkit.Runner{Builder: builder, Simulated: c.embedded, Logger: logger, Nonce: cli.RunNonce(0, false)},
+		Runner:      benchkit.Runner{Builder: builder, Simulated: c.Info.Simulated, Logger: logger, Nonce: c.Info.Provenance.Nonce},
 		Logger:      logger,
 	}
-	meta := disagg.Meta{
-		RunInfo: benchkit.RunInfo{
-			Tool: "inferbench prefill-decode", Engine: "exo", BaseURL: base, Simulated: c.embedded, Preset: presetName,
-			Tokenizer: tokenizerNote, Started: time.Now().UTC().Format(time.RFC3339),
-			Provenance: prov,
-		},
-		Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"),
-		Plan: plan, CompareBaseline: c.compareBaseline,
-	}
-	prov.Nonce = d.Runner.Nonce
+	meta := disagg.Meta{RunInfo: c.Info, Prefill: pair.Describe("prefill"), Decode: pair.Describe("decode"),
+		Plan: plan, CompareBaseline: c.compareBaseline}
+	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	// On a terminal, a progress bar on stderr over every phase (each
 	// measures the same plan); nothing otherwise.
 	phases := 1
@@ -465,32 +421,19 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	res, runErr := d.Run(ctx, plan)
 	bar.Finish()
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
-	doc := disagg.NewDocument(meta, res)
-	if err := writeOutputs(c, doc, stdout, stderr); err != nil {
+	if err := writeOutputs(c, disagg.NewDocument(meta, res), stdout, stderr); err != nil {
 		return errors.Join(runErr, err)
 	}
-	if runErr != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted after %d requests; the link and instances of the run were removed: %w", len(res.Requests), runErr)
-		}
-		return runErr
+	if runErr != nil && ctx.Err() != nil {
+		runErr = fmt.Errorf("interrupted after %d requests; the link and instances of the run were removed: %w", len(res.Requests), runErr)
 	}
-	failed := 0
-	for _, r := range res.Requests {
-		if r.Failed() {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("%w: %d of %d; their rows say why", cli.ErrRequestsFailed, failed, len(res.Requests))
-	}
-	return nil
+	return cli.Outcome(runErr, benchkit.Report{Requests: res.Requests}.Failed(), len(res.Requests), false, "", false)
 }
 
 func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) error {
 	var errs []error
 	if c.jsonOut != "" && !c.stdout {
-		if err := writeFile(c.jsonOut, func(w io.Writer) error { return disagg.WriteJSON(w, doc) }); err != nil {
+		if err := cli.WriteFileAtomic(c.jsonOut, func(w io.Writer) error { return disagg.WriteJSON(w, doc) }); err != nil {
 			errs = append(errs, err)
 		} else {
 			fmt.Fprintf(stderr, "prefill-decode: results: %s\n", c.jsonOut)
@@ -510,32 +453,18 @@ func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) erro
 // previous results there, so that a run that dies never leaves them
 // looking like its own.
 func claimOutput(path string) (*cli.OutputLock, error) {
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, cli.Usagef("--json-out: %v", err)
-		}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, cli.Usagef("--json-out: %v", err)
 	}
 	lock, err := cli.LockOutputs("prefill-decode", path)
-	if errors.Is(err, cli.ErrOutputInUse) {
-		return nil, err
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, cli.ErrOutputInUse) {
 		return nil, cli.Usagef("--json-out: %v", err)
+	} else if err != nil {
+		return nil, err
 	}
 	if err := cli.ClearResults(path); err != nil {
 		lock.Release()
 		return nil, err
 	}
 	return lock, nil
-}
-
-// writeFile writes a results file whole or not at all: through a
-// temporary file renamed into place.
-func writeFile(path string, write func(io.Writer) error) error {
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	return cli.WriteFileAtomic(path, write)
 }

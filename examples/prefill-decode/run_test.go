@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -25,52 +26,49 @@ import (
 	"github.com/inferbench/inferbench/engine/sim"
 )
 
-// embedded returns an env whose embedded engine is one the test keeps:
-// run's own stop leaves it running, so the test can inspect it after run
-// returns. extra adjusts the options run asked for.
-func embedded(t *testing.T, extra func(*sim.Options)) (env, func() *sim.Server) {
-	t.Helper()
-	var srv *sim.Server
-	e := env{startEngine: func(ctx context.Context, o sim.Options) (*sim.Server, func(), error) {
-		if extra != nil {
-			extra(&o)
+// embedded returns an env whose embedded engine starts with the options
+// run asked for, adjusted by extra, and a function that fails the test
+// unless that engine held no instance and no link when the run ended (it
+// is looked at as run stops it).
+func embedded(t *testing.T, extra func(*sim.Options)) (env, func()) {
+	left := errors.New("the embedded engine was never started")
+	e := env{sim: extra, stopping: func(s *sim.Server) { left = leftovers(s) }}
+	return e, func() {
+		t.Helper()
+		if left != nil {
+			t.Error(left)
 		}
-		s, err := sim.Start(ctx, "127.0.0.1:0", o)
-		if err != nil {
-			return nil, nil, err
-		}
-		t.Cleanup(s.Close)
-		srv = s
-		return s, func() {}, nil
-	}}
-	return e, func() *sim.Server { return srv }
+	}
 }
 
 // noEngine is an env that fails the test if the embedded engine starts.
 func noEngine(t *testing.T) env {
-	return env{startEngine: func(context.Context, sim.Options) (*sim.Server, func(), error) {
-		t.Error("the embedded engine was started")
-		return nil, nil, errors.New("not allowed")
-	}}
+	return env{sim: func(*sim.Options) { t.Error("the embedded engine was started") }}
 }
 
 // assertClean fails unless the engine holds no instance and no link.
 func assertClean(t *testing.T, s *sim.Server) {
 	t.Helper()
-	if s == nil {
-		t.Fatal("the embedded engine was never started")
+	if err := leftovers(s); err != nil {
+		t.Error(err)
 	}
+}
+
+// leftovers says what instances and links the engine holds, nil when none.
+func leftovers(s *sim.Server) error {
 	c, err := exo.New(s.URL, nil)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	ctx := context.Background()
+	var errs []error
 	if ins, err := c.Instances(ctx); err != nil || len(ins) != 0 {
-		t.Errorf("instances left on the engine: %v (%v)", ins, err)
+		errs = append(errs, fmt.Errorf("instances left on the engine: %v (%v)", ins, err))
 	}
 	if links, err := c.Links(ctx); err != nil || len(links) != 0 {
-		t.Errorf("links left on the engine: %v (%v)", links, err)
+		errs = append(errs, fmt.Errorf("links left on the engine: %v (%v)", links, err))
 	}
+	return errors.Join(errs...)
 }
 
 func readDoc(t *testing.T, path string) disagg.Document {
@@ -88,14 +86,14 @@ func readDoc(t *testing.T, path string) disagg.Document {
 
 func TestNoFlags(t *testing.T) {
 	t.Chdir(t.TempDir())
-	e, srv := embedded(t, nil)
+	e, clean := embedded(t, nil)
 	var out, errOut bytes.Buffer
 	if err := runEnv(context.Background(), nil, &out, &errOut, e); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
 	}
-	assertClean(t, srv())
+	clean()
 	first, _, _ := strings.Cut(errOut.String(), "\n")
-	if !strings.Contains(first, "embedded SIMULATED engine") {
+	if !strings.Contains(first, "embedded simulated engine") || !strings.Contains(first, "every figure is simulated") {
 		t.Errorf("first stderr line does not say the engine is simulated: %q", first)
 	}
 	for _, want := range []string{"SIMULATED (fast)", "disaggregated vs", "decode_alone", "prefill_alone", "disaggregated: ok"} {
@@ -141,7 +139,7 @@ func viewOf(c *config) view {
 	sv := func(s side) sideView {
 		return sideView{s.model, s.node, s.filter.InstanceMeta, s.filter.Sharding, s.filter.MinNodes, s.filter.MaxNodes}
 	}
-	return view{c.host, c.port, c.repeat, c.pp, c.tg, c.compareBaseline, c.stream, sv(c.prefill), sv(c.decode)}
+	return view{c.Host, c.Port, c.repeat, c.pp, c.tg, c.compareBaseline, c.stream, sv(c.prefill), sv(c.decode)}
 }
 
 func TestConfigPrecedence(t *testing.T) {
@@ -242,7 +240,7 @@ func TestBadUsageSendsNothing(t *testing.T) {
 		{[]string{"--repeat", "0"}, "--repeat=0"},
 		{[]string{"--format", "xml"}, `--format="xml"`},
 		{[]string{"--prefill-node", "a", "--decode-node", "a"}, "different nodes"},
-		{[]string{"--preset", "nope"}, `--preset="nope"`},
+		{[]string{"--preset", "nope"}, `--preset: sim: unknown preset "nope"`},
 		{[]string{"--pp", "x"}, "not an integer"},
 		{[]string{"stray"}, "unexpected argument"},
 		{[]string{"--config", filepath.Join(dir, "missing.toml")}, "missing.toml"},
@@ -271,7 +269,7 @@ func TestBadUsageSendsNothing(t *testing.T) {
 }
 
 func TestFailedRequestsStillCleanUp(t *testing.T) {
-	e, srv := embedded(t, func(o *sim.Options) {
+	e, clean := embedded(t, func(o *sim.Options) {
 		o.Fault, o.FaultEvery = sim.Fault{Kind: sim.FaultStatus500}, 2
 	})
 	out := filepath.Join(t.TempDir(), "out.json")
@@ -280,7 +278,7 @@ func TestFailedRequestsStillCleanUp(t *testing.T) {
 	if !errors.Is(err, cli.ErrRequestsFailed) || cli.ExitCode(err) != cli.ExitFailed {
 		t.Fatalf("err = %v, want ErrRequestsFailed (exit 1)\n%s", err, stderr.String())
 	}
-	assertClean(t, srv())
+	clean()
 	doc := readDoc(t, out)
 	failed := 0
 	for _, r := range doc.Runs {
@@ -316,7 +314,7 @@ func TestInterruptCleansUp(t *testing.T) {
 	defer cancel()
 	// Every request stalls for a minute; Ctrl-C comes as the first one
 	// reaches the engine.
-	e, srv := embedded(t, func(o *sim.Options) {
+	e, clean := embedded(t, func(o *sim.Options) {
 		o.Fault = sim.Fault{Kind: sim.FaultStall, After: -1, Duration: time.Minute}
 		o.Logger = slog.New(onMessage{"sim: injecting a fault", cancel})
 	})
@@ -326,7 +324,7 @@ func TestInterruptCleansUp(t *testing.T) {
 	if code := cli.ExitCode(err); code != cli.ExitInterrupted {
 		t.Fatalf("err = %v (exit %d), want exit %d\n%s", err, code, cli.ExitInterrupted, stderr.String())
 	}
-	assertClean(t, srv())
+	clean()
 	if doc := readDoc(t, out); !doc.Meta.Interrupted {
 		t.Errorf("results do not say the run was interrupted: %+v", doc.Meta)
 	}
@@ -394,8 +392,8 @@ func FuzzLoadConfig(f *testing.F) {
 			return
 		}
 		// Flags given on the command line always win.
-		if c.host != "h" || c.decode.model != "m" || c.prefill.model != "m" {
-			t.Errorf("host %q models %q/%q", c.host, c.prefill.model, c.decode.model)
+		if c.Host != "h" || c.decode.model != "m" || c.prefill.model != "m" {
+			t.Errorf("host %q models %q/%q", c.Host, c.prefill.model, c.decode.model)
 		}
 	})
 }
