@@ -204,8 +204,9 @@ func cellNotes(c Summary, src string) []string {
 }
 
 // pmShort formats iv, scaled, as "center ±half" with the half width to
-// two significant digits and the center to the same decimal place: no
-// digit finer than the interval can tell. Without a half width (one
+// two significant digits and the center to the same decimal place (at
+// most four significant digits of the center: a half width below them
+// shows as zeros): no digit finer than the interval can tell. Without a half width (one
 // repeat) the center has four significant digits; "—" when undefined.
 func pmShort(iv timing.Interval, scale float64) string {
 	c := iv.Center * scale
@@ -216,7 +217,9 @@ func pmShort(iv timing.Interval, scale float64) string {
 	if math.IsNaN(half) || math.IsInf(half, 0) || half <= 0 {
 		return strconv.FormatFloat(c, 'f', max(0, decimals(c, 4)), 64)
 	}
-	d := decimals(half, 2)
+	// Two significant digits of the half width, but never more than four
+	// of the center: a half width far below it is shown as zeros.
+	d := min(decimals(half, 2), max(0, decimals(c, 4)))
 	if d < 0 { // round both to the half width's second significant digit
 		unit := math.Pow(10, float64(-d))
 		c, half, d = math.Round(c/unit)*unit, math.Round(half/unit)*unit, 0
