@@ -248,6 +248,14 @@ func (s Summary) record() cellRecord {
 // burst's reason, "" when none was.
 func (m Meta) Saturation() string { return burstReasons(m.SaturatedBursts) }
 
+// Judge records each run's client health (its summary's, else judged
+// from its requests) and whether any run's client was the bottleneck;
+// capped says a cap on requests in flight held requests back, so that
+// their lag is the server's and is not judged.
+func (m *LoadMeta) Judge(runs []LoadRun, capped bool) {
+	m.Client, m.ClientSaturated = clientHealths(runs, capped)
+}
+
 // Saturation says why the client was the bottleneck: each saturated run's
 // reason after its index ("run 0: schedule lag p99 …; run 2: …"), "" when
 // none was.

@@ -181,7 +181,7 @@ func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDoc
 	}
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	meta.Interrupted = ctx.Err() != nil
-	meta.Client, meta.ClientSaturated = ClientHealths(runs, p.Traffic.MaxConcurrency > 0)
+	meta.Judge(runs, p.Traffic.MaxConcurrency > 0 || p.Traffic.Users > 0)
 	return NewLoadDocument(meta, runs, maxRate), err
 }
 

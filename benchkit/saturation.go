@@ -215,10 +215,10 @@ func (h *ClientHealth) setGC(before, after gcStats) {
 	h.GCCycles, h.GCPauseS = &n, &p
 }
 
-// ClientHealths is each run's client health: its summary's (Load.Run
+// clientHealths is each run's client health: its summary's (Load.Run
 // measures it), else checkRun of its rows. saturated is true when any
 // run's client was.
-func ClientHealths(runs []LoadRun, capped bool) (hs []ClientHealth, saturated bool) {
+func clientHealths(runs []LoadRun, capped bool) (hs []ClientHealth, saturated bool) {
 	for _, r := range runs {
 		var h ClientHealth
 		if r.Summary.Client != nil {

@@ -77,7 +77,7 @@ func TestClientHealths(t *testing.T) {
 		{Summary: Summary{Client: &measured}, Requests: rows(0, 0)},
 		{Requests: rows(1, 0.5)},
 	}
-	hs, saturated := ClientHealths(runs, false)
+	hs, saturated := clientHealths(runs, false)
 	if !saturated || len(hs) != 2 {
 		t.Fatalf("saturated %v, %d healths", saturated, len(hs))
 	}

@@ -166,7 +166,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	for _, w := range s.Warnings {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
-	meta.Client, meta.ClientSaturated = benchkit.ClientHealths([]benchkit.LoadRun{res}, false)
+	meta.Judge([]benchkit.LoadRun{res}, false)
 	if meta.ClientSaturated {
 		fmt.Fprintf(stdout, "CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: %s\n", meta.Saturation())
 	}
