@@ -253,7 +253,7 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	if t.Exo {
 		flag = "--host"
 	}
-	fmt.Fprintf(stderr, "%s: no %s: measuring the embedded simulated engine at %s (preset %s); every figure is simulated\n", t.Program, flag, t.URL, opts.Preset.Name)
+	fmt.Fprintf(stderr, "%s: no %s: measuring the embedded simulated engine; every figure is simulated\n%s: the embedded engine at %s, preset %s\n", t.Program, flag, t.Program, t.URL, opts.Preset.Name)
 	return nil
 }
 
