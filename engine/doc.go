@@ -5,8 +5,9 @@
 //
 // # Engines
 //
-// An [Engine] has one method, Complete, which sends one chat request and
-// returns its [Result]: the client's [timing.Trace] (when the request was
+// An [Engine] has one method, Complete, which sends one request (a chat of
+// Messages, or a text completion of a [Prompt] of token ids or raw text)
+// and returns its [Result]: the client's [timing.Trace] (when the request was
 // written, when headers and each content chunk arrived, when the response
 // ended), the server's own statistics when it reports them ([ServerStats],
 // exo's generation_stats), the OpenAI usage block ([Usage]), exo's

@@ -126,6 +126,18 @@ func MaxPlausiblePromptCount(msgs []Message) int {
 	return n
 }
 
+// MaxPlausiblePromptTokens is the largest prompt-token count a server may
+// report for req: MaxPlausiblePromptCount(req.Messages) for a chat
+// request; for a text completion len(Prompt.Tokens) or len(Prompt.Text)
+// (a token of at least a byte, as above) plus PromptTemplateAllowance, for
+// the special tokens a server may add (a BOS).
+func MaxPlausiblePromptTokens(req Request) int {
+	if p := req.Prompt; p != nil {
+		return len(p.Tokens) + len(p.Text) + PromptTemplateAllowance
+	}
+	return MaxPlausiblePromptCount(req.Messages)
+}
+
 // MaxTokenBytes is the most bytes of text one generated token may decode
 // to. The longest tokens of today's vocabularies (runs of spaces, dashes
 // or code indentation) are well under 256 bytes; 1024 leaves room.

@@ -75,6 +75,36 @@ func TestMaxPlausiblePromptCount(t *testing.T) {
 	if got := engine.MaxPlausiblePromptCount(nil); got != engine.PromptTemplateAllowance {
 		t.Errorf("MaxPlausiblePromptCount(nil) = %d", got)
 	}
+	for _, tc := range []struct {
+		req  engine.Request
+		want int
+	}{
+		{engine.Request{Messages: msgs}, want},
+		{engine.Request{Prompt: &engine.Prompt{Tokens: make([]int, 416)}}, 416 + engine.PromptTemplateAllowance},
+		{engine.Request{Prompt: &engine.Prompt{Text: "héllo"}}, 6 + engine.PromptTemplateAllowance},
+	} {
+		if got := engine.MaxPlausiblePromptTokens(tc.req); got != tc.want {
+			t.Errorf("MaxPlausiblePromptTokens(%+v) = %d, want %d", tc.req.Prompt, got, tc.want)
+		}
+	}
+}
+
+func TestPromptCheck(t *testing.T) {
+	for _, tc := range []struct {
+		p  *engine.Prompt
+		ok bool
+	}{
+		{nil, true},
+		{&engine.Prompt{Tokens: []int{1, 2, 3}}, true},
+		{&engine.Prompt{Text: "Once upon a time"}, true},
+		{&engine.Prompt{}, false},
+		{&engine.Prompt{Tokens: []int{1}, Text: "x"}, false},
+		{&engine.Prompt{Tokens: []int{4, -1}}, false},
+	} {
+		if err := tc.p.Check(); (err == nil) != tc.ok {
+			t.Errorf("Check(%+v) = %v, want ok %v", tc.p, err, tc.ok)
+		}
+	}
 }
 
 func TestCheckText(t *testing.T) {

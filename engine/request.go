@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/inferbench/inferbench/promptsize"
@@ -13,15 +15,24 @@ import (
 // promptsize.Counter takes.
 type Message = promptsize.Message
 
-// A Request is one chat completion to send. The zero value of every optional
-// field means "not set": the adapter leaves it out of the request body and
-// the server applies its own default.
+// A Request is one completion to send: a chat completion of Messages, or,
+// when Prompt is set, a text completion of a prompt that is not chat
+// messages. The zero value of every optional field means "not set": the
+// adapter leaves it out of the request body and the server applies its own
+// default.
 type Request struct {
 	// Model is the model id exactly as the engine expects it (for exo the
 	// full Hugging Face id of a running instance's model).
 	Model string
-	// Messages are the chat turns, in order.
+	// Messages are the chat turns, in order. They must be empty when
+	// Prompt is set.
 	Messages []Message
+	// Prompt, when not nil, makes the request a text completion (the
+	// OpenAI /v1/completions endpoint): the server applies no chat template
+	// and counts the prompt as it is. Nil means a chat completion of
+	// Messages. An adapter whose server has no completions endpoint (exo)
+	// refuses such a request before sending anything.
+	Prompt *Prompt
 	// MaxTokens bounds the number of generated tokens (max_tokens). Zero
 	// leaves it to the server; exo then generates up to 32168 tokens on the
 	// bench path, where end-of-sequence is banned.
@@ -62,4 +73,35 @@ type Request struct {
 	// Header holds request-scoped HTTP headers, sent in addition to the
 	// adapter's own (for example engine/sim's fault-injection header).
 	Header http.Header
+}
+
+// A Prompt is the prompt of a text completion: token ids or raw text,
+// exactly one of them. Token ids are what a workload of exact token blocks
+// sends: the server takes them as they are, so the prompt is exactly
+// len(Tokens) tokens and two prompts share a prefix exactly where their
+// ids do. Text is tokenized by the server without a chat template.
+type Prompt struct {
+	// Tokens are the prompt's token ids, sent as a JSON array of integers.
+	Tokens []int
+	// Text is the prompt as text, sent as a JSON string.
+	Text string
+}
+
+// Check reports a prompt that cannot be sent: neither or both of Tokens
+// and Text, or a negative token id. The error says what was found.
+func (p *Prompt) Check() error {
+	switch {
+	case p == nil:
+		return nil
+	case len(p.Tokens) == 0 && p.Text == "":
+		return errors.New("engine: the completion prompt is empty: want Tokens or Text")
+	case len(p.Tokens) > 0 && p.Text != "":
+		return fmt.Errorf("engine: the completion prompt has %d token ids and %d bytes of text: want one of them", len(p.Tokens), len(p.Text))
+	}
+	for i, id := range p.Tokens {
+		if id < 0 {
+			return fmt.Errorf("engine: the completion prompt's token id %d (at %d) is negative: want ids ≥ 0", id, i)
+		}
+	}
+	return nil
 }

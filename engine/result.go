@@ -192,16 +192,30 @@ func ParseGenerationStats(payload []byte) (ServerStats, error) {
 // generated. It decodes and encodes the wire form, with CachedTokens taken
 // from prompt_tokens_details.cached_tokens.
 type Usage struct {
-	// PromptTokens is the number of prompt tokens (prompt_tokens).
+	// PromptTokens is the number of prompt tokens (prompt_tokens), cached
+	// ones included.
 	PromptTokens int
 	// CompletionTokens is the number of generated tokens
 	// (completion_tokens).
 	CompletionTokens int
 	// TotalTokens is their sum as the server reports it (total_tokens).
 	TotalTokens int
-	// CachedTokens is the number of prompt tokens served from a prefix
-	// cache (prompt_tokens_details.cached_tokens); 0 when absent.
-	CachedTokens int
+	// CachedTokens is the number of prompt tokens the server served from
+	// its prefix cache (prompt_tokens_details.cached_tokens), so that
+	// PromptTokens − *CachedTokens were prefilled. Nil when the server did
+	// not say: no prompt_tokens_details, or a null cached_tokens (vLLM
+	// reports it only with --enable-prompt-tokens-details, SGLang with
+	// --enable-cache-report), which is not the same as 0 (nothing cached).
+	CachedTokens *int
+}
+
+// Cached returns *CachedTokens and true, or 0 and false when the server
+// did not report it.
+func (u Usage) Cached() (int, bool) {
+	if u.CachedTokens == nil {
+		return 0, false
+	}
+	return *u.CachedTokens, true
 }
 
 type usageWire struct {
@@ -209,22 +223,25 @@ type usageWire struct {
 	CompletionTokens    int `json:"completion_tokens"`
 	TotalTokens         int `json:"total_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens *int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details,omitempty"`
 }
 
-// MarshalJSON encodes u in the OpenAI wire form.
+// MarshalJSON encodes u in the OpenAI wire form, with prompt_tokens_details
+// only when CachedTokens is set.
 func (u Usage) MarshalJSON() ([]byte, error) {
 	w := usageWire{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
-	if u.CachedTokens != 0 {
+	if u.CachedTokens != nil {
+		n := *u.CachedTokens
 		w.PromptTokensDetails = &struct {
-			CachedTokens int `json:"cached_tokens"`
-		}{u.CachedTokens}
+			CachedTokens *int `json:"cached_tokens"`
+		}{&n}
 	}
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON decodes the OpenAI wire form.
+// UnmarshalJSON decodes the OpenAI wire form. A missing or null
+// prompt_tokens_details or cached_tokens leaves CachedTokens nil.
 func (u *Usage) UnmarshalJSON(data []byte) error {
 	var w usageWire
 	if err := json.Unmarshal(data, &w); err != nil {

@@ -72,7 +72,8 @@ func TestUsageJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(in), &u); err != nil {
 		t.Fatal(err)
 	}
-	want := engine.Usage{PromptTokens: 4096, CompletionTokens: 128, TotalTokens: 4224, CachedTokens: 7}
+	seven := 7
+	want := engine.Usage{PromptTokens: 4096, CompletionTokens: 128, TotalTokens: 4224, CachedTokens: &seven}
 	if diff := cmp.Diff(want, u); diff != "" {
 		t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 	}
@@ -83,6 +84,28 @@ func TestUsageJSON(t *testing.T) {
 	b, _ = json.Marshal(engine.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3})
 	if got, w := string(b), `{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}`; got != w {
 		t.Errorf("Marshal = %s, want %s", got, w)
+	}
+	// Reported 0 (nothing cached) and not reported stay apart, both ways.
+	zero := 0
+	b, _ = json.Marshal(engine.Usage{PromptTokens: 1, CachedTokens: &zero})
+	if got, w := string(b), `{"prompt_tokens":1,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`; got != w {
+		t.Errorf("Marshal = %s, want %s", got, w)
+	}
+	for in, want := range map[string]*int{
+		`{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":0}}`:    &zero,
+		`{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":null}}`: nil,
+		`{"prompt_tokens":3,"prompt_tokens_details":null}`:                   nil,
+		`{"prompt_tokens":3,"prompt_tokens_details":{}}`:                     nil,
+		`{"prompt_tokens":3}`: nil,
+	} {
+		var u engine.Usage
+		if err := json.Unmarshal([]byte(in), &u); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := u.Cached()
+		if ok != (want != nil) || (want != nil && got != *want) {
+			t.Errorf("%s: Cached() = %d, %v; want %v", in, got, ok, want)
+		}
 	}
 }
 

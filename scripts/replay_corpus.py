@@ -27,10 +27,15 @@ never by the parser under test:
             never shows (a swallowed reasoning marker), "" for an end of
             sequence
   finish, error_kind, error_code, usage (prompt/completion)
+  cached    usage.prompt_tokens_details.cached_tokens of the final usage,
+            "-" when the server reports none
   recount   (only some cases) the tokens a re-count of the shown text
             finds with a tokenizer other than the server's (Go-quoted), for
             the test's re-counting counter: the client's count of
             generated text is not the model's tokenization
+A "#request: endpoint=/v1/completions" line marks the answer to a text
+completion of a prompt of token ids (as many as the truth's prompt
+tokens); without it the stream answers a chat completion.
 Run from the repository root: python3 scripts/replay_corpus.py
 """
 import json, os
@@ -88,6 +93,7 @@ class Case:
         self.first_ms = None
         self.truth = {}
         self.recount = None
+        self.endpoint = None  # "/v1/completions" for a text completion
 
     def emit(self, t, *events):
         data = b"".join(e if isinstance(e, bytes) else e.encode() for e in events)
@@ -98,7 +104,7 @@ class Case:
         self.steps.append((t, len(pieces), shows_text))
         self.pieces += pieces
 
-    def finish_truth(self, finish, usage, eos=False, error_kind="-", error_code="-", chunks_known=True):
+    def finish_truth(self, finish, usage, eos=False, error_kind="-", error_code="-", chunks_known=True, cached="-"):
         chunks, carry, times = [], 0, []
         for t, k, shown in self.steps:
             carry += k
@@ -114,14 +120,16 @@ class Case:
             n=n, chunks=",".join(map(str, chunks)) if chunks_known else "-", ttft_ms=fmt(times[0]),
             first_ms=fmt(self.first_ms) if self.first_ms is not None else "-",
             tpot_ms=fmt((times[-1] - first) / (n - 1)) if n >= 2 else "-",
-            finish=finish or "-", usage=usage or "-", error_kind=error_kind, error_code=error_code)
+            finish=finish or "-", usage=usage or "-", error_kind=error_kind, error_code=error_code, cached=str(cached))
 
     def save(self):
         lines = ["#replay v1", "#server: " + self.server]
         lines += ["#source: " + s for s in self.sources]
         lines += ["#behaviour: " + b for b in self.behaviour]
         lines.append("#request: max_tokens=%d" % self.max_tokens)
-        for k in ["n", "chunks", "ttft_ms", "first_ms", "tpot_ms", "finish", "usage", "error_kind", "error_code"]:
+        if self.endpoint:
+            lines.append("#request: endpoint=" + self.endpoint)
+        for k in ["n", "chunks", "ttft_ms", "first_ms", "tpot_ms", "finish", "usage", "cached", "error_kind", "error_code"]:
             lines.append("#truth %s: %s" % (k, self.truth[k]))
         lines.append("#truth pieces: " + " ".join(("!" if isinstance(p, H) else "") + gq(p) for p in self.pieces))
         if self.recount is not None:
@@ -216,6 +224,95 @@ def vllm_error(name, behaviour, legacy):
         err = '{"error":{"message":"%s","type":"InternalServerError","param":null,"code":500}}' % msg
     c.emit(50, sse(err), "data: [DONE]\n\n")
     c.finish_truth(None, "21/2", error_kind="stream_error", error_code="500")
+    return c
+
+
+# ------------------------------------------------------------------ vLLM /v1/completions
+VLLMC = ("vllm-project/vllm vllm/entrypoints/openai/completion/serving.py@030ea52effcb05071543c8c42b8f0145e94cee43 "
+         "(completion_stream_generator: no role chunk; one text_completion chunk per engine output, skipped only when it "
+         "has no text, no token ids and no tokens before it, so a first token whose text the detokenizer holds back goes "
+         "out with text \"\"; every chunk model_dump_json(exclude_unset=True) with the choice fields it passes, null ones "
+         "too: index, text, logprobs, finish_reason, stop_reason, prompt_token_ids, token_ids; under continuous usage a "
+         "usage of prompt_tokens, total_tokens, completion_tokens; then, with include_usage, a chunk with choices [] dumped "
+         "with exclude_none, whose usage carries prompt_tokens_details.cached_tokens (the first output's num_cached_tokens) "
+         "when the server runs with --enable-prompt-tokens-details; [DONE], after an error too; no system_fingerprint is "
+         "configured, so exclude_none leaves it out) and protocol.py@002032ee2b18e1f7bd924ec47b62504ba3866063 "
+         "(CompletionStreamResponse: id, object \"text_completion\", created, model, choices, usage, system_fingerprint, "
+         "metrics; CompletionResponseStreamChoice: index, text, logprobs, finish_reason, stop_reason, prompt_token_ids, "
+         "token_ids; the request's prompt may be a list of token ids); UsageInfo (prompt_tokens, total_tokens, "
+         "completion_tokens, prompt_tokens_details) and PromptTokenUsageInfo (cached_tokens) as vLLM's serve protocol "
+         "defines them")
+
+
+def vc_chunk(cid, text, usage=None, finish=None):
+    s = ('{"id":"%s","object":"text_completion","created":1764600600,"model":"%s","choices":[{"index":0,"text":%s,'
+         '"logprobs":null,"finish_reason":%s,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]' % (
+             cid, VMODEL, compact(text), compact(finish)))
+    if usage is not None:
+        s += ',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (usage[0], usage[0] + usage[1], usage[1])
+    return s + "}"
+
+
+def vc_final(cid, p, c, cached=None):
+    u = '{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d' % (p, p + c, c)
+    if cached is not None:
+        u += ',"prompt_tokens_details":{"cached_tokens":%d}' % cached
+    return '{"id":"%s","object":"text_completion","created":1764600600,"model":"%s","choices":[],"usage":%s}}' % (cid, VMODEL, u)
+
+
+def vllm_completions(name, behaviour, steps, continuous=True, cached=None, held=0):
+    """steps: token pieces per engine output, for a prompt of P token ids.
+    The first `held` outputs show no text (the detokenizer holds back a
+    partial UTF-8 sequence): their chunks carry text "" and still go out,
+    as they carry token ids."""
+    cid = "cmpl-" + name.replace("_", "") + "-0"
+    P = 416
+    c = Case(name, "vLLM", [VLLMC], behaviour, sum(len(s) for s in steps))
+    c.endpoint = "/v1/completions"
+    t, cum, shown_sent = 40.0, 0, b""
+    gen = b""
+    for i, pieces in enumerate(steps):
+        if i:
+            t += 10
+        cum += len(pieces)
+        last = i == len(steps) - 1
+        for p in pieces:
+            gen += p if isinstance(p, bytes) else p.encode()
+        # What the detokenizer releases: the whole UTF-8 text so far.
+        whole = gen
+        while whole:
+            try:
+                whole.decode("utf-8")
+                break
+            except UnicodeDecodeError:
+                whole = whole[:-1]
+        delta = whole[len(shown_sent):].decode()
+        shown_sent = whole
+        ev = [sse(vc_chunk(cid, delta, (P, cum) if continuous else None, finish="length" if last else None))]
+        if last:
+            ev.append(sse(vc_final(cid, P, cum, cached)))
+            ev.append("data: [DONE]\n\n")
+        c.emit(t, *ev)
+        c.step(t, pieces, bool(delta))
+        if i == 0 and not delta:
+            c.first_ms = t  # a text-less chunk of the first token: the anchor
+    c.finish_truth("length", "%d/%d" % (P, cum), cached="-" if cached is None else cached)
+    return c
+
+
+def vllm_completions_error():
+    name = "vllm_completions_error"
+    cid = "cmpl-vllmcompletionserror-0"
+    c = Case(name, "vLLM", [VLLMC, "vllm-project/vllm vllm/entrypoints/openai/engine/serving.py@619e4b31da7791a6ea4f6724fe45b54556b5a8fa (create_streaming_error_response)"],
+             ["an engine failure mid-stream: the error envelope, then [DONE]"], 16)
+    c.endpoint = "/v1/completions"
+    c.emit(40, sse(vc_chunk(cid, "The", (416, 1))))
+    c.step(40, ["The"], True)
+    c.emit(50, sse(vc_chunk(cid, " engine", (416, 2))))
+    c.step(50, [" engine"], True)
+    msg = "The engine is dead: CUDA error: an illegal memory access was encountered"
+    c.emit(60, sse('{"error":{"message":"%s","type":"InternalServerError","param":null,"code":500}}' % msg), "data: [DONE]\n\n")
+    c.finish_truth(None, "416/2", error_kind="stream_error", error_code="500")
     return c
 
 
@@ -547,6 +644,16 @@ def main():
         vllm("vllm_reasoning", ["a reasoning parser: the <think> step writes no chunk, the reasoning goes out as delta.reasoning, the role chunk marks the first token"],
              [[H("<think>")], ["Okay"], [",", " the"], [H("</think>"), "Four"], ["."]], hidden=1, reasoning=2, model="Qwen/Qwen3-8B"),
         vllm_error("vllm_error", ["an engine failure mid-stream: the error envelope, then [DONE]"], legacy=False),
+        vllm_completions("vllm_completions_continuous", ["/v1/completions of token ids with continuous_usage_stats: no role chunk, "
+                                                         "one chunk per engine step, the final usage with cached_tokens (--enable-prompt-tokens-details)"],
+                         [["The"], [" quick"], [" brown"], [" fox"], [" jumps"], [" over"]], cached=400),
+        vllm_completions("vllm_completions_final_usage", ["/v1/completions with include_usage only: multi-token steps (speculative "
+                                                          "decoding), the total on the final chunk, no prompt_tokens_details"],
+                         [["The"], [" quick", " brown", " fox"], [" jumps"], [" over", " the"], [" lazy"]], continuous=False),
+        vllm_completions("vllm_completions_holdback", ["/v1/completions whose first token is half a character: its chunk goes out "
+                                                       "with text \"\" (it carries token ids), the first-chunk anchor; cached_tokens 0"],
+                         [[b"\xc3"], [b"\xa9t\xc3\xa9"], [b" chaud"], [b","], [b" oui"]], cached=0),
+        vllm_completions_error(),
         vllm_error("vllm_error_legacy", ["an engine failure mid-stream, in the flat error object of earlier vLLM, then [DONE]"], legacy=True),
         sglang("sglang_continuous", ["continuous usage on every chunk, a multi-token step"],
                [["Paris"], [" is"], [" the", " capital", " of"], [" France", "."]]),

@@ -81,6 +81,11 @@ type Config struct {
 	// Messages is the prompt of every request; nil means one short user
 	// message.
 	Messages []engine.Message
+	// Prompt, when set, makes every request of the kit a text completion
+	// of it (engine.Request.Prompt) instead of a chat of Messages. A prompt
+	// of token ids is also checked to come back as exactly that many
+	// prompt tokens in every usage and server stats the server sends.
+	Prompt *engine.Prompt
 	// MaxTokens is the max_tokens of ordinary requests (DefaultMaxTokens
 	// when 0). It should be small: every check sends a few requests.
 	MaxTokens int
@@ -132,7 +137,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Messages == nil {
+	if c.Messages == nil && c.Prompt == nil {
 		c.Messages = []engine.Message{{Role: "user", Content: "Count from one to ten."}}
 	}
 	if c.MaxTokens <= 0 {
@@ -176,6 +181,7 @@ func (c Config) request(m Mode, maxTokens int) engine.Request {
 	return engine.Request{
 		Model:     c.Model,
 		Messages:  c.Messages,
+		Prompt:    c.Prompt,
 		MaxTokens: maxTokens,
 		Stream:    m == Streamed,
 		IgnoreEOS: c.Bench,
@@ -749,8 +755,13 @@ func checkModels(ctx context.Context, c Config) []error {
 
 // checkCountTokens: an engine that is a TokenCounter counts the kit's
 // prompt deterministically, and as many tokens as its responses say the
-// prompt had (server stats or usage).
+// prompt had (server stats or usage). With a Prompt of token ids the count
+// is known without one: every response says exactly len(Tokens); a text
+// Prompt has no chat messages to count.
 func checkCountTokens(ctx context.Context, c Config) []error {
+	if c.Prompt != nil {
+		return checkPromptTokens(ctx, c)
+	}
 	tc, ok := c.Engine.(engine.TokenCounter)
 	if !ok {
 		return nil
@@ -779,6 +790,35 @@ func checkCountTokens(ctx context.Context, c Config) []error {
 		}
 		if u := res.Usage; u != nil && u.PromptTokens != n {
 			errs = append(errs, fmt.Errorf("%s request: usage says %d prompt tokens, CountTokens %d; want them equal", m, u.PromptTokens, n))
+		}
+	}
+	return errs
+}
+
+// checkPromptTokens: a prompt of token ids is exactly that many prompt
+// tokens in whatever counts the responses carry.
+func checkPromptTokens(ctx context.Context, c Config) []error {
+	n := len(c.Prompt.Tokens)
+	if n == 0 {
+		return nil
+	}
+	var errs []error
+	for _, m := range c.modes() {
+		res, err := complete(ctx, c, c.Engine, c.request(m, c.MaxTokens))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s request: want success, got %w", m, err))
+			continue
+		}
+		if s := res.ServerStats; s != nil && s.PromptTokens != n {
+			errs = append(errs, fmt.Errorf("%s request: server counted %d prompt tokens for a prompt of %d token ids; want them equal", m, s.PromptTokens, n))
+		}
+		if u := res.Usage; u != nil && u.PromptTokens != n {
+			errs = append(errs, fmt.Errorf("%s request: usage says %d prompt tokens for a prompt of %d token ids; want them equal", m, u.PromptTokens, n))
+		}
+		if u := res.Usage; u != nil {
+			if k, ok := u.Cached(); ok && (k < 0 || k > u.PromptTokens) {
+				errs = append(errs, fmt.Errorf("%s request: usage says %d of %d prompt tokens were cached; want 0 to %d", m, k, u.PromptTokens, u.PromptTokens))
+			}
 		}
 	}
 	return errs

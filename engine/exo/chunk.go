@@ -38,7 +38,12 @@ func (d *chunkDecoder) decode(data []byte, ck *streamChunk) error {
 		}
 		if f.UsageSet {
 			d.usage = engine.Usage{PromptTokens: f.Usage.PromptTokens, CompletionTokens: f.Usage.CompletionTokens,
-				TotalTokens: f.Usage.TotalTokens, CachedTokens: f.Usage.CachedTokens}
+				TotalTokens: f.Usage.TotalTokens}
+			if f.Usage.CachedSet {
+				// Its own int: a kept usage must not change with the next chunk.
+				n := f.Usage.CachedTokens
+				d.usage.CachedTokens = &n
+			}
 			ck.usage = &d.usage
 		}
 		return nil

@@ -151,6 +151,9 @@ func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	}
 	target := c.url(path, nil)
 	op := "POST " + target
+	if req.Prompt != nil {
+		return nil, &engine.Error{Kind: engine.KindOther, Op: op, Err: errors.New("exo serves chat completions only: a request with a completion Prompt (token ids or raw text) has no endpoint there; send Messages")}
+	}
 	payload, warns, err := body(req)
 	if err != nil {
 		return nil, &engine.Error{Kind: engine.KindOther, Op: op, Err: fmt.Errorf("encoding the request: %w", err)}
@@ -321,7 +324,10 @@ func checkUsage(req engine.Request, u *engine.Usage) error {
 	if err := engine.CheckCount("usage.total_tokens", u.TotalTokens, limit+promptLimit); err != nil {
 		return err
 	}
-	return engine.CheckCount("usage.prompt_tokens_details.cached_tokens", u.CachedTokens, u.PromptTokens)
+	if n, ok := u.Cached(); ok {
+		return engine.CheckCount("usage.prompt_tokens_details.cached_tokens", n, u.PromptTokens)
+	}
+	return nil
 }
 
 // checkStats checks exo's generation_stats against the request:

@@ -233,7 +233,8 @@ func TestCompleteStream(t *testing.T) {
 	if diff := cmp.Diff(wantStats, res.ServerStats); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&engine.Usage{PromptTokens: 8191, CompletionTokens: 4, TotalTokens: 8195}, res.Usage); diff != "" {
+	zero := 0 // the stream states cached_tokens 0, which is not "not reported"
+	if diff := cmp.Diff(&engine.Usage{PromptTokens: 8191, CompletionTokens: 4, TotalTokens: 8195, CachedTokens: &zero}, res.Usage); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]PrefillProgress{{Processed: 4096, Total: 8191}, {Processed: 8190, Total: 8191}}, progress); diff != "" {
@@ -449,5 +450,21 @@ func TestCompleteWarnings(t *testing.T) {
 	}
 	if res.ServerStats.PrefixCacheHit != engine.PrefixCacheNone {
 		t.Errorf("missing prefix_cache_hit decoded as %q, want none", res.ServerStats.PrefixCacheHit)
+	}
+}
+
+// TestCompletePromptRefused: exo serves chat completions only, so a
+// request with a completion Prompt is refused before anything is sent.
+func TestCompletePromptRefused(t *testing.T) {
+	rec := &recorder{body: []byte(`{}`), contentType: "application/json"}
+	c, _ := newTestClient(t, rec, nil)
+	for _, p := range []*engine.Prompt{{Tokens: []int{1, 2, 3}}, {Text: "Once upon a time"}} {
+		_, err := c.Complete(context.Background(), engine.Request{Model: "m", Prompt: p, MaxTokens: 4})
+		if engine.KindOf(err) != engine.KindOther || !strings.Contains(err.Error(), "chat completions only") {
+			t.Errorf("Prompt %+v: error %v, want one of kind other saying exo serves chat only", p, err)
+		}
+	}
+	if len(rec.paths) != 0 {
+		t.Errorf("%d requests sent, want none", len(rec.paths))
 	}
 }

@@ -31,7 +31,7 @@ func BenchmarkParseChunk(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseChunk(data); err != nil {
+		if _, err := parseChunk(data, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -22,12 +22,13 @@ type chunkDecoder struct {
 	text  []byte
 }
 
-// decode decodes data into v, with parseChunk's errors.
-func (d *chunkDecoder) decode(data []byte, v *chunkView) error {
+// decode decodes data into v, a text_completion chunk when completion is
+// set, with parseChunk's errors.
+func (d *chunkDecoder) decode(data []byte, v *chunkView, completion bool) error {
 	*v = chunkView{}
 	f := &d.fast
 	if !f.Parse(data) {
-		p, err := parseChunk(data)
+		p, err := parseChunk(data, completion)
 		if err != nil {
 			return err
 		}
@@ -37,6 +38,11 @@ func (d *chunkDecoder) decode(data []byte, v *chunkView) error {
 	v.id, v.model = f.ID.Val, f.Model.Val
 	if f.Choices == 1 && f.Index == 0 {
 		v.choice = true
+		v.finish = f.FinishReason.Val
+		if completion {
+			v.text = f.Text.Val
+			return d.fastUsage(v)
+		}
 		// deltaWire.text: the reasoning, then the content.
 		d.text = d.text[:0]
 		switch {
@@ -47,11 +53,21 @@ func (d *chunkDecoder) decode(data []byte, v *chunkView) error {
 		}
 		d.text = append(d.text, f.Delta.Content.Val...)
 		v.text = d.text
-		v.finish = f.FinishReason.Val
 	}
+	return d.fastUsage(v)
+}
+
+// fastUsage sets v's usage from the chunk the fast parser decoded.
+func (d *chunkDecoder) fastUsage(v *chunkView) error {
+	f := &d.fast
 	if f.UsageSet {
 		d.usage = engine.Usage{PromptTokens: f.Usage.PromptTokens, CompletionTokens: f.Usage.CompletionTokens,
-			TotalTokens: f.Usage.TotalTokens, CachedTokens: f.Usage.CachedTokens}
+			TotalTokens: f.Usage.TotalTokens}
+		if f.Usage.CachedSet {
+			// Its own int: a kept usage must not change with the next chunk.
+			n := f.Usage.CachedTokens
+			d.usage.CachedTokens = &n
+		}
 		v.usage = &d.usage
 	}
 	return nil

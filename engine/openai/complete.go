@@ -20,14 +20,19 @@ import (
 	"github.com/inferbench/inferbench/engine"
 )
 
-// chatPath is the chat completions endpoint under the server root.
-const chatPath = "/v1/chat/completions"
+// The endpoints under the server root: chat completions, and text
+// completions for a request with a Prompt.
+const (
+	chatPath        = "/v1/chat/completions"
+	completionsPath = "/v1/completions"
+)
 
 // errorBodyBytes bounds what is read of an error response's body.
 const errorBodyBytes = 64 << 10
 
-// Complete sends req to /v1/chat/completions and reads the whole response.
-// It implements engine.Engine.
+// Complete sends req to /v1/chat/completions, or to /v1/completions when
+// req.Prompt is set, and reads the whole response. It implements
+// engine.Engine.
 //
 // A streaming request's trace has one chunk per chunk that carried
 // generated text (content or reasoning) in choice 0, with its token count
@@ -84,7 +89,11 @@ func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	if req.Stream {
 		accept = "text/event-stream"
 	}
-	hreq, err := c.newRequest(context.Background(), http.MethodPost, chatPath, body, accept, req.Header)
+	path := chatPath
+	if req.Prompt != nil {
+		path = completionsPath
+	}
+	hreq, err := c.newRequest(context.Background(), http.MethodPost, path, body, accept, req.Header)
 	if err != nil {
 		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.redact(err)}
 	}
@@ -206,7 +215,7 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	if err != nil {
 		err = c.redact(engine.Wrap(ctx, engine.KindTruncated, op, err))
 	}
-	c.log.LogAttrs(ctx, slog.LevelDebug, "openai: chat completion",
+	c.log.LogAttrs(ctx, slog.LevelDebug, "openai: completion",
 		slog.String("op", op), slog.Int("status", resp.StatusCode), slog.Bool("stream", req.Stream),
 		slog.Int("chunks", len(res.Trace.Chunks)), slog.Duration("elapsed", res.Trace.End.Sub(res.Trace.Start)),
 		slog.Int("warnings", len(res.Warnings)), slog.Any("kind", engine.KindOf(err)))
@@ -228,9 +237,19 @@ func dialKind(err error) engine.Kind {
 	return engine.KindReset
 }
 
-// requestBody encodes req as a chat completions body, with the warnings of
-// what the flavour left out.
+// requestBody encodes req as a chat completions body, or a completions
+// body when req.Prompt is set, with the warnings of what the flavour left
+// out.
 func (c *Client) requestBody(req engine.Request) ([]byte, []error, error) {
+	if req.Prompt != nil {
+		if err := req.Prompt.Check(); err != nil {
+			return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: fmt.Errorf("openai: %w", err)}
+		}
+		if len(req.Messages) > 0 {
+			return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request",
+				Err: fmt.Errorf("openai: the request has a completion Prompt and %d Messages: want one or the other", len(req.Messages))}
+		}
+	}
 	if req.MaxTokens < 0 || req.MinTokens < 0 {
 		return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request",
 			Err: fmt.Errorf("openai: MaxTokens=%d and MinTokens=%d, want both ≥ 0", req.MaxTokens, req.MinTokens)}
@@ -247,13 +266,18 @@ func (c *Client) requestBody(req engine.Request) ([]byte, []error, error) {
 		warns = append(warns, fmt.Errorf("%w: the request asks for %s, which flavour %q does not take; it was not sent", ErrUnsupported, field, fl))
 	}
 
-	msgs := req.Messages
-	if msgs == nil {
-		msgs = []engine.Message{}
-	}
-	m := map[string]any{
-		"messages": msgs,
-		"stream":   req.Stream,
+	m := map[string]any{"stream": req.Stream}
+	switch p := req.Prompt; {
+	case p == nil:
+		msgs := req.Messages
+		if msgs == nil {
+			msgs = []engine.Message{}
+		}
+		m["messages"] = msgs
+	case len(p.Tokens) > 0:
+		m["prompt"] = p.Tokens
+	default:
+		m["prompt"] = p.Text
 	}
 	if req.Model != "" {
 		m["model"] = req.Model
@@ -312,7 +336,7 @@ func (c *Client) requestBody(req engine.Request) ([]byte, []error, error) {
 	return b, warns, nil
 }
 
-// completionWire is a non-streaming chat completion.
+// completionWire is a non-streaming chat completion, or text completion.
 type completionWire struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
@@ -336,8 +360,12 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 	}
 	var w completionWire
 	if err := json.Unmarshal(b, &w); err != nil {
+		what := "chat.completion"
+		if req.Prompt != nil {
+			what = "text_completion"
+		}
 		return &engine.Error{Kind: engine.KindMalformed, Op: "decode body",
-			Err: fmt.Errorf("openai: want a chat.completion JSON object, found %q: %w", excerpt(c.redactBytes(b)), err)}
+			Err: fmt.Errorf("openai: want a %s JSON object, found %q: %w", what, excerpt(c.redactBytes(b)), err)}
 	}
 	if isError(w.Error) {
 		return &engine.Error{Kind: engine.KindStreamError, Op: "decode body",
@@ -345,7 +373,7 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 	}
 	res.ResponseID, res.Model = w.ID, w.Model
 	if u := w.Usage.usage(); u != nil {
-		st := streamState{maxTokens: req.MaxTokens, lastCum: -1}
+		st := newStreamState(req)
 		if err := st.checkUsage(u); err != nil {
 			return err
 		}
@@ -360,7 +388,11 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 		if ch.Index != 0 {
 			continue
 		}
-		res.Text = ch.Message.text()
+		if req.Prompt != nil {
+			res.Text = ch.text(true)
+		} else {
+			res.Text = ch.Message.text()
+		}
 		if ch.FinishReason != nil {
 			res.FinishReason = *ch.FinishReason
 		}
@@ -369,17 +401,24 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 	return nil
 }
 
-// shortWarnings checks bench semantics against the server's count.
+// shortWarnings checks bench semantics and a token-id prompt's length
+// against the server's counts.
 //
 // With IgnoreEOS the server should generate exactly MaxTokens tokens; with
 // MinTokens at least that many. The count is usage.completion_tokens; with
-// no usage there is nothing to check.
+// no usage there is nothing to check. A prompt of token ids is exactly
+// that many tokens: a usage.prompt_tokens that differs gets a Warning
+// wrapping ErrPromptTokens.
 func shortWarnings(req engine.Request, res *engine.Result) []error {
 	if res.Usage == nil {
 		return nil
 	}
 	n := res.Usage.CompletionTokens
 	var w []error
+	if p := req.Prompt; p != nil && len(p.Tokens) > 0 && res.Usage.PromptTokens != len(p.Tokens) {
+		w = append(w, fmt.Errorf("%w: the prompt is %d token ids, the server counted usage.prompt_tokens = %d",
+			ErrPromptTokens, len(p.Tokens), res.Usage.PromptTokens))
+	}
 	if req.IgnoreEOS && req.MaxTokens > 0 && n < req.MaxTokens {
 		w = append(w, fmt.Errorf("%w: ignore_eos with max_tokens=%d, the server generated %d (finish_reason %q); does it honour ignore_eos?",
 			ErrShortGeneration, req.MaxTokens, n, res.FinishReason))

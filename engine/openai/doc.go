@@ -1,6 +1,7 @@
 // Package openai is an engine adapter for any server that speaks the OpenAI
 // chat completions API: vLLM, SGLang, llama.cpp's llama-server,
-// mlx_lm.server and Ollama.
+// mlx_lm.server and Ollama; and its text completions API, for prompts that
+// are not chat messages.
 //
 // A [Client] implements [engine.Engine] (Complete), [engine.Prewarmer]
 // (Prewarm), [engine.Preparer] (Prepare: the body encoded and the headers
@@ -14,6 +15,35 @@
 //		MaxTokens: 128, IgnoreEOS: true, Stream: true,
 //	})
 //	m, err := res.Trace.Metrics() // TTFT, TPOT, ITL from the client's clock
+//
+// # Text completions
+//
+// A request whose Prompt is set goes to /v1/completions instead: no chat
+// template, the prompt sent as "prompt", a JSON array of token ids
+// (Prompt.Tokens) or a string (Prompt.Text); Messages must then be empty.
+// Nothing else selects the endpoint, so a Request says by itself what it
+// is. Every other field is sent as for a chat (max_tokens, ignore_eos,
+// min_tokens, stop, stream_options with include_usage and
+// continuous_usage_stats, Extra), and the answer is read with the same
+// token accounting, arrival stamping and bounds: a stream's text is
+// choices[0].text of each text_completion chunk, a whole answer's
+// choices[0].text. vLLM's completion stream has no role chunk, so its
+// first chunk is the first token's; a first token whose text the
+// detokenizer holds back still goes out, with text "", and is the trace's
+// FirstChunk as a role chunk would be. The server must count a prompt of
+// token ids as exactly their number; when usage.prompt_tokens says
+// otherwise, a Warning wrapping [ErrPromptTokens] says so, and
+// prompt_tokens beyond engine.MaxPlausiblePromptTokens is an error of kind
+// engine.KindImplausibleUsage.
+//
+// # Cached tokens
+//
+// Result.Usage.CachedTokens is usage.prompt_tokens_details.cached_tokens,
+// on either endpoint: the prompt tokens the server took from its prefix
+// cache (vLLM with --enable-prompt-tokens-details, SGLang with
+// --enable-cache-report). It is nil when the server said nothing, which
+// is not 0; a count beyond prompt_tokens is an error of kind
+// engine.KindImplausibleUsage.
 //
 // # Streaming and token counts
 //

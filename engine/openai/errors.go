@@ -41,6 +41,10 @@ var (
 	// than tokens. An estimate that puts several tokens there says so in
 	// its own warning, wrapping ErrEstimatedTokens, not this.
 	ErrHiddenFirstTokens = errors.New("openai: first tokens hidden")
+	// ErrPromptTokens: the request's prompt was token ids and the
+	// server's usage.prompt_tokens is not their number: it added tokens
+	// (a BOS) or did not take the ids as they are.
+	ErrPromptTokens = errors.New("openai: the server's prompt count differs from the prompt's token ids")
 	// ErrTextCut: the server streamed more text than engine.MaxKeptText;
 	// Result.Text holds its start, the counts the whole stream.
 	ErrTextCut = errors.New("openai: generated text cut")

@@ -56,6 +56,39 @@ func Example() {
 	// TTFT > 0: true warnings: 0
 }
 
+// A text completion of token ids (/v1/completions): the server counts the
+// ids exactly, and the second prompt, which shares the first 32 of its 40
+// ids, is served two 16-token blocks from the prefix cache.
+func ExampleClient_Complete_tokenIDs() {
+	s := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer s.Close()
+	c, err := openai.New(s.VLLMURL, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ids := make([]int, 40)
+	for i := range ids {
+		ids[i] = 1000 + i
+	}
+	for _, tail := range []int{0, 5000} {
+		p := append([]int(nil), ids...)
+		for i := 32; i < len(p); i++ {
+			p[i] += tail
+		}
+		res, err := c.Complete(context.Background(), engine.Request{
+			Model: s.Model(), Prompt: &engine.Prompt{Tokens: p}, MaxTokens: 4, IgnoreEOS: true, Stream: true,
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		cached, _ := res.Usage.Cached()
+		fmt.Println("prompt tokens:", res.Usage.PromptTokens, "cached:", cached, "generated:", res.Trace.Tokens())
+	}
+	// Output:
+	// prompt tokens: 40 cached: 0 generated: 4
+	// prompt tokens: 40 cached: 32 generated: 4
+}
+
 // Chunk token counts from usage deltas: a server that puts a cumulative
 // usage block on every chunk (vLLM's continuous_usage_stats) tells how
 // many tokens each chunk carried, even when one chunk carries several.

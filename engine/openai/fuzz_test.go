@@ -35,13 +35,17 @@ func seedEvents(f *testing.F) (streams, datas [][]byte) {
 	return streams, datas
 }
 
-// FuzzParseChunk feeds arbitrary event data to the chunk parser. It must
-// never panic; what it accepts must parse the same way twice, and a chunk
-// it accepts must contribute exactly its text to a stream.
+// FuzzParseChunk feeds arbitrary event data to the chunk parser, read as a
+// chat chunk and as a text_completion chunk. It must never panic; what it
+// accepts must parse the same way twice, the fast decoder must agree with
+// it, and a chunk it accepts must contribute exactly its text to a stream.
 func FuzzParseChunk(f *testing.F) {
 	_, datas := seedEvents(f)
 	for _, d := range datas {
 		f.Add(d)
+	}
+	for _, r := range replayEvents(f) {
+		f.Add(r)
 	}
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":null}}],"usage":null}`))
 	f.Add([]byte(`{"choices":[{"index":1,"delta":{"content":"other choice"}}]}`))
@@ -49,53 +53,106 @@ func FuzzParseChunk(f *testing.F) {
 	f.Add([]byte(`{"choices":[],"error":null}`))
 	f.Add([]byte(`{"id":"x","error":"overloaded"}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null}]}`))
+	f.Add([]byte(`{"choices":[{"index":0,"text":"a","delta":{"content":"b"}}]}`))
+	f.Add([]byte(`{"choices":[{"index":0,"text":null}],"usage":{"prompt_tokens":2,"prompt_tokens_details":{"cached_tokens":3}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := parseChunk(data)
-		if err != nil {
-			return
-		}
-		q, err := parseChunk(data)
-		if err != nil || p.Text != q.Text || p.FinishReason != q.FinishReason || (p.Usage == nil) != (q.Usage == nil) {
-			t.Fatalf("parsing %q twice gave %+v then %+v, %v", data, p, q, err)
-		}
-		if bytes.ContainsAny(data, "\r\n") {
-			return // not a single data line
-		}
-		c, err := New("http://127.0.0.1:9", &Options{DoneOptional: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res engine.Result
-		stream := "data: " + string(data) + "\n\ndata: [DONE]\n\n"
-		if err := c.readStream(context.Background(), strings.NewReader(stream), nil, engine.Request{}, &res); err != nil {
-			if engine.KindOf(err) == engine.KindStreamError {
-				return // an error object in a position the reader checks first
+		for _, completion := range []bool{false, true} {
+			p, err := parseChunk(data, completion)
+			if err != nil {
+				continue
 			}
-			t.Fatalf("stream of an accepted chunk %q failed: %v", data, err)
-		}
-		if res.Text != p.Text || len(res.Trace.Chunks) != map[bool]int{true: 1, false: 0}[p.Text != ""] {
-			t.Fatalf("chunk %q: stream text %q with %d chunks, parser text %q", data, res.Text, len(res.Trace.Chunks), p.Text)
+			q, err := parseChunk(data, completion)
+			if err != nil || p.Text != q.Text || p.FinishReason != q.FinishReason || (p.Usage == nil) != (q.Usage == nil) {
+				t.Fatalf("parsing %q twice gave %+v then %+v, %v", data, p, q, err)
+			}
+			var (
+				dec chunkDecoder
+				v   chunkView
+			)
+			if err := dec.decode(data, &v, completion); err != nil {
+				t.Fatalf("completion=%v: parseChunk accepts %q, the decoder refuses it: %v", completion, data, err)
+			}
+			if string(v.text) != p.Text || string(v.finish) != p.FinishReason || v.choice != p.Choice || (v.usage == nil) != (p.Usage == nil) {
+				t.Fatalf("completion=%v: %q: decoder text %q finish %q choice %v, parser %+v", completion, data, v.text, v.finish, v.choice, p)
+			}
+			if v.usage != nil {
+				a, aok := v.usage.Cached()
+				b, bok := p.Usage.Cached()
+				if a != b || aok != bok || v.usage.PromptTokens != p.Usage.PromptTokens || v.usage.CompletionTokens != p.Usage.CompletionTokens {
+					t.Fatalf("completion=%v: %q: decoder usage %+v, parser %+v", completion, data, *v.usage, *p.Usage)
+				}
+			}
+			if bytes.ContainsAny(data, "\r\n") {
+				continue // not a single data line
+			}
+			c, err := New("http://127.0.0.1:9", &Options{DoneOptional: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res engine.Result
+			stream := "data: " + string(data) + "\n\ndata: [DONE]\n\n"
+			req := engine.Request{}
+			if completion {
+				req.Prompt = &engine.Prompt{Text: "p"}
+			}
+			if err := c.readStream(context.Background(), strings.NewReader(stream), nil, req, &res); err != nil {
+				switch engine.KindOf(err) {
+				case engine.KindStreamError, engine.KindImplausibleUsage:
+					continue // an error object, or counts the reader bounds
+				}
+				t.Fatalf("completion=%v: stream of an accepted chunk %q failed: %v", completion, data, err)
+			}
+			if res.Text != p.Text || len(res.Trace.Chunks) != map[bool]int{true: 1, false: 0}[p.Text != ""] {
+				t.Fatalf("completion=%v: chunk %q: stream text %q with %d chunks, parser text %q", completion, data, res.Text, len(res.Trace.Chunks), p.Text)
+			}
 		}
 	})
 }
 
-// FuzzReadStream feeds arbitrary bytes to the stream reader. It must
-// never panic, must fail only with the kinds a stream can fail with, and
-// must keep the trace's invariants: chunks in order, non-negative counts,
-// one chunk per piece of text.
+// replayEvents returns the data of every event of the replay corpus.
+func replayEvents(f *testing.F) [][]byte {
+	f.Helper()
+	var out [][]byte
+	for _, r := range loadReplays(f) {
+		for _, w := range r.writes {
+			for _, line := range strings.Split(string(w.data), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok {
+					out = append(out, []byte(d))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// FuzzReadStream feeds arbitrary bytes to the stream reader, as the
+// answer to a chat request or to a text completion. It must never panic,
+// must fail only with the kinds a stream can fail with, and must keep the
+// trace's invariants: chunks in order, non-negative counts, one chunk per
+// piece of text.
 func FuzzReadStream(f *testing.F) {
 	streams, _ := seedEvents(f)
-	for _, s := range streams {
-		f.Add(s, false)
-		f.Add(s[:len(s)/2], true)
+	for _, r := range loadReplays(f) {
+		var b []byte
+		for _, w := range r.writes {
+			b = append(b, w.data...)
+		}
+		streams = append(streams, b)
 	}
-	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":5}}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"), false)
-	f.Add([]byte("event: error\ndata: boom\n\n"), false)
-	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"completion_tokens\":2},\"timings\":{\"prompt_n\":3,\"prompt_ms\":1.5,\"predicted_n\":2,\"predicted_ms\":-1}}\n\ndata: [DONE]\n\n"), false)
-	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\nerror: {\"code\":400,\"message\":\"full\"}\n\n"), true)
-	f.Add([]byte("data: {\"error\":{\"message\":\"oom\",\"http_status_code\":422}}\n\ndata: [DONE]\n\n"), false)
-	f.Add([]byte(": keep-alive\r\n\r\ndata: [DONE]\r\n\r\n"), true)
-	f.Fuzz(func(t *testing.T, body []byte, doneOptional bool) {
+	for _, s := range streams {
+		f.Add(s, false, false)
+		f.Add(s, false, true)
+		f.Add(s[:len(s)/2], true, false)
+	}
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":5}}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"), false, false)
+	f.Add([]byte("event: error\ndata: boom\n\n"), false, false)
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"completion_tokens\":2},\"timings\":{\"prompt_n\":3,\"prompt_ms\":1.5,\"predicted_n\":2,\"predicted_ms\":-1}}\n\ndata: [DONE]\n\n"), false, false)
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\nerror: {\"code\":400,\"message\":\"full\"}\n\n"), true, false)
+	f.Add([]byte("data: {\"error\":{\"message\":\"oom\",\"http_status_code\":422}}\n\ndata: [DONE]\n\n"), false, false)
+	f.Add([]byte(": keep-alive\r\n\r\ndata: [DONE]\r\n\r\n"), true, false)
+	f.Add([]byte("data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\ndata: {\"choices\":[{\"index\":0,\"text\":\" ab\",\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":5}}}\n\ndata: [DONE]\n\n"), false, true)
+	f.Fuzz(func(t *testing.T, body []byte, doneOptional, completion bool) {
 		clk := newStepClock()
 		c, err := New("http://127.0.0.1:9", &Options{Now: clk.Now, DoneOptional: doneOptional,
 			CountText: func(_ context.Context, s string) (int, error) { return len(strings.Fields(s)), nil }})
@@ -103,7 +160,11 @@ func FuzzReadStream(f *testing.F) {
 			t.Fatal(err)
 		}
 		var res engine.Result
-		err = c.readStream(context.Background(), &eventReader{rest: body}, nil, engine.Request{MaxTokens: 4, IgnoreEOS: true}, &res)
+		req := engine.Request{MaxTokens: 4, IgnoreEOS: true}
+		if completion {
+			req.Prompt = &engine.Prompt{Tokens: []int{1, 2, 3, 4}}
+		}
+		err = c.readStream(context.Background(), &eventReader{rest: body}, nil, req, &res)
 		switch k := engine.KindOf(err); k {
 		case engine.KindNone, engine.KindTruncated, engine.KindMalformed, engine.KindStreamError, engine.KindImplausibleUsage:
 		default:
@@ -125,6 +186,14 @@ func FuzzReadStream(f *testing.F) {
 		}
 		if len(res.Trace.Chunks) > 0 && res.Text == "" {
 			t.Fatalf("%d chunks but no text", len(res.Trace.Chunks))
+		}
+		if u := res.Usage; u != nil {
+			if n, ok := u.Cached(); ok && (n < 0 || n > u.PromptTokens) {
+				t.Fatalf("cached_tokens %d kept with prompt_tokens %d", n, u.PromptTokens)
+			}
+			if completion && u.PromptTokens > engine.MaxPlausiblePromptTokens(req) {
+				t.Fatalf("prompt_tokens %d kept for a prompt of 4 token ids", u.PromptTokens)
+			}
 		}
 		// With the server's count, every chunk carried a token and the
 		// counts add up to it, or a warning says they cannot.

@@ -36,6 +36,8 @@ type replay struct {
 	tpot      float64 // ms; −1 when undefined
 	finish    string  // "" when none
 	usage     [2]int  // prompt, completion; −1 when none
+	cached    int     // cached_tokens of the final usage; −1 when not reported
+	endpoint  string  // "/v1/completions" for a text completion; "" for a chat
 	errKind   engine.Kind
 	errCode   int
 	pieces    []string // text of each token
@@ -73,7 +75,7 @@ func loadReplays(t testing.TB) []replay {
 
 // parseReplay parses one replay file.
 func parseReplay(b []byte) (replay, error) {
-	r := replay{first: -1, tpot: -1, usage: [2]int{-1, -1}}
+	r := replay{first: -1, tpot: -1, usage: [2]int{-1, -1}, cached: -1}
 	truth := map[string]string{}
 	var at float64
 	var cur *replayWrite
@@ -96,6 +98,8 @@ func parseReplay(b []byte) (replay, error) {
 		case bytes.HasPrefix(line, []byte("#truth ")):
 			k, v, _ := strings.Cut(strings.TrimSpace(string(line[len("#truth "):])), ": ")
 			truth[k] = v
+		case bytes.HasPrefix(line, []byte("#request: endpoint=")):
+			r.endpoint = strings.TrimSpace(string(line[len("#request: endpoint="):]))
 		case bytes.HasPrefix(line, []byte("#request: max_tokens=")):
 			n, err := strconv.Atoi(strings.TrimSpace(string(line[len("#request: max_tokens="):])))
 			if err != nil {
@@ -148,6 +152,11 @@ func parseReplay(b []byte) (replay, error) {
 			return r, fmt.Errorf("truth usage %q: %w", v, err)
 		}
 	}
+	if v := truth["cached"]; v != "-" {
+		if r.cached, err = strconv.Atoi(v); err != nil {
+			return r, fmt.Errorf("truth cached %q: %w", v, err)
+		}
+	}
 	if v := truth["error_kind"]; v != "-" {
 		r.errKind = engine.Kind(v)
 	}
@@ -186,6 +195,20 @@ func parseReplay(b []byte) (replay, error) {
 		}
 	}
 	return r, nil
+}
+
+// request returns the request the replay answers: a chat, or a text
+// completion of as many token ids as the server counted.
+func (r replay) request() engine.Request {
+	req := engine.Request{Model: "m", MaxTokens: r.maxTokens, Stream: true}
+	if r.endpoint == completionsPath {
+		ids := make([]int, max(r.usage[0], 1))
+		for i := range ids {
+			ids[i] = 100 + i
+		}
+		req.Prompt = &engine.Prompt{Tokens: ids}
+	}
+	return req
 }
 
 // shown returns the text the stream shows: every piece but the hidden.
@@ -308,6 +331,15 @@ func checkReplay(t *testing.T, r replay, res engine.Result, err error, start tim
 			t.Errorf("usage %+v, want %d/%d", res.Usage, r.usage[0], r.usage[1])
 		}
 	}
+	if res.Usage != nil {
+		got, ok := res.Usage.Cached()
+		switch {
+		case r.cached < 0 && ok:
+			t.Errorf("cached_tokens %d, the server reported none", got)
+		case r.cached >= 0 && (!ok || got != r.cached):
+			t.Errorf("cached_tokens %d (reported %v), want %d", got, ok, r.cached)
+		}
+	}
 	tr := res.Trace
 	var estimated, unknown bool
 	for _, w := range res.Warnings {
@@ -421,7 +453,7 @@ func TestReplayCorpus(t *testing.T) {
 					t.Fatal(err)
 				}
 				res := engine.Result{Trace: engineTraceAt(base)}
-				rerr := c.readStream(context.Background(), &scheduledReader{clk: clk, base: base, writes: r.writes}, nil, engine.Request{MaxTokens: r.maxTokens}, &res)
+				rerr := c.readStream(context.Background(), &scheduledReader{clk: clk, base: base, writes: r.writes}, nil, r.request(), &res)
 				checkReplay(t, r, res, rerr, base, time.Millisecond, counted)
 			})
 		}
@@ -444,7 +476,15 @@ func TestReplayLoopback(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			began := make([]time.Time, len(r.writes)) // when each write began
+			want := chatPath
+			if r.endpoint != "" {
+				want = r.endpoint
+			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if req.URL.Path != want {
+					http.Error(w, "this replay answers "+want+", not "+req.URL.Path, http.StatusNotFound)
+					return
+				}
 				w.Header().Set("Content-Type", "text/event-stream")
 				w.WriteHeader(http.StatusOK)
 				f := w.(http.Flusher)
@@ -469,7 +509,7 @@ func TestReplayLoopback(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			c := newClient(t, srv.URL, &Options{CountText: r.exactCounter()})
-			res, err := c.Complete(context.Background(), engine.Request{Model: "m", MaxTokens: r.maxTokens, Stream: true})
+			res, err := c.Complete(context.Background(), r.request())
 			// The schedule starts when the headers went out: measure from
 			// them, within a stall bound of 2 s plus the stream's length.
 			tol := 2*time.Second + msDur(r.writes[len(r.writes)-1].at)

@@ -18,8 +18,9 @@ import (
 )
 
 // chunkWire is one chat.completion.chunk as vLLM, SGLang, llama.cpp,
-// mlx_lm.server and Ollama send it. Fields the adapter does not use are
-// not decoded.
+// mlx_lm.server and Ollama send it, or one text_completion chunk of
+// /v1/completions (whose choices carry text, not a delta). Fields the
+// adapter does not use are not decoded.
 type chunkWire struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
@@ -35,7 +36,7 @@ type usageWire struct {
 	CompletionTokens    int `json:"completion_tokens"`
 	TotalTokens         int `json:"total_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens *int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 }
 
@@ -55,7 +56,20 @@ type choiceWire struct {
 	Index        int       `json:"index"`
 	Delta        deltaWire `json:"delta"`
 	Message      deltaWire `json:"message"`
+	Text         *string   `json:"text"` // a completion choice's
 	FinishReason *string   `json:"finish_reason"`
+}
+
+// text returns the generated text of the choice: its text for a
+// completion, its delta's for a chat chunk.
+func (ch choiceWire) text(completion bool) string {
+	if completion {
+		if ch.Text == nil {
+			return ""
+		}
+		return *ch.Text
+	}
+	return ch.Delta.text()
 }
 
 // deltaWire is a streamed delta or a complete message. Reasoning text comes
@@ -92,9 +106,10 @@ type parsedChunk struct {
 	Choice       bool          // the chunk had a choice of index 0
 }
 
-// parseChunk decodes the data of one stream event. A chunk holding an
-// error object gives a *engine.StreamError.
-func parseChunk(data []byte) (parsedChunk, error) {
+// parseChunk decodes the data of one stream event, a text_completion
+// chunk when completion is set, else a chat.completion.chunk. A chunk
+// holding an error object gives a *engine.StreamError.
+func parseChunk(data []byte, completion bool) (parsedChunk, error) {
 	var w chunkWire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return parsedChunk{}, err
@@ -108,7 +123,7 @@ func parseChunk(data []byte) (parsedChunk, error) {
 			continue
 		}
 		p.Choice = true
-		p.Text += ch.Delta.text()
+		p.Text += ch.text(completion)
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			p.FinishReason = *ch.FinishReason
 		}
@@ -219,7 +234,9 @@ func parseTimings(data []byte, maxTokens int) (*engine.ServerStats, error) {
 // streamState accumulates a stream's content chunks until the token
 // counts can be attributed, after the stream has ended.
 type streamState struct {
-	maxTokens int // the request's MaxTokens, which bounds the counts
+	maxTokens  int  // the request's MaxTokens, which bounds the counts
+	promptMax  int  // the plausible bound of prompt_tokens
+	completion bool // a text completion: text in choices[].text
 
 	text    strings.Builder // at most engine.MaxKeptText bytes
 	total   int             // bytes of text received, kept or not
@@ -256,7 +273,7 @@ func (c *Client) readStream(ctx context.Context, r io.Reader, read func() time.T
 		read = c.now
 	}
 	sr := engine.NewSSEReader(r, &engine.SSEOptions{Now: read, DoneOptional: c.opts.DoneOptional})
-	st := streamState{maxTokens: req.MaxTokens, lastCum: -1}
+	st := newStreamState(req)
 	err := c.scan(sr, &st, res)
 	res.Trace.End = c.now()
 	res.Text = st.text.String()
@@ -284,9 +301,20 @@ func (c *Client) readStream(ctx context.Context, r io.Reader, read func() time.T
 	return nil
 }
 
+// newStreamState returns the state of reading the answer to req.
+func newStreamState(req engine.Request) streamState {
+	st := streamState{maxTokens: req.MaxTokens, lastCum: -1, promptMax: 2 * engine.NoMaxTokensBound, completion: req.Prompt != nil}
+	if st.completion {
+		st.promptMax = engine.MaxPlausiblePromptTokens(req)
+	}
+	return st
+}
+
 // checkUsage bounds the counts of a usage block the server sent: none
 // negative, completion_tokens within engine.MaxPlausibleCount of the
-// request and never falling.
+// request and never falling, prompt_tokens within
+// engine.MaxPlausiblePromptTokens for a text completion, cached_tokens
+// within prompt_tokens.
 func (st *streamState) checkUsage(u *engine.Usage) error {
 	if err := engine.CheckCount("usage.completion_tokens", u.CompletionTokens, engine.MaxPlausibleCount(st.maxTokens)); err != nil {
 		return err
@@ -294,15 +322,24 @@ func (st *streamState) checkUsage(u *engine.Usage) error {
 	if err := engine.CheckRising("usage.completion_tokens", st.lastCum, u.CompletionTokens); err != nil {
 		return err
 	}
-	for _, c := range []struct {
-		what string
-		n    int
-	}{{"usage.prompt_tokens", u.PromptTokens}, {"usage.total_tokens", u.TotalTokens}, {"usage.prompt_tokens_details.cached_tokens", u.CachedTokens}} {
-		if err := engine.CheckCount(c.what, c.n, 2*engine.NoMaxTokensBound); err != nil {
-			return err
-		}
+	if err := engine.CheckCount("usage.prompt_tokens", u.PromptTokens, st.promptMax); err != nil {
+		return err
+	}
+	if err := engine.CheckCount("usage.total_tokens", u.TotalTokens, st.promptMax+engine.NoMaxTokensBound); err != nil {
+		return err
+	}
+	if n, ok := u.Cached(); ok {
+		return engine.CheckCount("usage.prompt_tokens_details.cached_tokens", n, u.PromptTokens)
 	}
 	return nil
+}
+
+// chunkObject names what a chunk of the stream is.
+func (st *streamState) chunkObject() string {
+	if st.completion {
+		return "text_completion chunk"
+	}
+	return "chat.completion.chunk"
 }
 
 // scan reads events until [DONE], the end of the input or an error.
@@ -331,13 +368,13 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 			return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
 		}
 		n++
-		if err := dec.decode(ev.Data, &p); err != nil {
+		if err := dec.decode(ev.Data, &p, st.completion); err != nil {
 			if se, ok := err.(*engine.StreamError); ok {
 				se.Message = string(c.redactBytes([]byte(se.Message)))
 				return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
 			}
 			return &engine.Error{Kind: engine.KindMalformed, Op: "read SSE stream",
-				Err: fmt.Errorf("openai: event %d: want a chat.completion.chunk JSON object, found %q: %w", n, excerpt(c.redactBytes(ev.Data)), err)}
+				Err: fmt.Errorf("openai: event %d: want a %s JSON object, found %q: %w", n, st.chunkObject(), excerpt(c.redactBytes(ev.Data)), err)}
 		}
 		if res.ResponseID == "" {
 			res.ResponseID = string(p.id)

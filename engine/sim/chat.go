@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,10 +35,8 @@ type chatRequest struct {
 	IgnoreEOS           bool            `json:"ignore_eos"`
 	Stop                json.RawMessage `json:"stop"`
 	MinTokens           int             `json:"min_tokens"`
-	StreamOptions       *struct {
-		IncludeUsage         bool `json:"include_usage"`
-		ContinuousUsageStats bool `json:"continuous_usage_stats"`
-	} `json:"stream_options"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	CacheSalt           *string         `json:"cache_salt"`
 }
 
 type chatMessage struct {
@@ -226,11 +225,6 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 			d.fail(w, http.StatusBadRequest, "counting prompt tokens: "+err.Error())
 			return
 		}
-		ids := templateIDs(msgs)
-		seed := uint64(42)
-		if req.Seed != nil && (*req.Seed != 0 || d == dialectVLLM) {
-			seed = uint64(*req.Seed)
-		}
 		maxTok := DefaultMaxTokens
 		if d == dialectVLLM {
 			maxTok = inst.model.ContextLength - prompt
@@ -240,79 +234,133 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 		} else if req.MaxTokens != nil {
 			maxTok = *req.MaxTokens
 		}
-		if maxTok < 1 {
-			d.invalid(w, []string{"body", "max_tokens"}, fmt.Sprintf("max_tokens=%d: expected at least 1", maxTok))
-			return
-		}
-		if d == dialectVLLM && prompt+maxTok > inst.model.ContextLength {
-			vllmError(w, http.StatusBadRequest, fmt.Sprintf(
-				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-				inst.model.ContextLength, prompt+maxTok, prompt, maxTok))
-			return
-		}
-		target, reason := maxTok, "length"
-		eosBanned := bench || (d == dialectVLLM && req.IgnoreEOS)
-		if !eosBanned {
-			l := naturalLength(ids, seed, s.opts.natural())
-			if d == dialectVLLM {
-				l = max(l, req.MinTokens)
-			}
-			if l < maxTok {
-				target, reason = l, "stop"
-			}
-		}
-		stops, err := parseStop(req.Stop)
-		if err != nil {
-			d.invalid(w, []string{"body", "stop"}, err.Error())
-			return
-		}
-		cut := -1
-		if k, at := stopAt(s.vocab, seed, target, stops); k > 0 {
-			target, reason, cut = k, "stop", at
-		}
 		sysTokens := 0
 		if len(system) > 0 {
 			sysTokens = len(templateIDs(system))
 		}
-		j := &job{
-			id:       s.newID(),
-			ids:      ids,
-			prompt:   prompt,
-			system:   sysTokens,
-			useCache: !bench || req.UsePrefixCache,
-			target:   target,
-			reason:   reason,
-			seed:     seed,
-			notify:   make(chan struct{}, 1),
+		g := generation{
+			model: *req.Model, ids: templateIDs(msgs), prompt: prompt, system: sysTokens,
+			bench: bench, maxTokens: maxTok, ignoreEOS: req.IgnoreEOS, minTokens: req.MinTokens,
+			seed: req.Seed, stop: req.Stop, stream: req.Stream, streamOptions: req.StreamOptions,
+			useCache: d == dialectExo && (!bench || req.UsePrefixCache), fault: fault,
 		}
+		if req.CacheSalt != nil {
+			g.salt = *req.CacheSalt
+		}
+		s.generate(w, r, d, inst, g)
+	}
+}
+
+// streamOptions is the stream_options field of both APIs.
+type streamOptions struct {
+	IncludeUsage         bool `json:"include_usage"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats"`
+}
+
+// generation is a validated request, chat or completion, ready for the
+// scheduler: its prompt as token identities and as the server counts it,
+// and what bounds its generation.
+type generation struct {
+	model         string
+	ids           []int // token identities of the prompt
+	prompt        int   // prompt_tokens
+	system        int   // tokens of the system messages (exo's cache update rule)
+	bench         bool  // exo's bench path
+	completion    bool  // the vLLM API's /v1/completions
+	maxTokens     int   // max_tokens, defaults resolved
+	ignoreEOS     bool
+	minTokens     int
+	seed          *int64
+	stop          json.RawMessage
+	stream        bool
+	streamOptions *streamOptions
+	useCache      bool   // exo's KVPrefixCache
+	salt          string // cache_salt (the vLLM API)
+	fault         Fault
+}
+
+// generate runs g on inst and writes its response: the checks of
+// max_tokens against the context, the request's end (bench, natural
+// length, stop strings), then the job through the scheduler.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, inst *instance, g generation) {
+	prompt, maxTok := g.prompt, g.maxTokens
+	seed := uint64(42)
+	if g.seed != nil && (*g.seed != 0 || d == dialectVLLM) {
+		seed = uint64(*g.seed)
+	}
+	if maxTok < 1 {
+		d.invalid(w, []string{"body", "max_tokens"}, fmt.Sprintf("max_tokens=%d: expected at least 1", maxTok))
+		return
+	}
+	if d == dialectVLLM && prompt+maxTok > inst.model.ContextLength {
+		in := "messages"
+		if g.completion {
+			in = "prompt"
+		}
+		vllmError(w, http.StatusBadRequest, fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
+			inst.model.ContextLength, prompt+maxTok, prompt, in, maxTok, in))
+		return
+	}
+	target, reason := maxTok, "length"
+	eosBanned := g.bench || (d == dialectVLLM && g.ignoreEOS)
+	if !eosBanned {
+		l := naturalLength(g.ids, seed, s.opts.natural())
 		if d == dialectVLLM {
-			j.block = 16
+			l = max(l, g.minTokens)
 		}
+		if l < maxTok {
+			target, reason = l, "stop"
+		}
+	}
+	stops, err := parseStop(g.stop)
+	if err != nil {
+		d.invalid(w, []string{"body", "stop"}, err.Error())
+		return
+	}
+	cut := -1
+	if k, at := stopAt(s.vocab, seed, target, stops); k > 0 {
+		target, reason, cut = k, "stop", at
+	}
+	j := &job{
+		id:       s.newID(),
+		ids:      g.ids,
+		prompt:   prompt,
+		system:   g.system,
+		useCache: g.useCache && s.opts.PrefixCache.reuse(),
+		blocks:   d == dialectVLLM,
+		target:   target,
+		reason:   reason,
+		seed:     seed,
+		notify:   make(chan struct{}, 1),
+	}
+	if j.blocks {
+		j.seq = blockSeq{ids: slices.Clip(slices.Clone(g.ids)), prompt: len(g.ids), salt: saltHash(g.salt)}
+	}
+	s.mu.Lock()
+	s.jobs[j.id] = j
+	s.events++
+	s.mu.Unlock()
+	defer func() {
+		j.cancelled.Store(true)
 		s.mu.Lock()
-		s.jobs[j.id] = j
-		s.events++
+		delete(s.jobs, j.id)
 		s.mu.Unlock()
-		defer func() {
-			j.cancelled.Store(true)
-			s.mu.Lock()
-			delete(s.jobs, j.id)
-			s.mu.Unlock()
-		}()
-		if !inst.submit(j) {
-			d.fail(w, http.StatusServiceUnavailable, "instance "+inst.id+" was deleted")
-			return
-		}
-		rs := &response{s: s, d: d, bench: bench, j: j, inst: inst, model: *req.Model, fault: fault,
-			created: time.Now().Unix(), cut: cut}
-		if req.StreamOptions != nil {
-			rs.includeUsage = req.StreamOptions.IncludeUsage
-			rs.continuous = req.StreamOptions.IncludeUsage && req.StreamOptions.ContinuousUsageStats
-		}
-		if req.Stream {
-			rs.stream(w, r)
-		} else {
-			rs.whole(w, r)
-		}
+	}()
+	if !inst.submit(j) {
+		d.fail(w, http.StatusServiceUnavailable, "instance "+inst.id+" was deleted")
+		return
+	}
+	rs := &response{s: s, d: d, bench: g.bench, completion: g.completion, j: j, inst: inst, model: g.model, fault: g.fault,
+		created: time.Now().Unix(), cut: cut}
+	if g.streamOptions != nil {
+		rs.includeUsage = g.streamOptions.IncludeUsage
+		rs.continuous = g.streamOptions.IncludeUsage && g.streamOptions.ContinuousUsageStats
+	}
+	if g.stream {
+		rs.stream(w, r)
+	} else {
+		rs.whole(w, r)
 	}
 }
 
@@ -362,11 +410,12 @@ func (s *Server) preFault(w http.ResponseWriter, r *http.Request, d dialect, f F
 	return true
 }
 
-// response writes one chat response from the job's events.
+// response writes one chat or completion response from the job's events.
 type response struct {
 	s            *Server
 	d            dialect
 	bench        bool
+	completion   bool // a text_completion of the vLLM API
 	j            *job
 	inst         *instance
 	model        string
@@ -482,9 +531,16 @@ func (rs *response) next(r *http.Request, idle func() error) ([]event, error) {
 	}
 }
 
+// usage returns the usage block of the job so far; st is set on the final
+// one.
 func (rs *response) usage(st *finalStats, generated int) map[string]any {
 	prompt := rs.j.prompt
 	u := map[string]any{"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated}
+	if rs.d == dialectVLLM {
+		if d := rs.vllmUsageOf(st, generated).Details; d != nil {
+			u["prompt_tokens_details"] = d
+		}
+	}
 	if rs.d == dialectExo {
 		cached := 0
 		if st != nil {
@@ -535,6 +591,13 @@ func (rs *response) chunkID() string {
 
 // dataChunk renders one streamed data chunk.
 func (rs *response) dataChunk(text string, first bool, finish string, usage map[string]any) []byte {
+	if rs.completion {
+		var u *vllmUsage
+		if usage != nil {
+			u = rs.vllmUsageOf(nil, usage["completion_tokens"].(int))
+		}
+		return rs.completionData(text, finish, u)
+	}
 	delta := map[string]any{"content": text}
 	choice := map[string]any{"index": 0, "delta": delta}
 	obj := "chat.completion"
@@ -580,7 +643,9 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 	// engine's first output, the step that produced the first token
 	// (chat_completion_stream_generator's first iteration): a client that
 	// times the first chunk reads the time to the first token, not 0.
-	roleSent := rs.d == dialectExo
+	// A completion stream has no role chunk: its first chunk is the first
+	// token's (serving_completion.py).
+	roleSent := rs.d == dialectExo || rs.completion
 	sendRole := func() bool {
 		if roleSent {
 			return true
@@ -685,8 +750,12 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 				}
 				st := e.stats
 				var u map[string]any
-				if rs.d == dialectExo || rs.continuous {
+				if rs.d == dialectExo {
 					u = rs.usage(st, st.generated)
+				} else if rs.continuous {
+					// vLLM's continuous usage has no details; the usage
+					// chunk after it does.
+					u = rs.usage(nil, st.generated)
 				}
 				if !emit(rs.dataChunk(buf.String(), false, st.reason, u)) {
 					return
@@ -696,6 +765,8 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 					o.write(append(append([]byte(": generation_stats "), b...), '\n', '\n'))
 					b, _ = json.Marshal(rs.simInfo(st))
 					o.write(append(append([]byte(": sim "), b...), '\n', '\n'))
+				} else if rs.includeUsage && rs.completion {
+					o.write(rs.completionUsageData(st))
 				} else if rs.includeUsage {
 					b, _ := json.Marshal(map[string]any{"id": rs.chunkID(), "object": "chat.completion.chunk",
 						"created": rs.created, "model": rs.model, "choices": []any{}, "usage": rs.usage(st, st.generated)})
@@ -748,6 +819,15 @@ collect:
 				return
 			}
 		}
+	}
+	if rs.completion {
+		b, err := rs.completionBody(text.String(), st, generated)
+		if err != nil {
+			rs.d.fail(w, http.StatusInternalServerError, "sim: encoding response: "+err.Error())
+			return
+		}
+		rs.wholeFault(w, r, b)
+		return
 	}
 	msg := map[string]any{"role": "assistant", "content": text.String()}
 	choice := map[string]any{"index": 0, "logprobs": nil, "message": msg}

@@ -48,10 +48,20 @@
 // POST /v1/chat/completions with stream_options.include_usage (a final chunk
 // with empty choices and usage) and continuous_usage_stats (usage on every
 // chunk), ignore_eos, min_tokens, max_tokens or max_completion_tokens
-// (default: context length − prompt); chunks are "chat.completion.chunk" and
-// the first carries the role; GET /v1/models; POST /tokenize with {model,
+// (default: context length − prompt), cache_salt; chunks are
+// "chat.completion.chunk" and the first carries the role; POST
+// /v1/completions with the same fields and a prompt that is a string or a
+// list of token ids (a list of one such prompt too; the sim serves one
+// prompt a request), max_tokens defaulting to vLLM's 16, chunks
+// "text_completion" with choices[].text and no role chunk (vLLM's
+// serving_completion.py); GET /v1/models; POST /tokenize with {model,
 // messages, add_generation_prompt} or {model, prompt} → {count,
-// max_model_len, tokens}; GET /health.
+// max_model_len, tokens}; GET /health. Both report
+// usage.prompt_tokens_details.cached_tokens as vLLM does with
+// --enable-prompt-tokens-details: on the final usage (the usage chunk of a
+// stream, the body of a whole answer), for a completion always, for a chat
+// only when something was cached; Options.NoPromptTokensDetails leaves it
+// out, as vLLM's default does.
 //
 // A stream on exo's API is, in order: ": keep-alive" (again after every
 // Options.KeepAlive of silence, 10 s by default); ": prefill_progress
@@ -96,14 +106,8 @@
 //	generation_tps = (n − 1) / (t_last − t_first)   n = generated tokens, t = decode step ends
 //	peak_memory_usage = (W + kv · most KV tokens held) / k · 1.073741824   (rank 0's share, exo's from_gb scale)
 //
-// The prefix cache follows exo: bench requests skip it unless
-// use_prefix_cache; the longest common token prefix with a cached prompt
-// gives an exact hit when it covers all but at most the last token (no
-// prefill; prompt_tps is the rate stored with the entry), a partial hit when
-// it is non-empty (only the rest is prefilled), none otherwise. An entry is
-// updated in place when the hit is at least max(1000, system-prompt tokens)
-// and half the prompt, else a new one is added (32 at most per instance).
-// vLLM requests round the hit down to 16-token blocks.
+// A prompt's cached tokens are not prefilled (see Prefix cache): the
+// prefill is of its u = prompt − cached tokens, after cached ones.
 //
 // Remote prefill: when an instance link names the serving instance as decode
 // and a ready instance as prefill, a prompt with more than 1000 uncached
@@ -120,6 +124,61 @@
 // reports the last second: sysPower (mean W), gpuUsage (mean max(uc, um)),
 // temp = 35 + 45 · gpuUsage °C, pcpuUsage = 0.03 + 0.1 · gpuUsage,
 // ecpuUsage = 0.05.
+//
+// # Prefix cache
+//
+// Options.PrefixCache is the ablation switch: PrefixCacheRadix, the
+// default (vLLM's v1 engine caches prefixes by default, as SGLang's radix
+// cache does), or PrefixCacheNaive, where nothing is reused on either API.
+// Server.CacheStats is the sim's own account of prompt work, for checking
+// what clients add up from cached_tokens.
+//
+// The vLLM API keeps a block cache per instance, as vLLM's automatic
+// prefix caching does. A prompt's token identities are cut into blocks of
+// Options.BlockSize tokens (vLLM's default 16); a full block is named by a
+// chained hash, FNV-1a of its parent block's hash and its own ids (the
+// first block's parent is the request's cache_salt), so equal hashes are
+// equal prefixes and the set of hashes is a radix tree of cached prefixes
+// with blocks for edges. A request's hit is the longest run of its leading
+// blocks that is cached, and stops short of its last prompt token, which
+// must be computed for the first token's logits: ⌊(prompt − 1) / block⌋
+// blocks at most, so a prompt cached whole still prefills its last block.
+// Blocks are cached as their KV is computed: the prompt's (all of it but
+// the last token) when its prefill ends, then one token a decode step, so
+// a reply's blocks are hits for a follow-up prompt that repeats it. A
+// request may hit only blocks computed before its own prefill starts. The
+// scheduler prefills admitted requests one after another, each looked up
+// just before its prefill, so of requests that arrive together the later
+// ones hit the blocks of the earlier ones (as in vLLM, which commits a
+// block's hash when it schedules its computation, and batches both in one
+// step), and a burst of n prompts sharing a prefix prefills it once. A
+// block prefilled on a remote prefill instance becomes a hit on the decode
+// instance once its KV has arrived.
+//
+// Token identities: a completion's token ids are their own, exactly;
+// chat messages and text are the built-in tokenizer's ids (templateIDs),
+// exact when the server counts with the built-in Counter. With a caller's
+// Options.Counter the hit is scaled from identities to that count and
+// rounded down to whole blocks.
+//
+// Memory: each instance holds Options.KVCacheBlocks blocks (default
+// Preset.KVCacheBlocks: 90% of the instance's memory, vLLM's
+// --gpu-memory-utilization, less the weights). Running requests hold their
+// blocks (shared blocks once); a finished request's blocks stay cached,
+// last block first in line for eviction, and cached blocks no request
+// holds are evicted least recently freed first when the blocks in memory
+// exceed the budget. Held blocks are never evicted: running requests whose
+// KV alone exceeds the budget overcommit it (no preemption is modelled).
+//
+// exo's API keeps exo's KVPrefixCache, whose unit is a whole prompt, not
+// a block (exo-api.md §1.7): bench requests skip it unless
+// use_prefix_cache; the longest common token prefix with a cached prompt
+// gives an exact hit when it covers all but at most the last token (no
+// prefill; prompt_tps is the rate stored with the entry), a partial hit when
+// it is non-empty (only the rest is prefilled), none otherwise. An entry is
+// updated in place when the hit is at least max(1000, system-prompt tokens)
+// and half the prompt, else a new one is added (32 at most per instance).
+// The two caches are separate: exo's requests take no blocks.
 //
 // # Presets
 //
@@ -164,9 +223,9 @@
 //
 // # Faults
 //
-// Options.Fault (optionally every FaultEvery-th chat request) or the request
-// header X-Sim-Fault (e.g. "reset-mid-stream; after=3", see ParseFault)
-// injects one fault per chat request, so one run can mix them. After counts
+// Options.Fault (optionally every FaultEvery-th chat or completion request)
+// or the request header X-Sim-Fault (e.g. "reset-mid-stream; after=3", see
+// ParseFault) injects one fault per such request, so one run can mix them. After counts
 // data chunks written before a mid-stream fault fires (default 1).
 //
 //	500, 503              error envelope with that status, before any work
@@ -187,8 +246,9 @@
 //
 // # What is not modelled
 //
-// Sampling parameters, logprobs, tools and images are accepted and ignored. Sliding-window attention is not modelled (KV grows
+// Sampling parameters, logprobs, echo, n, tools and images are accepted and ignored. Sliding-window attention is not modelled (KV grows
 // with the whole context). Memory limits apply to placements, not to the KV
-// cache. A batch on one node does not slow another instance on the same
-// node.
+// cache, except the vLLM API's KV budget, which bounds what stays cached
+// (not what runs). A batch on one node does not slow another instance on
+// the same node.
 package sim

@@ -63,3 +63,37 @@ func ExampleCounter() {
 	fmt.Printf("%q %d\n", sim.Tokenize("Hello, world!"), n)
 	// Output: ["Hello" "," " world" "!"] 12
 }
+
+// The seed's prefix-cache ablation on the vLLM API: 16 prompts of token ids
+// sharing a 400-token prefix, 16 unique tokens each, sent one after
+// another. Server.CacheStats is the sim's own count of what it prefilled:
+// every token of every prompt without reuse, the prefix once with the
+// block cache.
+func ExampleServer_CacheStats() {
+	for _, mode := range []sim.PrefixCacheMode{sim.PrefixCacheNaive, sim.PrefixCacheRadix} {
+		s := sim.NewServer(sim.Options{Preset: sim.Fast(), PrefixCache: mode})
+		for i := range 16 {
+			ids := make([]int, 416)
+			for k := range ids {
+				ids[k] = 100 + k // the shared prefix
+				if k >= 400 {
+					ids[k] = 10000 + 16*i + k // this prompt's own tokens
+				}
+			}
+			prompt, _ := json.Marshal(ids)
+			body := `{"model":"` + s.Model() + `","prompt":` + string(prompt) + `,"max_tokens":4}`
+			resp, err := http.Post(s.VLLMURL+"/v1/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			resp.Body.Close()
+		}
+		st := s.CacheStats()
+		fmt.Printf("%s: %d of %d prompt tokens prefilled, %d cached\n", mode, st.PrefilledTokens, st.PromptTokens, st.CachedTokens)
+		s.Close()
+	}
+	// Output:
+	// naive: 6656 of 6656 prompt tokens prefilled, 0 cached
+	// radix: 656 of 6656 prompt tokens prefilled, 6000 cached
+}

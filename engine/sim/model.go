@@ -194,6 +194,27 @@ func (p Preset) PrefillRate(n int) float64 {
 	return float64(n) / p.PrefillTime(n, 0, DefaultPrefillChunk).Seconds()
 }
 
+// KVCacheBlocks is the default KV budget of an instance of the preset's
+// model on nodes nodes, in blocks of blockSize tokens (≤ 0 means
+// DefaultBlockSize): what KVMemoryFraction of the nodes' memory holds
+// beyond the weights,
+//
+//	blocks = ⌊(KVMemoryFraction · nodes · RAM − W) / (kv · blockSize)⌋, at least 1
+//
+// as vLLM sizes its KV cache from --gpu-memory-utilization.
+func (p Preset) KVCacheBlocks(blockSize, nodes int) int {
+	if blockSize <= 0 {
+		blockSize = DefaultBlockSize
+	}
+	nodes = max(nodes, 1)
+	free := KVMemoryFraction*float64(nodes)*float64(p.Hardware.RAM) - p.Model.WeightBytes()
+	per := p.Model.KVBytesPerToken() * float64(blockSize)
+	if free <= 0 || per <= 0 {
+		return 1
+	}
+	return max(int(free/per), 1)
+}
+
 // cost is the cost model of one instance: the preset spread over nodes
 // nodes, tensor- or pipeline-parallel, with hop latency between nodes.
 type cost struct {

@@ -54,14 +54,14 @@ const (
 	jobDone
 )
 
-// job is one chat request inside the scheduler.
+// job is one request inside the scheduler.
 type job struct {
 	id        string
-	ids       []int // built-in template token ids, for the prefix cache
-	prompt    int   // prompt_tokens as the server's Counter counts them
+	ids       []int // token identities of the prompt (built-in ids, or a completion's own), for the prefix caches
+	prompt    int   // prompt_tokens as the server counts them
 	system    int
-	useCache  bool
-	block     int // cached tokens are rounded down to a multiple (vLLM: 16)
+	useCache  bool // exo's KVPrefixCache is looked up and saved
+	blocks    bool // the vLLM API: the instance's block cache
 	target    int
 	reason    string
 	seed      uint64
@@ -91,6 +91,7 @@ type job struct {
 	hit          string
 	promptTPS    float64
 	maxBatch     int
+	seq          blockSeq // the block cache's view of the request (blocks)
 
 	mu     sync.Mutex
 	events []event
@@ -142,8 +143,9 @@ type instance struct {
 	done      chan struct{}
 
 	// Owned by the scheduler goroutine.
-	cache      prefixCache
-	peakTokens int // high-water mark of KV tokens held at once
+	cache      prefixCache // exo's API
+	kv         *blockCache // the vLLM API; set before the scheduler starts
+	peakTokens int         // high-water mark of KV tokens held at once
 }
 
 // peakBytes is what exo reports as peak_memory_usage for rank 0: its share
@@ -356,13 +358,23 @@ func (in *instance) run() {
 			j.maxBatch = max(j.maxBatch, len(running))
 			if j.generated == 0 {
 				j.first = now
+				// The step computed the prompt's last token.
+				in.s.cache.prefilled.Add(1)
 			}
 			j.last = now
 			j.generated++
 			j.ctx++
-			j.push(event{kind: evToken, text: generatedWord(in.s.vocab, j.seed, j.generated-1), cumulative: j.generated})
+			word := generatedWord(in.s.vocab, j.seed, j.generated-1)
+			if j.blocks {
+				// The step computed the KV of the token before the new
+				// one; the new one's comes with the next step.
+				j.seq.ids = append(j.seq.ids, tokenID(word))
+				in.kv.grow(&j.seq, j.seq.prompt-1+j.generated)
+			}
+			j.push(event{kind: evToken, text: word, cumulative: j.generated})
 			if j.generated >= j.target {
 				j.state.Store(jobDone)
+				j.seq.drop()
 				f := j.final()
 				f.peakBytes = in.peakBytes()
 				j.push(event{kind: evDone, stats: f})
@@ -375,11 +387,14 @@ func (in *instance) run() {
 	}
 }
 
+// dropCancelled removes the cancelled jobs of js, freeing the blocks they
+// hold (a job queued here, or at a remote prefill, holds none).
 func dropCancelled(js []*job) []*job {
 	keep := js[:0]
 	for _, j := range js {
 		if j.cancelled.Load() {
 			j.state.Store(jobDone)
+			j.seq.drop()
 			continue
 		}
 		keep = append(keep, j)
@@ -429,6 +444,10 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 		if j.useCache {
 			in.cache.save(j.ids, j.cacheIdx, j.cachedIDs(), j.system, j.promptTPS)
 		}
+		if j.blocks {
+			// The KV has arrived: its blocks are hits from now on.
+			in.kv.grow(&j.seq, j.seq.prompt-1)
+		}
 		return now, true, true
 	}
 	j.admitted = now
@@ -436,7 +455,22 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 	j.cacheIdx = -1
 	j.hit = HitNone
 	common := 0
-	if j.useCache {
+	switch {
+	case j.blocks:
+		if hit := in.kv.lookup(&j.seq); hit > 0 {
+			// In the server's count: the same unless a caller's Counter
+			// counts otherwise than the token identities, when the hit is
+			// scaled and rounded down to whole blocks.
+			j.cached = hit
+			if len(j.ids) != j.prompt {
+				j.cached = hit * j.prompt / len(j.ids)
+				j.cached = min(j.cached-j.cached%in.kv.size, max(j.prompt-1, 0))
+			}
+			if j.cached > 0 {
+				j.hit = HitPartial
+			}
+		}
+	case j.useCache:
 		j.cacheIdx, common, j.hit = in.cache.lookup(j.ids)
 		if j.hit == HitExact {
 			j.cached = j.prompt - 1
@@ -445,11 +479,10 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 			// Scale the built-in prefix to the server's count (equal
 			// when the server counts with the built-in tokenizer).
 			j.cached = common * j.prompt / len(j.ids)
-			if j.block > 1 {
-				j.cached -= j.cached % j.block
-			}
 		}
 	}
+	in.s.cache.prompt.Add(int64(j.prompt))
+	in.s.cache.cached.Add(int64(j.cached))
 	u := j.prompt - j.cached
 	if u > remotePrefillMinTokens {
 		if p := in.s.prefillInstanceFor(in); p != nil {
@@ -457,10 +490,16 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 			j.remote = 1
 			j.home = in
 			j.prefillStart = now
+			// Once submitted the job is the prefill instance's: it must
+			// hold nothing of this instance's cache.
+			j.seq.drop()
 			if p.submit(j) {
 				return now, false, true
 			}
 			j.remote = 0
+			if j.blocks {
+				in.kv.lookup(&j.seq)
+			}
 		}
 	}
 	if j.hit == HitExact {
@@ -478,6 +517,10 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 	j.ctx = j.prompt - 1
 	if j.useCache {
 		in.cache.save(j.ids, j.cacheIdx, common, j.system, j.promptTPS)
+	}
+	if j.blocks && !j.cancelled.Load() {
+		// Computed blocks become hits for whoever is admitted next.
+		in.kv.grow(&j.seq, j.seq.prompt-1)
 	}
 	return end, true, true
 }
@@ -510,6 +553,7 @@ func (in *instance) prefillChunks(j *job, start time.Duration, n, offset int) (t
 		}
 		now += dt
 		done += k
+		in.s.cache.prefilled.Add(int64(k))
 		j.push(event{kind: evProgress, processed: done, total: n})
 	}
 	j.prefillEnd = now

@@ -87,6 +87,24 @@ type Options struct {
 	// FaultEvery applies Fault to every n-th chat request only (0 or 1:
 	// every request).
 	FaultEvery int
+	// PrefixCache selects whether prompts reuse cached KV:
+	// PrefixCacheRadix (the zero value) or PrefixCacheNaive. See the
+	// package documentation's Prefix cache section.
+	PrefixCache PrefixCacheMode
+	// BlockSize is the number of tokens in a KV cache block of the vLLM
+	// API's prefix cache (0 means DefaultBlockSize, vLLM's 16): hits are
+	// whole blocks.
+	BlockSize int
+	// KVCacheBlocks bounds each instance's KV cache on the vLLM API, in
+	// blocks; cached blocks no running request holds are evicted, least
+	// recently used first, beyond it. 0 means the preset's
+	// KVCacheBlocks(BlockSize, nodes of the instance).
+	KVCacheBlocks int
+	// NoPromptTokensDetails leaves usage.prompt_tokens_details out of the
+	// vLLM API's answers, as vLLM does without
+	// --enable-prompt-tokens-details (its default). By default the sim
+	// reports cached_tokens as vLLM does with it.
+	NoPromptTokensDetails bool
 	// Logger receives the server's log; nil means none.
 	Logger *slog.Logger
 }
@@ -96,6 +114,19 @@ func (o Options) prefillChunk() int { return orDefault(o.PrefillChunk, DefaultPr
 func (o Options) streamChunk() int  { return orDefault(o.StreamChunk, 1) }
 func (o Options) nodes() int        { return orDefault(o.Nodes, DefaultNodes) }
 func (o Options) natural() int      { return orDefault(o.NaturalLength, DefaultNaturalLength) }
+func (o Options) blockSize() int    { return orDefault(o.BlockSize, DefaultBlockSize) }
+
+// check reports options no server can run with.
+func (o Options) check() error {
+	if _, err := ParsePrefixCacheMode(string(o.PrefixCache)); err != nil {
+		return err
+	}
+	if o.BlockSize < 0 || o.KVCacheBlocks < 0 {
+		return fmt.Errorf("sim: BlockSize=%d and KVCacheBlocks=%d: expected both ≥ 0", o.BlockSize, o.KVCacheBlocks)
+	}
+	return nil
+}
+
 func (o Options) keepAlive() time.Duration {
 	if o.KeepAlive <= 0 {
 		return DefaultKeepAlive
@@ -141,6 +172,7 @@ type Server struct {
 
 	seq      atomic.Uint64 // ids
 	chats    atomic.Int64  // chat requests seen, for FaultEvery
+	cache    cacheCounters
 	handlers sync.WaitGroup
 	closed   chan struct{}
 	once     sync.Once
@@ -166,8 +198,13 @@ type instanceLink struct {
 }
 
 // NewServer starts a Server on a free loopback port, as httptest.NewServer
-// does, and panics if it cannot listen. Close it when done.
+// does, and panics if it cannot listen or opts are invalid (an unknown
+// PrefixCache mode, a negative BlockSize or KVCacheBlocks). Close it when
+// done.
 func NewServer(opts Options) *Server {
+	if err := opts.check(); err != nil {
+		panic(err.Error())
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(fmt.Sprintf("sim: failed to listen on a loopback port: %v", err))
@@ -178,6 +215,9 @@ func NewServer(opts Options) *Server {
 // Start starts a Server listening on addr ("127.0.0.1:52415", or ":0" for
 // any free port). The server stops when ctx is done or Close is called.
 func Start(ctx context.Context, addr string, opts Options) (*Server, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
@@ -199,6 +239,7 @@ func serve(ln net.Listener, opts Options) *Server {
 	if p.Name == "" {
 		p = M3UltraGemma27B()
 	}
+	opts.PrefixCache, _ = ParsePrefixCacheMode(string(opts.PrefixCache))
 	s := &Server{
 		opts:    opts,
 		preset:  p,
@@ -270,6 +311,52 @@ func (s *Server) Counter() promptsize.Counter { return s.counter }
 
 func (s *Server) elapsed() time.Duration { return time.Since(s.epoch) }
 
+// cacheCounters are the server's running totals of prompt work, updated by
+// the schedulers.
+type cacheCounters struct {
+	prompt, cached, prefilled, evicted atomic.Int64
+}
+
+// CacheStats are the sim's own account of prompt work since the server
+// started, over every instance and both APIs: what it prefilled, not what
+// it reported. A test checks a client's sums of usage against them.
+type CacheStats struct {
+	// PromptTokens is the sum of the prompt_tokens of the requests
+	// admitted to a batch.
+	PromptTokens int64
+	// CachedTokens is the sum of the tokens of those prompts served from a
+	// prefix cache: what each reports as cached_tokens.
+	CachedTokens int64
+	// PrefilledTokens is the number of prompt tokens the cost model
+	// computed: every prefill chunk's tokens, and each request's last
+	// prompt token, which its first decode step computes. For requests
+	// that ran to their first token it is PromptTokens − CachedTokens.
+	PrefilledTokens int64
+	// EvictedBlocks counts the vLLM API's cached blocks evicted for want
+	// of KV memory.
+	EvictedBlocks int64
+	// Blocks is the number of KV blocks the vLLM API's caches hold now,
+	// in use or cached; BudgetBlocks the sum of their budgets.
+	Blocks, BudgetBlocks int64
+}
+
+// CacheStats returns the server's prompt-work totals so far.
+func (s *Server) CacheStats() CacheStats {
+	st := CacheStats{
+		PromptTokens:    s.cache.prompt.Load(),
+		CachedTokens:    s.cache.cached.Load(),
+		PrefilledTokens: s.cache.prefilled.Load(),
+		EvictedBlocks:   s.cache.evicted.Load(),
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, in := range s.instances {
+		st.Blocks += in.kv.gauge.Load()
+		st.BudgetBlocks += int64(in.kv.budget)
+	}
+	return st
+}
+
 // powerHistory is how much power history is kept beyond what running
 // requests need (/state/nodeSystem reads the last second).
 const powerHistory = 10 * time.Second
@@ -340,6 +427,11 @@ func (s *Server) startInstance(sp spec, delay time.Duration) *instance {
 	if delay == 0 {
 		in.readyAt = 0
 	}
+	budget := s.opts.KVCacheBlocks
+	if budget <= 0 {
+		budget = in.cost.p.KVCacheBlocks(s.opts.blockSize(), len(sp.nodes))
+	}
+	in.kv = newBlockCache(s.opts.blockSize(), budget, s.opts.PrefixCache.reuse(), &s.cache)
 	s.instances = append(s.instances, in)
 	s.events++
 	go in.run()
@@ -496,6 +588,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /bench/chat/completions", s.chat(dialectExo, true))
 	mux.HandleFunc("POST /v1/chat/completions", s.chat(dialectExo, false))
 	mux.HandleFunc("POST /vllm/v1/chat/completions", s.chat(dialectVLLM, false))
+	mux.HandleFunc("POST /vllm/v1/completions", s.completions)
 	mux.HandleFunc("GET /models", s.handleModels)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /vllm/v1/models", s.handleVLLMModels)

@@ -31,12 +31,14 @@ type Delta struct {
 // Usage is the OpenAI usage block.
 type Usage struct {
 	PromptTokens, CompletionTokens, TotalTokens int
-	// DetailsSet reports a non-null prompt_tokens_details.
-	DetailsSet   bool
-	CachedTokens int
+	// DetailsSet reports a non-null prompt_tokens_details, CachedSet a
+	// non-null cached_tokens in it.
+	DetailsSet, CachedSet bool
+	CachedTokens          int
 }
 
-// A Chunk is one chat.completion.chunk. Its byte slices point into the
+// A Chunk is one chat.completion.chunk, or one text_completion chunk
+// (whose choice carries text instead of a delta). Its byte slices point into the
 // data given to Parse or into the Chunk's own buffer, and are valid until
 // the next Parse.
 type Chunk struct {
@@ -44,11 +46,13 @@ type Chunk struct {
 	// Choices is the number of elements of "choices": 0 or 1 (0 when
 	// null or absent).
 	Choices int
-	// Index, Delta, DeltaSet and FinishReason describe the only choice.
-	// DeltaSet reports a non-null delta.
+	// Index, Delta, DeltaSet, Text and FinishReason describe the only
+	// choice. DeltaSet reports a non-null delta; Text is a completion
+	// choice's text.
 	Index        int
 	Delta        Delta
 	DeltaSet     bool
+	Text         Str
 	FinishReason Str
 	// UsageSet reports a non-null usage member.
 	UsageSet bool
@@ -73,7 +77,7 @@ const (
 // encoding/json would match it.
 var known = [...][]string{
 	levelTop:     {"id", "model", "choices", "usage"},
-	levelChoice:  {"index", "delta", "finish_reason"},
+	levelChoice:  {"index", "delta", "finish_reason", "text"},
 	levelDelta:   {"content", "reasoning_content", "reasoning"},
 	levelUsage:   {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"},
 	levelDetails: {"cached_tokens"},
@@ -260,6 +264,8 @@ func (p *parser) member(level, k int) bool {
 			return p.object(levelDelta)
 		case 2:
 			return p.str(&c.FinishReason)
+		case 3:
+			return p.str(&c.Text)
 		}
 	case levelDelta:
 		switch k {
@@ -286,7 +292,11 @@ func (p *parser) member(level, k int) bool {
 			return p.object(levelDetails)
 		}
 	case levelDetails:
-		return p.null() || p.int(&c.Usage.CachedTokens)
+		if p.null() {
+			return true
+		}
+		c.Usage.CachedSet = true
+		return p.int(&c.Usage.CachedTokens)
 	}
 	return false
 }

@@ -23,6 +23,7 @@ type refChoice struct {
 	Index        *int      `json:"index"`
 	Delta        *refDelta `json:"delta"`
 	Message      *refDelta `json:"message"`
+	Text         *string   `json:"text"`
 	FinishReason *string   `json:"finish_reason"`
 }
 
@@ -37,7 +38,7 @@ type refUsage struct {
 	CompletionTokens    int `json:"completion_tokens"`
 	TotalTokens         int `json:"total_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens *int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 }
 
@@ -47,9 +48,10 @@ type view struct {
 	Choices, Index                       int
 	DeltaSet                             bool
 	Content, ReasoningContent, Reasoning *string
-	FinishReason                         *string
+	Text, FinishReason                   *string
 	UsageSet, DetailsSet                 bool
-	Prompt, Completion, Total, Cached    int
+	Prompt, Completion, Total            int
+	Cached                               *int
 }
 
 func (s Str) ptr() *string {
@@ -61,10 +63,15 @@ func (s Str) ptr() *string {
 }
 
 func viewOf(c *Chunk) view {
-	return view{ID: c.ID.ptr(), Model: c.Model.ptr(), Choices: c.Choices, Index: c.Index, DeltaSet: c.DeltaSet,
+	v := view{ID: c.ID.ptr(), Model: c.Model.ptr(), Choices: c.Choices, Index: c.Index, DeltaSet: c.DeltaSet,
 		Content: c.Delta.Content.ptr(), ReasoningContent: c.Delta.ReasoningContent.ptr(), Reasoning: c.Delta.Reasoning.ptr(),
-		FinishReason: c.FinishReason.ptr(), UsageSet: c.UsageSet, DetailsSet: c.Usage.DetailsSet,
-		Prompt: c.Usage.PromptTokens, Completion: c.Usage.CompletionTokens, Total: c.Usage.TotalTokens, Cached: c.Usage.CachedTokens}
+		Text: c.Text.ptr(), FinishReason: c.FinishReason.ptr(), UsageSet: c.UsageSet, DetailsSet: c.Usage.DetailsSet,
+		Prompt: c.Usage.PromptTokens, Completion: c.Usage.CompletionTokens, Total: c.Usage.TotalTokens}
+	if c.Usage.CachedSet {
+		n := c.Usage.CachedTokens
+		v.Cached = &n
+	}
+	return v
 }
 
 func viewOfRef(r *refChunk) view {
@@ -78,7 +85,7 @@ func viewOfRef(r *refChunk) view {
 			v.DeltaSet = true
 			v.Content, v.ReasoningContent, v.Reasoning = ch.Delta.Content, ch.Delta.ReasoningContent, ch.Delta.Reasoning
 		}
-		v.FinishReason = ch.FinishReason
+		v.Text, v.FinishReason = ch.Text, ch.FinishReason
 	}
 	if u := r.Usage; u != nil {
 		v.UsageSet = true
@@ -124,6 +131,9 @@ var (
 		`{"id":"x","usage":{"completion_tokens":-3}}`,
 		`{"id":"x","extra":{"a":[1,2,{"b":null,"c":true,"d":false,"e":-0.5e+3}]}}`,
 		`{"id":"x","choices":[{"index":0,"delta":null,"finish_reason":"stop"}]}`,
+		`{"id":"cmpl-1","object":"text_completion","created":1764600600,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}],"usage":{"prompt_tokens":416,"total_tokens":417,"completion_tokens":1}}`,
+		`{"id":"cmpl-1","object":"text_completion","created":1764600600,"model":"m","choices":[],"usage":{"prompt_tokens":416,"total_tokens":424,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":400}}}`,
+		`{"id":"x","usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":null}}}`,
 		`{}`,
 	}
 	slowChunks = []string{
