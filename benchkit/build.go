@@ -58,6 +58,11 @@ func NewRequest(asked Request, p promptsize.Prompt, q concurrency.Result[engine.
 		n := res.ServerStats.PromptTokens
 		r.ServerPromptTokens = &n
 	}
+	if res.Usage != nil {
+		if n, ok := res.Usage.Cached(); ok {
+			r.CachedTokens = &n
+		}
+	}
 	implausible := engine.KindOf(q.Err) == engine.KindImplausibleUsage
 	if implausible {
 		r.Stats = nil

@@ -26,6 +26,9 @@ type RunInfo struct {
 	// hardware preset.
 	Simulated bool   `json:"simulated"`
 	Preset    string `json:"preset,omitempty"`
+	// PrefixCache is the embedded engine's prefix cache mode ("radix",
+	// "naive"); "" for a real server, whose cache the run cannot see.
+	PrefixCache string `json:"prefix_cache,omitempty"`
 	// Model is the model measured; Tokenizer says how prompts were
 	// counted.
 	Model     string `json:"model"`

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -183,5 +185,51 @@ func TestLoadClosedLoop(t *testing.T) {
 	}
 	if _, err := l.Sweep(context.Background(), Lengths{Input: 20, Output: 3}, tr, []float64{1, 2}, timing.SLO{}); !errors.Is(err, ErrBadLoad) {
 		t.Errorf("a swept closed loop: %v, want ErrBadLoad", err)
+	}
+}
+
+// TestLoadPrefixHitRate: requests that share a prefix, sent one after
+// another to the embedded engine's vLLM API, report cached tokens, and the
+// summary's hit rate is Σ cached / Σ prompt tokens; with the cache off
+// nothing is cached.
+func TestLoadPrefixHitRate(t *testing.T) {
+	for _, mode := range []sim.PrefixCacheMode{sim.PrefixCacheRadix, sim.PrefixCacheNaive} {
+		srv := sim.NewServer(sim.Options{Preset: sim.Fast(), PrefixCache: mode})
+		c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, SharedPrefix: 160}
+		run, err := l.Run(context.Background(), Lengths{Input: 240, Output: 2}, Traffic{Users: 1, NumRequests: 6}, timing.SLO{})
+		c.CloseIdleConnections()
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := run.Summary
+		cached, prompt := 0, 0
+		for _, r := range run.Requests {
+			if r.ServerPromptTokens == nil {
+				t.Fatalf("%s: request %d reports no prompt tokens", mode, r.Index)
+			}
+			if r.CachedTokens != nil { // vLLM's chat API says it only when positive
+				cached += *r.CachedTokens
+			}
+			prompt += *r.ServerPromptTokens
+		}
+		// With nothing cached the chat API never says so: no rate.
+		if mode == sim.PrefixCacheNaive && (cached != 0 || s.PrefixHitRate != nil) {
+			t.Errorf("naive: %d cached, hit rate %v; want none", cached, s.PrefixHitRate)
+			continue
+		}
+		if mode == sim.PrefixCacheNaive {
+			continue
+		}
+		if s.CachedTokens != cached || s.PrefixHitRate == nil || *s.PrefixHitRate != float64(cached)/float64(prompt) {
+			t.Errorf("%s: summary cached %d, hit rate %v; want %d and %d/%d", mode, s.CachedTokens, s.PrefixHitRate, cached, cached, prompt)
+		}
+		if cached < 5*128 {
+			t.Errorf("%s: %d cached tokens over 6 requests sharing about 160 tokens", mode, cached)
+		}
 	}
 }

@@ -40,6 +40,10 @@ type Request struct {
 	PPTarget           int  `json:"pp_target"`
 	PPTokens           int  `json:"pp_tokens"`
 	ServerPromptTokens *int `json:"server_prompt_tokens"`
+	// CachedTokens is how many of the prompt's tokens the server served
+	// from its prefix cache (usage.prompt_tokens_details.cached_tokens);
+	// null when it did not say.
+	CachedTokens *int `json:"cached_tokens"`
 	// TGTarget is the generation length asked for (max_tokens);
 	// CompletionTokens what came back: the server's usage, else the
 	// streamed chunks' tokens, else the server stats' generation_tokens.

@@ -430,6 +430,12 @@ var csvHeader = []string{
 func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	md := opts.Markdown
 	head := []string{"traffic", "ok/sent", "dur s", "req/s", "out tok/s", "ttft ms mean/p50/p99", "tpot ms mean/p50/p99", "itl ms p50/p99", "e2e ms p50/p99", "goodput", "skew ms p99", "lag ms p99"}
+	// A cache column when any server said what it cached, or the workload
+	// what it could: measured / theoretical.
+	withHits := slices.ContainsFunc(sums, func(s Summary) bool { return s.PrefixHitRate != nil || s.TheoreticalHitRate != nil })
+	if withHits {
+		head = append(head, "cache hit % (server/workload)")
+	}
 	var lines [][]string
 	var notes []string
 	for i, s := range sums {
@@ -456,6 +462,10 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			ms(s.DispatchSkew.P99),
 			ms(s.ScheduleLag.P99),
 		})
+		if withHits {
+			l := &lines[len(lines)-1]
+			*l = append(*l, hitRate(s.PrefixHitRate, s.TheoreticalHitRate))
+		}
 		for _, wn := range s.Warnings {
 			if len(sums) > 1 && inEvery(sums, wn) {
 				if i == 0 {
@@ -587,4 +597,16 @@ func inEvery(sums []Summary, w string) bool {
 		}
 	}
 	return true
+}
+
+// hitRate formats a measured and a theoretical hit rate as percentages,
+// "-" for one that is unknown.
+func hitRate(measured, theoretical *float64) string {
+	pct := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", *v*100)
+	}
+	return pct(measured) + "/" + pct(theoretical)
 }

@@ -83,6 +83,16 @@ type Summary struct {
 
 	TotalInputTokens  int `json:"total_input_tokens"`
 	TotalOutputTokens int `json:"total_output_tokens"`
+	// CachedTokens sums the completed requests' server-reported cached
+	// prompt tokens; PrefixHitRate is that over all their server-counted
+	// prompt tokens (SGLang's cache_hit_rate), null when no request
+	// reported a cached count. A request without a count adds 0 cached:
+	// vLLM's chat endpoint reports the count only when it is positive. TheoreticalHitRate is the workload's own
+	// (a trace's shared leading blocks over its input tokens), set by the
+	// driver that knows it; null otherwise.
+	CachedTokens       int      `json:"cached_tokens"`
+	PrefixHitRate      *float64 `json:"prefix_hit_rate"`
+	TheoreticalHitRate *float64 `json:"theoretical_prefix_hit_rate,omitempty"`
 
 	OutputThroughput  *float64 `json:"output_throughput_tok_s"`
 	TotalThroughput   *float64 `json:"total_throughput_tok_s"`
@@ -258,6 +268,7 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 	var ttft, tpot, itl, e2e, lags []float64
 	var metrics []timing.Metrics
 	var wall float64
+	cachedPrompt, reported := 0, false
 	for _, r := range reqs {
 		wall = math.Max(wall, r.DoneS)
 		if r.ConnectS != nil {
@@ -278,11 +289,23 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 		lags = append(lags, r.SendOffsetS-r.IntendedSendS)
 		s.TotalInputTokens += r.PPTokens
 		s.TotalOutputTokens += r.Tokens()
+		if r.CachedTokens != nil {
+			reported = true
+			s.CachedTokens += *r.CachedTokens
+		}
+		if r.ServerPromptTokens != nil {
+			cachedPrompt += *r.ServerPromptTokens
+		} else {
+			cachedPrompt += r.PPTokens
+		}
 		appendDefined(&ttft, r.TTFTS)
 		appendDefined(&tpot, r.TPOTS)
 		appendDefined(&e2e, r.E2ES)
 		itl = append(itl, r.ITLS...)
 		metrics = append(metrics, r.Metrics())
+	}
+	if reported && cachedPrompt > 0 {
+		s.PrefixHitRate = finite(float64(s.CachedTokens) / float64(cachedPrompt))
 	}
 	s.DurationS = wall
 	if wall > 0 {

@@ -94,6 +94,11 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.Preset, "sim-preset", t.defaultPreset().Name, "preset of the embedded engine (without --base-url)")
 	fs.DurationVar(&t.Timeout, "timeout", DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
+	fs.Func("prefix-cache", "the embedded engine's prefix cache (without --base-url): radix reuses cached blocks, naive reuses nothing (default radix)", func(v string) error {
+		m, err := sim.ParsePrefixCacheMode(v)
+		t.Sim.PrefixCache = m
+		return err
+	})
 }
 
 func (t *Target) defaultPreset() sim.Preset {
@@ -249,6 +254,10 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 		t.Counter, t.Info.Tokenizer = srv.Counter(), "the embedded engine's built-in tokenizer"
 	}
 	t.Info.Simulated, t.Info.Preset = true, opts.Preset.Name
+	t.Info.PrefixCache = string(opts.PrefixCache)
+	if t.Info.PrefixCache == "" {
+		t.Info.PrefixCache = string(sim.PrefixCacheRadix)
+	}
 	flag := "--base-url"
 	if t.Exo {
 		flag = "--host"
