@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -555,5 +556,41 @@ func TestLongLine(t *testing.T) {
 	_, _, err = ReadAll(sg, "big.json", &Options{SkipBad: true})
 	if !errors.As(err, &re) || re.Line != 1 || !re.Record || re.Rule != RuleLineLength {
 		t.Errorf("ShareGPT: err = %v; want record 1, rule line-length", err)
+	}
+}
+
+// TestHostileClaims reads rows that claim more than they hold: each is
+// refused, and reading it allocates in proportion to its bytes, not to
+// its claims.
+func TestHostileClaims(t *testing.T) {
+	ids := func(n int) string { return strings.TrimSuffix(strings.Repeat("0,", n), ",") }
+	for _, c := range []struct {
+		name, line string
+		opts       Options
+		msg        string
+	}{
+		{"10^7 tokens at block 1, three ids", `{"timestamp": 0, "input_length": 10000000, "output_length": 1, "hash_ids": [1, 2, 3]}`,
+			Options{BlockSize: 1}, "hash_ids has 3 ids for input_length 10000000 at block 1; want 10000000"},
+		{"10^12 tokens", `{"timestamp": 0, "input_length": 1000000000000, "output_length": 1, "hash_ids": [1]}`,
+			Options{}, "exceeds the bound of 10000000 tokens"},
+		{"2^20+1 ids before the input length", `{"timestamp": 0, "hash_ids": [` + ids(MaxHashIDs+1) + `], "input_length": 5}`,
+			Options{}, "hash_ids has more than 1048576 ids"},
+		{"8 MiB of ids for a short input", `{"timestamp": 0, "input_length": 5, "hash_ids": [` + ids(4<<20) + `]}`,
+			Options{}, "hash_ids has more than 1 ids for input_length 5 at block 512; want 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			c.opts.Format = Mooncake
+			_, _, err := readString("h.jsonl", c.line+"\n", &c.opts)
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("err = %v; want %q", err, c.msg)
+			}
+			if got, bound := after.TotalAlloc-before.TotalAlloc, uint64(1<<20+12*len(c.line)); got > bound {
+				t.Errorf("allocated %d bytes for a line of %d; want at most %d", got, len(c.line), bound)
+			}
+		})
 	}
 }
