@@ -19,6 +19,8 @@
 //	  remote          a Counter that asks the serving engine
 //	concurrency       barrier bursts, open- and closed-loop load, rate search
 //	energy            power traces, energy counters, samplers and sources
+//	workload          readers of public traces and datasets: Mooncake, Bailian,
+//	                  BurstGPT, Azure, ShareGPT, custom JSONL
 //	engine            the Engine interface, results, typed errors, SSE reading
 //	  exo             adapter for exo clusters (MLX on Apple Metal)
 //	  openai          adapter for OpenAI-compatible servers
@@ -27,8 +29,8 @@
 //	benchkit          plans, runner, rows, sinks and renderers
 //	  plot            PNG plots of results
 //
-// The leaves (timing, promptsize, concurrency, energy) import none of each
-// other and are useful alone; engine imports only timing; benchkit composes
+// The leaves (timing, promptsize, concurrency, energy, workload) import none
+// of each other and are useful alone; engine imports only timing; benchkit composes
 // everything.
 //
 // # Example
