@@ -91,13 +91,19 @@ type Builder struct {
 type Prompt struct {
 	// Target is the token count asked for.
 	Target int
-	// Tokens is the Counter's count of Messages: equal to Target.
+	// Tokens is the Counter's count of Messages: equal to Target. For a
+	// prompt of TokenIDs it is their number.
 	Tokens int
 	// Content is the user message's text, salt included.
 	Content string
 	// Messages is the whole request: the system message, if any, then the
 	// user message with Content.
 	Messages []Message
+	// TokenIDs is a prompt given as token ids instead of messages, for a
+	// completions endpoint that takes them as they are (prompt: [ids]), with
+	// no chat template and no re-tokenization. Only BlockBuilder in
+	// BlockTokenIDs mode sets it; Content and Messages are then empty.
+	TokenIDs []int
 	// Salt is the salt this prompt was built with ("" for none); Content
 	// starts with Salt followed by a newline.
 	Salt string
@@ -229,6 +235,7 @@ func isContextErr(err error) bool {
 
 func (p Prompt) clone(cached bool) Prompt {
 	p.Messages = slices.Clone(p.Messages)
+	p.TokenIDs = slices.Clone(p.TokenIDs)
 	p.Warnings = slices.Clone(p.Warnings)
 	p.Cached = cached
 	return p

@@ -47,3 +47,17 @@ var _ Counter = CounterFunc(nil)
 type TokenEnder interface {
 	TokenEnds(ctx context.Context, text string, dst []int) ([]int, error)
 }
+
+// A ContentLocator is a Counter that can also say where, among the tokens
+// it counts for a request, the content of the request's last message
+// begins. BlockBuilder checks for it (a type assertion) to place the chat
+// template's tokens where they fall: those before the content at the start
+// of the first block, those after it at the end of the last, so that the
+// templated prompt's tokens line up with the trace's blocks.
+//
+// ContentOffset returns the number of the request's tokens, as Count
+// tokenizes the request, that precede the last message's content: the
+// template's own tokens before it and those of any earlier messages.
+type ContentLocator interface {
+	ContentOffset(ctx context.Context, messages []Message) (int, error)
+}

@@ -34,4 +34,27 @@
 //
 // A Builder is safe for concurrent use and caches what it builds.
 // Subpackage countertest checks any Counter against the contract in one call.
+//
+// # Trace replay: blocks of hash ids
+//
+// Traces such as Mooncake's (one hash id per 512-token block) and Alibaba's
+// Bailian (16) name each row's prompt as a chain of block ids, so that two
+// rows share a prefix exactly as far as their leading ids agree. TokenBlocks
+// turns an id into its block of tokens, drawn from a tokenizer's stable
+// words (a Vocabulary; *hf.Tokenizer is one) by the id and a run seed: the
+// same block wherever the id recurs, a partial last block the start of the
+// full one, and the first tokens of blocks after one prefix all different,
+// so that rows sharing k ids share exactly k·B tokens and not one more.
+// BlockBuilder makes a row's prompt, checking 0 < input − (ids−1)·B ≤ B
+// (ErrBlockRow):
+//
+//	blocks, err := promptsize.NewTokenBlocks(tok, promptsize.BlockOptions{Seed: seed})
+//	b := &promptsize.BlockBuilder{Blocks: blocks, BlockSize: 16}
+//	p, err := b.Build(ctx, row.HashIDs, row.InputLength) // p.TokenIDs for /v1/completions
+//
+// With Mode: BlockChat and a Counter, the row becomes one user message
+// whose count after the chat template is exactly the input length: the
+// template's tokens take the places of the first and last block tokens, so
+// the templated prompt lines up with the blocks, and the count is verified
+// (and repaired, should a template merge at the content's end).
 package promptsize

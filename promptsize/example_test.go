@@ -56,3 +56,33 @@ func ExampleBuilder_corpus() {
 	// 30
 	// When asked about Dunmore Hill, the schoolteacher only said that the geese were stubborn there. Rain fell on
 }
+
+func ExampleBlockBuilder() {
+	// A program passes a tokenizer: tok, err := hf.Load(dir), then
+	// promptsize.NewTokenBlocks(tok, …). This one has 1,000 words.
+	vocab := newWordVocab(1000)
+	blocks, err := promptsize.NewTokenBlocks(vocab, promptsize.BlockOptions{Seed: 42})
+	if err != nil {
+		panic(err)
+	}
+	b := &promptsize.BlockBuilder{Blocks: blocks, BlockSize: 16}
+	// Two rows of a Bailian trace that share their first two blocks.
+	p1, _ := b.Build(context.Background(), []int64{0, 1, 2}, 40)
+	p2, _ := b.Build(context.Background(), []int64{0, 1, 3, 4}, 60)
+	shared := 0
+	for shared < len(p1.TokenIDs) && p1.TokenIDs[shared] == p2.TokenIDs[shared] {
+		shared++
+	}
+	fmt.Println(p1.Tokens, p2.Tokens, shared)
+
+	// The same rows as chat messages, counted after the chat template.
+	chat := &promptsize.BlockBuilder{Blocks: blocks, BlockSize: 16, Mode: promptsize.BlockChat,
+		Counter: vocabLocator{vocabCounter{v: vocab}}}
+	c, _ := chat.Build(context.Background(), []int64{0, 1, 2}, 40)
+	fmt.Println(c.Tokens, c.Overhead)
+	fmt.Printf("%.30q\n", c.Content)
+	// Output:
+	// 40 60 32
+	// 40 5
+	// "aaaa eiba weaa ytaa cdaa qiaa "
+}

@@ -13,6 +13,11 @@
 //	prompt, err := tok.Render(msgs, hf.RenderOptions{AddGenerationPrompt: true})
 //
 // *Tokenizer implements promptsize.Counter and is safe for concurrent use.
+// It is also a promptsize.Vocabulary (OrdinaryTokens: the ids that are no
+// added, special, byte-fallback or unknown token) and a
+// promptsize.ContentLocator (ContentOffset: the template's tokens before
+// the last message's content), which is what promptsize.TokenBlocks and
+// BlockBuilder need to replay traces of hash-id blocks.
 // ChatTemplate, ParseChatTemplate, LoadChatTemplate and LoadSpecialTokens
 // expose the template rendering on its own; package hfcgo reuses it over
 // Hugging Face's Rust tokenizer.
