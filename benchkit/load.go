@@ -133,8 +133,8 @@ type Item struct {
 	// length (max_tokens).
 	PPTarget, MaxTokens int
 	// At, when set, is when the request is meant to go, from the run's
-	// start, in place of the traffic's schedule: a trace's own timing.
-	// Either every item of a run has one or none does.
+	// start: a trace's own timing, which a replay (Traffic.Replay)
+	// follows in place of a schedule.
 	At *time.Duration
 	// Labels are the item's own (a session and turn); the Load sets the
 	// run and rate.
@@ -201,6 +201,11 @@ type Traffic struct {
 	// no saturation gate.
 	Users int           `json:"users,omitempty"`
 	Think time.Duration `json:"think_ns,omitempty"`
+	// Replay sends each request at its workload's own instant (a trace's
+	// timestamps: Item.At), capped by MaxConcurrency; NumRequests, when
+	// set, keeps the first that many. The workload must know its size
+	// (a Len method, as Trace has).
+	Replay bool `json:"replay,omitempty"`
 	// Seed seeds the arrival schedule; the same seed and rate give the
 	// same schedule, and schedules at different rates are the same draws
 	// scaled by 1/Rate.
@@ -220,6 +225,10 @@ func (t Traffic) Validate() error {
 		return fmt.Errorf("%w: max concurrency must not be negative, got %d", ErrBadLoad, t.MaxConcurrency)
 	case t.Users < 0 || t.Think < 0:
 		return fmt.Errorf("%w: users and think time must not be negative, got %d and %s", ErrBadLoad, t.Users, t.Think)
+	case t.Replay && (t.Burst > 0 || t.Users > 0):
+		return fmt.Errorf("%w: a replay follows its trace's instants; it is not a burst or a closed loop", ErrBadLoad)
+	case t.Replay:
+		return nil
 	case t.Users > 0 && t.Burst > 0:
 		return fmt.Errorf("%w: a closed loop of %d users is not a burst; give one of them", ErrBadLoad, t.Users)
 	case t.Users > 0 && t.NumRequests == 0:
@@ -261,6 +270,9 @@ func (t Traffic) Schedule() []time.Duration {
 	if t.Users > 0 {
 		return make([]time.Duration, t.NumRequests) // each user's turn, when the previous reply comes
 	}
+	if t.Replay {
+		return nil // the workload's own instants (Load.Run)
+	}
 	if math.IsInf(t.Rate, 1) {
 		return make([]time.Duration, t.NumRequests)
 	}
@@ -274,6 +286,8 @@ func (t Traffic) String() string {
 	switch {
 	case t.Burst > 0:
 		return fmt.Sprintf("burst(n=%d)", t.Burst)
+	case t.Replay:
+		return "replay"
 	case t.Users > 0 && t.Think > 0:
 		return fmt.Sprintf("closed(users=%d, think=%s)", t.Users, t.Think)
 	case t.Users > 0:
@@ -435,6 +449,11 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	ls.RequestRate = r.rate
 	ls.Scheduled = len(r.own)
 	ls.PeakInFlight = sum.PeakInFlight
+	if th, ok := w.(interface{ TheoreticalHitRate([]int) (float64, bool) }); ok {
+		if v, ok := th.TheoreticalHitRate(r.own); ok {
+			ls.TheoreticalHitRate = finite(v)
+		}
+	}
 	// A capped open loop's lag, and a closed loop's, are the server's: no
 	// gate.
 	ls.Client = loadHealth(rows, lags, r.traffic.MaxConcurrency > 0 || r.traffic.Users > 0, cpu0, cpuOK, time.Since(wall0))
@@ -493,6 +512,17 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 		return nil, err
 	}
 	r := &loadRun{l: l, runIdx: runIdx, sched: traffic.Schedule()}
+	if traffic.Replay {
+		sized, ok := w.(interface{ Len() int })
+		if !ok {
+			return nil, fmt.Errorf("%w: a replay needs a workload that knows its size (a trace)", ErrBadLoad)
+		}
+		n := sized.Len()
+		if traffic.NumRequests > 0 {
+			n = min(n, traffic.NumRequests)
+		}
+		r.sched = make([]time.Duration, n)
+	}
 	n := len(r.sched)
 	if n == 0 {
 		return nil, fmt.Errorf("%w: the schedule of %s within %s holds no request", ErrBadLoad, traffic, traffic.Duration)
@@ -507,15 +537,17 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	if r.items, err = l.items(ctx, runIdx, w, n, r.own); err != nil {
 		return nil, err
 	}
-	if err := timed(r.items, r.own, r.sched); err != nil {
-		return nil, err
+	if traffic.Replay {
+		if err := timed(r.items, r.own, r.sched); err != nil {
+			return nil, err
+		}
 	}
 	// The plan is the whole one (its cap included); this segment's cap is
 	// its share of it.
 	r.fields = l.planFields(runIdx, w, traffic, n)
 	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
 	r.traffic = traffic
-	if traffic.Burst == 0 && traffic.Users == 0 && !math.IsInf(traffic.Rate, 1) {
+	if traffic.Burst == 0 && traffic.Users == 0 && !traffic.Replay && !math.IsInf(traffic.Rate, 1) {
 		rate := traffic.Rate
 		r.rate = &rate
 	}
@@ -639,15 +671,11 @@ func (l *Load) items(ctx context.Context, runIdx int, w Workload, n int, own []i
 	return items, err
 }
 
-// timed puts the workload's own send offsets, when its items have them,
-// in place of the traffic's schedule sched (items[j] is request own[j]).
+// timed puts the workload's own send offsets in place of the schedule
+// sched, for a replay (items[j] is request own[j]).
 func timed(items []Item, own []int, sched []time.Duration) error {
-	n := countIf(items, func(it Item) bool { return it.At != nil })
-	switch {
-	case n == 0:
-		return nil
-	case n < len(items):
-		return fmt.Errorf("%w: %d of %d requests have their own send offset; either all or none must", ErrBadLoad, n, len(items))
+	if n := countIf(items, func(it Item) bool { return it.At != nil }); n < len(items) {
+		return fmt.Errorf("%w: a replay needs every request's own send instant, and %d of %d have none (a dataset without timing: give a rate)", ErrBadLoad, len(items)-n, len(items))
 	}
 	for j, it := range items {
 		sched[own[j]] = *it.At

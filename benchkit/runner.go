@@ -369,6 +369,9 @@ func promptRequest(tmpl engine.Request, model string, p promptsize.Prompt, tg in
 	}
 	req.MaxTokens = tg
 	req.IgnoreEOS = ignoreEOS
+	if p.TokenIDs != nil { // token ids go to a completions endpoint as they are
+		req.Messages, req.Prompt = nil, &engine.Prompt{Tokens: p.TokenIDs}
+	}
 	return req
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/inferbench/inferbench/promptsize"
@@ -155,4 +157,70 @@ func mix(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
+}
+
+// The block vocabulary: pronounceable words of consonant-vowel pairs, each
+// one token under the built-in tokenizer when written with a leading
+// space, for exact token blocks (promptsize.TokenBlocks) against the
+// embedded engine.
+var blockWords = sync.OnceValues(func() ([]string, map[int]string) {
+	const cons, vows = "bdfgklmnprstvz", "aeiou"
+	words := make([]string, 0, 1<<15)
+	byID := map[int]string{}
+	for _, a := range cons {
+		for _, b := range vows {
+			for _, c := range cons {
+				for _, d := range vows {
+					for _, e := range cons {
+						w := string([]rune{a, b, c, d, e})
+						if id := tokenID(" " + w); byID[id] == "" {
+							byID[id] = " " + w
+							words = append(words, " "+w)
+						}
+						if id := tokenID(w); byID[id] == "" {
+							byID[id] = w // the word alone, as it leads a message
+						}
+					}
+				}
+			}
+		}
+	}
+	return words, byID
+})
+
+// OrdinaryTokens returns the ids of the block vocabulary: words that
+// decode to a space and letters and encode back to themselves, one token
+// each (promptsize.Vocabulary).
+func (Counter) OrdinaryTokens() []int {
+	words, _ := blockWords()
+	ids := make([]int, len(words))
+	for i, w := range words {
+		ids[i] = tokenID(w)
+	}
+	return ids
+}
+
+// Encode returns the built-in tokenizer's ids of text.
+func (Counter) Encode(text string) []int {
+	ts := Tokenize(text)
+	ids := make([]int, len(ts))
+	for i, t := range ts {
+		ids[i] = tokenID(t)
+	}
+	return ids
+}
+
+// Decode returns the text of ids of the block vocabulary; an id outside it
+// decodes to "\uFFFD" (the built-in ids are hashes and cannot be inverted).
+func (Counter) Decode(ids []int) string {
+	_, byID := blockWords()
+	var b strings.Builder
+	for _, id := range ids {
+		if w, ok := byID[id]; ok {
+			b.WriteString(w)
+		} else {
+			b.WriteString("\uFFFD")
+		}
+	}
+	return b.String()
 }

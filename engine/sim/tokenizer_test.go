@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,4 +133,28 @@ func FuzzStop(f *testing.F) {
 			t.Fatalf("no stop of %q at offset %d of %q", stops, at, full)
 		}
 	})
+}
+
+// TestCounterVocabulary: the built-in counter is a promptsize.Vocabulary
+// whose words make exact token blocks.
+func TestCounterVocabulary(t *testing.T) {
+	var v promptsize.Vocabulary = Counter{}
+	tb, err := promptsize.NewTokenBlocks(v, promptsize.BlockOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tb.StableTokens()); n < 20000 {
+		t.Errorf("%d stable tokens, want the block vocabulary's tens of thousands", n)
+	}
+	a, err := tb.AppendRow(nil, []int64{0, 1, 2}, 40, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := tb.AppendRow(nil, []int64{0, 1, 3}, 40, 16)
+	if len(a) != 40 || !slices.Equal(a[:32], b[:32]) || a[32] == b[32] {
+		t.Errorf("rows sharing two blocks of 16: %v / %v", a, b)
+	}
+	if got := v.Encode(v.Decode(a)); !slices.Equal(got, a) {
+		t.Errorf("a block's text does not encode back to its ids")
+	}
 }
