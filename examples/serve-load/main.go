@@ -8,6 +8,19 @@
 // comma list of rates runs a sweep; --find-max-rate searches the highest
 // rate that meets the SLOs.
 //
+// --trace FILE replays a trace (Mooncake or Bailian JSONL, BurstGPT or
+// Azure CSV; --trace-format names it when the content does not) at its
+// rows' instants, --trace-speedup R times faster, each prompt exact: rows
+// with hash ids are made of exact token blocks, so the server's prefix
+// cache sees exactly the sharing the trace holds, and the summary gives
+// the trace's theoretical hit rate beside the server's measured one. With
+// --rate the rows go on the rate's schedule instead. --dataset FILE sends
+// a dataset's requests (ShareGPT, JSONL of prompts or messages) at --rate.
+// --trace-rows N keeps the first N rows, --max-input-tokens skips longer
+// rows, --max-output-tokens caps outputs, and --endpoint completions sends
+// token ids to /v1/completions (exact with no re-tokenization; it needs
+// --tokenizer against a real server).
+//
 // With no flags it starts the embedded simulated engine on 127.0.0.1 and
 // measures that; its figures are simulated.
 //

@@ -31,6 +31,7 @@ type options struct {
 	burstiness                                      float64
 	maxConcurrency, burst, users                    int
 	think                                           time.Duration
+	trace                                           traceFlags
 	seed                                            uint64
 	seeded                                          bool
 	sharedPrefix                                    int
@@ -64,6 +65,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps: 1 is Poisson, <1 burstier, >1 more regular")
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
 	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
+	addTraceFlags(fs, &o.trace)
 	fs.IntVar(&o.users, "users", 0, "send a closed loop of N users instead, each sending its next request when its previous reply ends (--num-requests in all)")
 	fs.DurationVar(&o.think, "think", 0, "with --users: each user's pause between a reply and its next request")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths, the arrival schedule and, when given, the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
@@ -98,6 +100,9 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o.seeded = set["seed"]
+	if err := o.trace.load(set["rate"] || o.users > 0 || o.burst > 0); err != nil {
+		return o, nil, slo, err
+	}
 	if o.sharedPrefix < 0 {
 		return o, nil, slo, cli.Usagef("--shared-prefix must not be negative, got %d", o.sharedPrefix)
 	}
@@ -208,6 +213,8 @@ func plannedRequests(o options, rates []float64) int {
 		return 0
 	case o.burst > 0:
 		return o.burst
+	case o.trace.set():
+		return o.trace.rowsRead() * max(len(rates), 1)
 	case o.duration > 0 || o.numRequests <= 0:
 		return 0
 	}
@@ -227,6 +234,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	// before anything is started or sent.
 	tg := &o.target
 	shortest, _ := lengths(o).InputRange()
+	if o.trace.set() {
+		shortest = 0 // a trace's rows have their own lengths, each checked as it is built
+	}
 	if err := tg.Check(ctx, args, shortest); err != nil {
 		return err
 	}
@@ -299,7 +309,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		load.Sinks = append(load.Sinks, progress)
 	}
 	progress.Start()
-	plan := benchkit.LoadPlan{Workload: lengths(o), Traffic: traffic(o), Rates: rates, SLO: slo, Attainment: o.attainment}
+	w, t, err := o.trace.workload(lengths(o), traffic(o), rates, tg.Counter)
+	if err != nil {
+		return err
+	}
+	plan := benchkit.LoadPlan{Workload: w, Traffic: t, Rates: rates, SLO: slo, Attainment: o.attainment}
+	if t.Replay {
+		plan.Rates = nil
+	}
 	if o.findMaxRate {
 		plan.Search = &concurrency.SearchOptions{Start: o.searchStart, Max: o.searchMax, Factor: o.searchFactor, Tolerance: o.searchTol}
 	}
@@ -334,6 +351,8 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 	switch {
 	case o.findMaxRate:
 		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
+	case meta.Traffic.Replay:
+		traffic = "replay of " + o.trace.trace
 	case len(runs) == 1 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0:
 		traffic = "rate inf: all at once"
 	case len(runs) == 1:
