@@ -16,6 +16,11 @@
 // engine's); its row and the summary then say so in a warning beginning
 // "client-counted completion_tokens" that names the counter.
 //
+// --trace FILE or --dataset FILE sends a trace's or dataset's rows
+// instead, all at once (the flags of serve-load's, cli.WorkloadFlags):
+// every prompt exact, hash-id rows made of exact token blocks, token ids
+// to /v1/completions with --endpoint completions.
+//
 // With no flags it measures the embedded simulated engine on 127.0.0.1;
 // its figures are simulated.
 //

@@ -47,6 +47,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	segment := fs.String("segment", "", "send only segment i/N of the plan: request k when k mod N = i (needs --seed; docs/DISTRIBUTED.md)")
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	startAt := fs.String("start-at", "", "release the requests at this RFC 3339 wall time, shared by every segment")
+	var wf cli.WorkloadFlags
+	wf.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h or --help: the usage is written; exit 0
@@ -66,8 +68,17 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if *sharedPrefix < 0 {
 		return cli.Usagef("--shared-prefix must not be negative, got %d", *sharedPrefix)
 	}
-	seeded := false
-	fs.Visit(func(f *flag.Flag) { seeded = seeded || f.Name == "seed" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	seeded := set["seed"]
+	// A trace's or dataset's rows go all at once, as the random lengths
+	// do: one request per row unless --num-seqs says fewer.
+	if err := wf.Load(true); err != nil {
+		return err
+	}
+	if wf.Set() && !set["num-seqs"] {
+		*numSeqs = wf.Len()
+	}
 	traffic := benchkit.Traffic{Burst: *numSeqs, Seed: *seed}
 	seg, start, err := cli.ResolveSplit(*segment, *segments, *startAt, seeded, nil)
 	if err != nil {
@@ -77,10 +88,13 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	// prompt checked against its chat template's overhead, before anything
 	// is started or sent.
 	shortest, _ := lengths.InputRange()
+	if wf.Set() {
+		shortest = 0 // each row's prompt is checked as it is built
+	}
 	if err := tg.Check(ctx, args, shortest); err != nil {
 		return err
 	}
-	meta := benchkit.LoadMeta{Workload: lengths, Traffic: traffic}
+	meta := benchkit.LoadMeta{Traffic: traffic}
 	if seg.Split() || !start.IsZero() {
 		meta.Segment = benchkit.NewSegmentHeader(seg, start, traffic)
 	}
@@ -115,6 +129,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	defer client.CloseIdleConnections()
 	meta.RunInfo = tg.Info
 	counter, model := tg.Counter, tg.Model
+	w, traffic, err := wf.Workload(lengths, traffic, counter)
+	if err != nil {
+		return err
+	}
+	meta.Workload, meta.Traffic = w, traffic
 	keeper := newReplyKeeper()
 	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: tg.Timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
@@ -140,7 +159,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	progress.Start()
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
-	res, runErr := load.Run(ctx, lengths, traffic, timing.SLO{})
+	res, runErr := load.Run(ctx, w, traffic, timing.SLO{})
 	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
 		return runErr
@@ -155,9 +174,13 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if meta.Simulated {
 		label = " (simulated)"
 	}
-	ilo, ihi := lengths.InputRange()
-	olo, ohi := lengths.OutputRange()
-	fmt.Fprintf(stdout, "%d requests at once, input %d–%d and output %d–%d tokens, model %s%s\n", *numSeqs, ilo, ihi, olo, ohi, model, label)
+	if wf.Set() {
+		fmt.Fprintf(stdout, "%d requests at once, the first rows of %s, model %s%s\n", *numSeqs, wf.Trace+wf.Dataset, model, label)
+	} else {
+		ilo, ihi := lengths.InputRange()
+		olo, ohi := lengths.OutputRange()
+		fmt.Fprintf(stdout, "%d requests at once, input %d–%d and output %d–%d tokens, model %s%s\n", *numSeqs, ilo, ihi, olo, ohi, model, label)
+	}
 	fmt.Fprintf(stdout, "Total: %d output tokens (%d input) in %.3f s\n", s.TotalOutputTokens, s.TotalInputTokens, s.DurationS)
 	if s.OutputThroughput != nil {
 		fmt.Fprintf(stdout, "Output throughput: %.1f tok/s%s\n", *s.OutputThroughput, label)

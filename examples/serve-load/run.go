@@ -31,7 +31,7 @@ type options struct {
 	burstiness                                      float64
 	maxConcurrency, burst, users                    int
 	think                                           time.Duration
-	trace                                           traceFlags
+	trace                                           cli.WorkloadFlags
 	seed                                            uint64
 	seeded                                          bool
 	sharedPrefix                                    int
@@ -65,7 +65,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps: 1 is Poisson, <1 burstier, >1 more regular")
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
 	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
-	addTraceFlags(fs, &o.trace)
+	o.trace.AddFlags(fs)
 	fs.IntVar(&o.users, "users", 0, "send a closed loop of N users instead, each sending its next request when its previous reply ends (--num-requests in all)")
 	fs.DurationVar(&o.think, "think", 0, "with --users: each user's pause between a reply and its next request")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths, the arrival schedule and, when given, the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
@@ -100,7 +100,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o.seeded = set["seed"]
-	if err := o.trace.load(set["rate"] || o.users > 0 || o.burst > 0); err != nil {
+	if err := o.trace.Load(set["rate"] || o.users > 0 || o.burst > 0); err != nil {
 		return o, nil, slo, err
 	}
 	if o.sharedPrefix < 0 {
@@ -213,8 +213,8 @@ func plannedRequests(o options, rates []float64) int {
 		return 0
 	case o.burst > 0:
 		return o.burst
-	case o.trace.set():
-		return o.trace.rowsRead() * max(len(rates), 1)
+	case o.trace.Set():
+		return o.trace.Len() * max(len(rates), 1)
 	case o.duration > 0 || o.numRequests <= 0:
 		return 0
 	}
@@ -234,7 +234,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	// before anything is started or sent.
 	tg := &o.target
 	shortest, _ := lengths(o).InputRange()
-	if o.trace.set() {
+	if o.trace.Set() {
 		shortest = 0 // a trace's rows have their own lengths, each checked as it is built
 	}
 	if err := tg.Check(ctx, args, shortest); err != nil {
@@ -309,7 +309,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		load.Sinks = append(load.Sinks, progress)
 	}
 	progress.Start()
-	w, t, err := o.trace.workload(lengths(o), traffic(o), rates, tg.Counter)
+	w, t, err := o.trace.Workload(lengths(o), traffic(o), tg.Counter)
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 	case o.findMaxRate:
 		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
 	case meta.Traffic.Replay:
-		traffic = "replay of " + o.trace.trace
+		traffic = "replay of " + o.trace.Trace
 	case len(runs) == 1 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0:
 		traffic = "rate inf: all at once"
 	case len(runs) == 1:

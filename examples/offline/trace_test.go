@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/inferbench/inferbench/benchkit"
+)
+
+// TestTraceAllAtOnce: --trace sends a Mooncake-format trace's rows all at
+// once, one request per row, each prompt the row's length by the
+// server's count, as token ids with --endpoint completions.
+func TestTraceAllAtOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"--trace", "../../workload/testdata/synthetic_mooncake.jsonl", "--endpoint", "completions",
+		"--max-output-tokens", "8", "--json-out", out, "--allow-saturated"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc benchkit.LoadDocument
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Requests) != 24 || doc.Summary == nil || doc.Summary.TheoreticalHitRate == nil {
+		t.Fatalf("%d requests, summary %+v; want the sample's 24 rows", len(doc.Requests), doc.Summary)
+	}
+	for _, r := range doc.Requests {
+		if r.ServerPromptTokens == nil || *r.ServerPromptTokens != r.PPTarget || r.Tokens() > 8 {
+			t.Errorf("request %d: trace %d, server %v, %d tokens out of at most 8", r.Index, r.PPTarget, r.ServerPromptTokens, r.Tokens())
+		}
+	}
+}
