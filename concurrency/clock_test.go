@@ -45,3 +45,25 @@ func TestMarkBeforeDispatchWarns(t *testing.T) {
 		t.Errorf("warnings %v; expected one about marks before dispatch", res.Warnings)
 	}
 }
+
+// TestSpinClockSleep: a SpinClock's Sleep never ends before its
+// duration, and ends early with ctx's error when ctx is done.
+func TestSpinClockSleep(t *testing.T) {
+	c := concurrency.SpinClock{Spin: time.Millisecond}
+	for _, d := range []time.Duration{0, 200 * time.Microsecond, 3 * time.Millisecond} {
+		start := time.Now()
+		if err := c.Sleep(context.Background(), d); err != nil || time.Since(start) < d {
+			t.Errorf("Sleep(%v) = %v after %v", d, err, time.Since(start))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Sleep(ctx, time.Hour); err != context.Canceled {
+		t.Errorf("Sleep on a done context = %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if err := c.Sleep(ctx, 5500*time.Microsecond); err != context.DeadlineExceeded && err != nil {
+		t.Errorf("Sleep past the deadline = %v", err)
+	}
+}

@@ -62,7 +62,11 @@
 // name. On a terminal a progress bar shows requests done, failures, rate,
 // elapsed time and ETA.
 //
-// Chunk instants are the kernel's receive instants of their bytes (Linux),
+// Each send waits on a timer and then spins to its instant
+// (concurrency.SpinClock), so that requests leave on schedule to within a
+// fraction of a millisecond rather than a timer's wake-up late; the spin
+// costs up to 2 ms of CPU a request. Chunk instants are the kernel's
+// receive instants of their bytes (Linux),
 // so a reader woken late still stamps each chunk when it arrived; the
 // schedule runs with the garbage collector at --gc-percent (400 by
 // default, Go's is 100), so that fewer collections stall the readers past

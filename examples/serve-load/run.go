@@ -297,6 +297,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if h.wrap != nil {
 		load.Engine = h.wrap(load.Engine)
 	}
+	// Waits end on a timer, then spin to the instant: a timer alone wakes
+	// about a millisecond late at p99, and every send with it.
+	load.Clock = concurrency.SpinClock{}
 	if h.clock != nil {
 		load.Clock = h.clock
 	}
