@@ -157,13 +157,19 @@ type PlanFields struct {
 	PromptSHA256 string `json:"prompt_sha256,omitempty"`
 }
 
-// promptHash returns the hex SHA-256 of messages, each role and content
-// length-prefixed, so that two requests have the same hash exactly when
-// they send the same chat.
-func promptHash(messages []promptsize.Message) string {
+// promptHash returns the hex SHA-256 of the prompt's messages, each role
+// and content length-prefixed, and of its token ids, so that two requests
+// have the same hash exactly when they send the same prompt.
+func promptHash(p promptsize.Prompt) string {
 	h := sha256.New()
-	for _, m := range messages {
+	for _, m := range p.Messages {
 		fmt.Fprintf(h, "%d:%s%d:%s", len(m.Role), m.Role, len(m.Content), m.Content)
+	}
+	if p.TokenIDs != nil { // a completion's token ids, after any messages
+		fmt.Fprintf(h, "ids:%d:", len(p.TokenIDs))
+		for _, id := range p.TokenIDs {
+			fmt.Fprintf(h, "%d,", id)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -250,7 +256,7 @@ func (l *Load) planFields(runIdx int, w Workload, traffic Traffic, n int) PlanFi
 // intended instant on the shared timeline.
 func (l *Load) placeRow(row *Request, plan PlanFields, p promptsize.Prompt, shift time.Duration) {
 	row.PlanFields = plan
-	row.PromptSHA256 = promptHash(p.Messages)
+	row.PromptSHA256 = promptHash(p)
 	if l.StartAt.IsZero() {
 		return
 	}

@@ -149,3 +149,48 @@ func TestSharedPrefixAblation(t *testing.T) {
 			deref(run.Summary.PrefixHitRate), deref(run.Summary.TheoreticalHitRate))
 	}
 }
+
+// TestTraceSegments: a trace replayed as two segments sends, between
+// them, every row once, each with the prompt and the intended instant the
+// whole replay gives it.
+func TestTraceSegments(t *testing.T) {
+	rows, bs := bailianSample(t, 20)
+	tb, err := promptsize.NewTokenBlocks(sim.Counter{}, promptsize.BlockOptions{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Trace{Rows: rows, BlockSize: bs, Blocks: tb, Completions: true}
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer srv.Close()
+	runOf := func(seg Segment) []Request {
+		c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseIdleConnections()
+		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, Nonce: "shared", Segment: seg}
+		run, err := l.Run(context.Background(), tr, Traffic{Replay: true}, timing.SLO{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run.Requests
+	}
+	whole := map[int]Request{}
+	for _, r := range runOf(Segment{}) {
+		whole[r.Index] = r
+	}
+	seen := 0
+	for i := range 2 {
+		for _, r := range runOf(Segment{Index: i, Count: 2}) {
+			w := whole[r.Index]
+			if r.Index%2 != i || r.PromptSHA256 != w.PromptSHA256 || r.IntendedSendS != w.IntendedSendS || r.PlanHash != w.PlanHash {
+				t.Errorf("segment %d, request %d: prompt %s, intended %g, plan %s; the whole replay's %s, %g, %s",
+					i, r.Index, r.PromptSHA256[:8], r.IntendedSendS, r.PlanHash[:8], w.PromptSHA256[:8], w.IntendedSendS, w.PlanHash[:8])
+			}
+			seen++
+		}
+	}
+	if seen != len(rows) {
+		t.Errorf("the segments sent %d requests, the trace has %d rows", seen, len(rows))
+	}
+}
