@@ -9,8 +9,12 @@ none holds a row of the public traces. The formats follow the public
 releases described in workload/testdata/README.md.
 
 Run from the repository root: python3 scripts/gen_workload_samples.py
-The tests do not need Python: the files are committed.
+The tests do not need Python: the files are committed. With --only NAME
+it writes that one file and nothing else (for example --only
+synthetic_qwen_traceA_1k.jsonl, the sample examples/bench-qwen replays),
+so that adding a sample leaves every other file's bytes alone.
 """
+import argparse
 import csv
 import io
 import json
@@ -127,6 +131,92 @@ def bailian_sessions(rng, sessions, span_s, max_turns, root_max=900, out_max=300
     return rows, B, len({r["session"] for r in reqs})
 
 
+def lognormal_int(rng, median, sigma, lo, hi):
+    """An integer drawn from a lognormal of this median and shape, clamped
+    to [lo, hi]."""
+    return min(hi, max(lo, int(round(rng.lognormvariate(math.log(median), sigma)))))
+
+
+def qwen_chat_trace(rng, rows_wanted=1000, root_rate=3.3, warmup_s=900, end_s=400):
+    """A Bailian-format trace paced like a busy chat service (about 6
+    requests a second, as qwen_traceA's ~43k rows over two hours), made up:
+
+    - conversations start as a Poisson process at root_rate per second;
+      after each turn the user sends another with probability 0.45 (at
+      most 8 turns, so a mean of about 1.8), after a think time drawn
+      lognormal with median 20 s (shape 0.9, clamped to 3 s .. 10 min);
+    - a first turn's user text is lognormal with median 180 tokens
+      (shape 1.1, 24 .. 8,000: every prompt above a chat template's own
+      tokens); half the first turns begin with one of three shared
+      system prompts of 128, 384 and 1,024 tokens (20, 20 and 10 per
+      cent);
+    - a follow-up's input is its parent's input and output plus new text,
+      lognormal with median 50 tokens (shape 1.0, 2 .. 3,000), and keeps
+      the parent's full 16-token blocks (the parent's partial last block
+      changes); a conversation stops before its context passes 24,000;
+    - every output is lognormal with median 110 tokens (shape 0.8,
+      8 .. 512): modest, so that a replay against the embedded engine is
+      quick;
+    - type is text, search, image or file (80/10/6/4 per cent per
+      conversation).
+
+    The service runs warmup_s before the window opens, so the window is in
+    steady state: its rows are the first rows_wanted at or after the
+    opening (conversations are started until end_s, which must outlast
+    them), timestamps from the first of them. chat_id numbers every
+    request in time order, those before the window too, so a follow-up
+    whose parent came before the window names a chat_id that is not in the
+    file, as a window cut from a longer trace does."""
+    B = 16
+    ids = IDs()
+    system = [ids.new(8), ids.new(24), ids.new(64)]
+    reqs = []
+    t = -warmup_s
+    while True:
+        t += rng.expovariate(root_rate)
+        if t > end_s:
+            break
+        kind = rng.choices(["text", "search", "image", "file"], [80, 10, 6, 4])[0]
+        sp = rng.choices([None, 0, 1, 2], [50, 20, 20, 10])[0]
+        at, prev = t, None
+        for turn in range(1, 9):
+            out = lognormal_int(rng, 110, 0.8, 8, 512)
+            if prev is None:
+                n_in = lognormal_int(rng, 180, 1.1, 24, 8000)
+                pre = system[sp] if sp is not None else []
+                n_in += len(pre) * B
+                h = pre + ids.new(math.ceil(n_in / B) - len(pre))
+            else:
+                n_in = prev["input_length"] + prev["output_length"] + lognormal_int(rng, 50, 1.0, 2, 3000)
+                if n_in > 24000:
+                    break
+                at += min(600.0, max(3.0, rng.lognormvariate(math.log(20), 0.9)))
+                keep = prev["input_length"] // B
+                h = prev["hash_ids"][:keep] + ids.new(math.ceil(n_in / B) - keep)
+            r = {"timestamp": round(at, 3), "input_length": n_in, "output_length": out,
+                 "type": kind, "turn": turn, "hash_ids": h, "parent": prev, "seq": len(reqs)}
+            reqs.append(r)
+            prev = r
+            if rng.random() >= 0.45:
+                break
+    reqs.sort(key=lambda r: (r["timestamp"], r["seq"]))
+    for i, r in enumerate(reqs):
+        r["chat_id"] = i
+    kept = [r for r in reqs if r["timestamp"] >= 0][:rows_wanted]
+    # No conversation started after end_s can put a row before it.
+    assert len(kept) == rows_wanted and kept[-1]["timestamp"] < end_s, "end_s too short"
+    t0 = kept[0]["timestamp"]
+    return [{
+        "chat_id": r["chat_id"],
+        "parent_chat_id": r["parent"]["chat_id"] if r["parent"] else -1,
+        "timestamp": round(r["timestamp"] - t0, 3),
+        "input_length": r["input_length"],
+        "output_length": r["output_length"],
+        "type": r["type"],
+        "turn": r["turn"],
+        "hash_ids": r["hash_ids"],
+    } for r in kept]
+
 def jsonl(rows):
     return "".join(json.dumps(r) + "\n" for r in rows)
 
@@ -241,7 +331,20 @@ def custom():
     return jsonl(rows), {"rows": len(rows), "output": sum(r.get("output_tokens", 0) for r in rows)}
 
 
+# Samples written by --only NAME, each from its own seed, so that none
+# draws from another's random stream.
+ONLY = {
+    "synthetic_qwen_traceA_1k.jsonl": lambda: jsonl(qwen_chat_trace(random.Random(1919))),
+}
+
+
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=sorted(ONLY), help="write this one file and nothing else")
+    args = ap.parse_args()
+    if args.only:
+        write(args.only, ONLY[args.only]())
+        return
     rng = random.Random(20250101)
     expected = {}
 
@@ -276,6 +379,9 @@ def main():
     expected["synthetic_custom.jsonl"] = e
 
     write("synthetic_expected.json", json.dumps(expected, indent=2, sort_keys=True) + "\n")
+
+    for name, text in ONLY.items():
+        write(name, text())
 
 
 if __name__ == "__main__":
