@@ -207,7 +207,7 @@ func (b *Builder) BuildSalted(ctx context.Context, target int, salt string) (Pro
 				}
 				b.mu.Unlock()
 			}()
-			f.p, f.err = b.build(ctx, target, salt)
+			f.p, f.err = b.build(ctx, target, salt, nil, false)
 		}()
 		if f.err != nil {
 			return Prompt{}, f.err
@@ -358,15 +358,41 @@ func (b *Builder) sources() ([]source, error) {
 	return nil, fmt.Errorf("promptsize: unknown Fill %d; expected FillAtoms or FillCorpus", int(b.Fill))
 }
 
-// build makes the prompt for (target, salt) with no regard to the cache.
-func (b *Builder) build(ctx context.Context, target int, salt string) (Prompt, error) {
+// BuildAfter returns a prompt of exactly target tokens made of history
+// followed by one new user message: the next turn of a chat, whose
+// earlier turns (a system message, user and assistant messages) are part
+// of the count. The new message starts with salt and a newline when salt
+// is not "" and is filled to the count as Build fills. Builder.System is
+// not added: a system message belongs in history. Prompt.Content is the
+// new message, Prompt.Overhead the count of history with an empty new
+// message. Nothing is cached: each history is its own.
+func (b *Builder) BuildAfter(ctx context.Context, history []Message, target int, salt string) (Prompt, error) {
+	if b.Counter == nil {
+		return Prompt{}, errors.New("promptsize: Builder.Counter is nil; expected a Counter")
+	}
+	if target < 0 {
+		return Prompt{}, fmt.Errorf("promptsize: target %d is negative; expected a token count >= 0", target)
+	}
+	return b.build(ctx, target, salt, slices.Clone(history), true)
+}
+
+// build makes the prompt for (target, salt) with no regard to the cache;
+// after builds the user message that follows head (BuildAfter).
+func (b *Builder) build(ctx context.Context, target int, salt string, head []Message, after bool) (Prompt, error) {
 	s := newSearcher(ctx, b.Counter, b.System)
+	s.after, s.head = after, head
 	defer func() {
 		b.mu.Lock()
 		b.calls += int64(s.calls)
 		b.mu.Unlock()
 	}()
-	overhead, err := b.templateOverhead(s)
+	var overhead int
+	var err error
+	if after {
+		overhead, err = s.count("")
+	} else {
+		overhead, err = b.templateOverhead(s)
+	}
 	if err != nil {
 		return Prompt{}, err
 	}
@@ -426,7 +452,7 @@ func (b *Builder) build(ctx context.Context, target int, salt string) (Prompt, e
 			Target:   target,
 			Tokens:   target,
 			Content:  content,
-			Messages: requestMessages(b.System, content),
+			Messages: s.messages(content),
 			Salt:     salt,
 			Overhead: overhead,
 			Fill:     src.describe(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,18 @@ type searcher struct {
 	system  string
 	memo    map[string]int
 	calls   int
+	// after, when set, makes the request head followed by one user
+	// message, in place of the system message and the user message.
+	after bool
+	head  []Message
+}
+
+// messages returns the request whose last user message is content.
+func (s *searcher) messages(content string) []Message {
+	if !s.after {
+		return requestMessages(s.system, content)
+	}
+	return append(slices.Clone(s.head), Message{Role: "user", Content: content})
 }
 
 func newSearcher(ctx context.Context, c Counter, system string) *searcher {
@@ -48,7 +61,7 @@ func (s *searcher) count(content string) (int, error) {
 		return 0, fmt.Errorf("promptsize: gave up after %d counter calls; expected a count that grows with the content", s.calls)
 	}
 	s.calls++
-	n, err := s.counter.Count(s.ctx, requestMessages(s.system, content))
+	n, err := s.counter.Count(s.ctx, s.messages(content))
 	if err != nil {
 		return 0, fmt.Errorf("promptsize: counting a request with %d bytes of content: %w", len(content), err)
 	}
