@@ -14,10 +14,17 @@ import (
 	"github.com/inferbench/inferbench/engine/exo"
 )
 
-// Defaults of an ExoSweep, as exo's benchmark has them.
+// Timings of exo's benchmark: an ExoSweep's defaults, and its pauses.
 const (
 	DefaultReadyTimeout = 10 * time.Minute
 	DefaultGoneTimeout  = time.Minute
+	// ExoPauseBetweenRepeats and ExoPauseBetweenGroups are the pauses
+	// exo's benchmark makes against a real cluster: before every measured
+	// request or burst, and after every (pp, tg, concurrency) group. They
+	// let a cluster's memory and thermals settle; against the embedded
+	// engine they only cost time, so a zero Plan pauses for neither.
+	ExoPauseBetweenRepeats = 3 * time.Second
+	ExoPauseBetweenGroups  = 2 * time.Second
 )
 
 // An ExoSweep measures a Plan on an exo cluster as exo's benchmark does:

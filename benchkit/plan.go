@@ -7,15 +7,6 @@ import (
 	"time"
 )
 
-// Pauses exo's benchmark makes against a real cluster: before every
-// measured request or burst, and after every (pp, tg, concurrency) group.
-// They let a cluster's memory and thermals settle; against the embedded
-// engine they only cost time, so a zero Plan pauses for neither.
-const (
-	ExoPauseBetweenRepeats = 3 * time.Second
-	ExoPauseBetweenGroups  = 2 * time.Second
-)
-
 // A Plan says what to measure. Its zero value is not runnable (it has no
 // lengths); Validate says what is missing.
 type Plan struct {

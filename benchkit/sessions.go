@@ -1,0 +1,277 @@
+package benchkit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// errNotSent is the error kind of a session's turn that was never sent.
+const errNotSent = "not_sent"
+
+// sessionHeader is the header that names a request's session to an
+// affinity router, when Sessions.Header is "".
+const sessionHeader = "X-Session-ID"
+
+// Sessions drives multi-turn chats on the closed-loop pattern: Count
+// sessions of Turns turns each, every turn sent when the previous one's
+// reply has arrived and a think time has passed, the reply's text carried
+// into the next turn's messages, at most MaxActive sessions at once and
+// the sessions started all at once or as a Poisson process (Rate).
+//
+// The source is synthetic: every session opens with the Builder's system
+// prompt (shared by all), then each turn adds a user message of
+// UserTokens new tokens and asks for Output tokens. Every prompt is exact
+// after the chat template with its history counted: turn k's target is
+// the count of the history before it (the system message, and the user
+// and assistant messages of turns 1 … k−1, with the generation prompt)
+// plus UserTokens, and the new user message is sized so the whole chat
+// hits it (promptsize.Builder.BuildAfter). Turn 1's user message starts
+// with a salt of its own session, so sessions share nothing but the
+// system prompt.
+//
+// A turn that fails ends its session: its row holds the error, and each
+// turn after it is a row of error kind "not_sent" saying why (as is a turn
+// whose prompt could not be built, and each turn a stopped run left); the
+// other sessions go on. Rows carry Labels.Session (the session's number, "s0",
+// "s1", …) and Labels.Turn (from 1).
+type Sessions struct {
+	// Engine serves the requests; Model names the model.
+	Engine engine.Engine
+	Model  string
+	// Builder sizes the prompts; its Counter must count as the engine
+	// does, and its System is the system prompt every session shares ("":
+	// none). Required.
+	Builder *promptsize.Builder
+	// Request is the template of every turn (sampling, Extra, Header);
+	// Model, Messages and MaxTokens are the driver's.
+	Request engine.Request
+	// Stream streams the replies (TTFT and TPOT need it).
+	Stream bool
+	// AllowEOS lets a reply end before Output tokens; otherwise the
+	// requests ask the server to ignore end-of-sequence.
+	AllowEOS bool
+	// Count is the number of sessions; Turns the turns of each.
+	Count, Turns int
+	// UserTokens is the new tokens of each turn's user message (turn 1's
+	// after the system prompt); Output the max_tokens of each turn.
+	UserTokens, Output int
+	// MaxActive caps the sessions under way at once; 0 leaves them
+	// uncapped. A session waiting for a slot shows as schedule lag on its
+	// first turn.
+	MaxActive int
+	// Rate, when positive, starts sessions as a Poisson process of Rate
+	// sessions per second (seeded with Seed); 0 starts them all at once.
+	Rate float64
+	Seed uint64
+	// Think is the pause before every turn after the first, from the
+	// previous reply's end.
+	Think time.Duration
+	// Header names the header that carries the session's id on each
+	// request, for affinity routers: "" means X-Session-ID, "-"
+	// sends none.
+	Header string
+	// Nonce makes the session salts distinct from another run's (a random
+	// one when ""); RequestTimeout bounds each turn (0: none).
+	Nonce          string
+	RequestTimeout time.Duration
+}
+
+// Run runs the sessions and returns one row per turn of every session,
+// in session and turn order. A run that ctx stops returns what it
+// measured, the turns left as "not_sent" rows, with ctx's error.
+func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
+	switch {
+	case s.Engine == nil || s.Builder == nil || s.Builder.Counter == nil:
+		return nil, fmt.Errorf("%w: sessions need an Engine and a Builder with a Counter", ErrBadLoad)
+	case s.Count <= 0 || s.Turns <= 0 || s.UserTokens <= 0 || s.Output <= 0:
+		return nil, fmt.Errorf("%w: sessions need positive Count, Turns, UserTokens and Output, got %d, %d, %d and %d", ErrBadLoad, s.Count, s.Turns, s.UserTokens, s.Output)
+	case s.MaxActive < 0 || s.Rate < 0 || s.Think < 0:
+		return nil, fmt.Errorf("%w: MaxActive, Rate and Think must not be negative", ErrBadLoad)
+	}
+	nonce := s.Nonce
+	if nonce == "" {
+		nonce = promptsize.NewNonce(nil)
+	}
+	starts := make([]time.Duration, s.Count)
+	if s.Rate > 0 {
+		rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x5e5510e5))
+		var at time.Duration
+		for i := range starts {
+			if i > 0 {
+				at += time.Duration(rng.ExpFloat64() / s.Rate * float64(time.Second))
+			}
+			starts[i] = at
+		}
+	}
+	var slots chan struct{}
+	if s.MaxActive > 0 {
+		slots = make(chan struct{}, s.MaxActive)
+	}
+	rows := make([][]Request, s.Count)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i := range s.Count {
+		wg.Go(func() {
+			rows[i] = s.session(ctx, t0, i, starts[i], slots, promptsize.RunSalt(nonce, 0, i))
+		})
+	}
+	wg.Wait()
+	out := slices.Concat(rows...)
+	return out, ctx.Err()
+}
+
+// session runs session i from its start offset, returning its rows.
+func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.Duration, slots chan struct{}, salt string) []Request {
+	id := fmt.Sprintf("s%d", i)
+	rows := make([]Request, 0, s.Turns)
+	notSent := func(from int, why string) []Request {
+		for k := from; k <= s.Turns; k++ {
+			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: i*s.Turns + k - 1,
+				TGTarget: s.Output, Model: s.Model, Stream: s.Stream, ErrorKind: errNotSent, Error: why})
+		}
+		return rows
+	}
+	if !sleepUntil(ctx, t0.Add(start)) {
+		return notSent(1, "not sent: "+context.Cause(ctx).Error())
+	}
+	if slots != nil {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			return notSent(1, "not sent: "+context.Cause(ctx).Error())
+		}
+	}
+	var history []promptsize.Message
+	if sys := s.Builder.System; sys != "" {
+		history = append(history, promptsize.Message{Role: "system", Content: sys})
+	}
+	intended := start
+	for k := 1; k <= s.Turns; k++ {
+		if k > 1 && !sleepUntil(ctx, time.Now().Add(s.Think)) {
+			return notSent(k, "not sent: "+context.Cause(ctx).Error())
+		}
+		if k > 1 {
+			intended = time.Since(t0)
+		}
+		p, err := s.turnPrompt(ctx, history, k, salt)
+		if err != nil {
+			return notSent(k, fmt.Sprintf("not sent: building turn %d's prompt: %v", k, err))
+		}
+		req := promptRequest(s.Request, s.Model, p, s.Output, !s.AllowEOS)
+		req.Stream = s.Stream
+		if h := s.header(); h != "" {
+			req.Header = req.Header.Clone()
+			if req.Header == nil {
+				req.Header = http.Header{}
+			}
+			req.Header.Set(h, id)
+		}
+		q := concurrency.Result[engine.Result]{Index: i*s.Turns + k - 1, User: i, Dispatched: true, Intended: intended, Dispatch: time.Since(t0)}
+		q.Sent = q.Dispatch
+		sendCtx := engine.WithSendHook(ctx, func(at time.Time) { q.Sent, q.Marked = at.Sub(t0), true })
+		pr, err := engine.Prepare(sendCtx, s.Engine, req)
+		if err == nil {
+			q.Value, err = sendWithin(sendCtx, pr, s.RequestTimeout)
+		}
+		q.Done, q.Err = time.Since(t0), err
+		asked := Request{Labels: Labels{Session: id, Turn: k}, Index: q.Index, PPTarget: p.Target,
+			TGTarget: s.Output, Model: s.Model, Stream: s.Stream}
+		rows = append(rows, NewRequest(asked, p, q, s.AllowEOS))
+		if err != nil {
+			return notSent(k+1, fmt.Sprintf("not sent: turn %d of session %s failed: %v", k, id, err))
+		}
+		history = append(p.Messages, promptsize.Message{Role: "assistant", Content: q.Value.Text})
+	}
+	return rows
+}
+
+// turnPrompt builds turn k's prompt after history: the history's count
+// plus UserTokens, turn 1's user message salted with the session's salt.
+func (s *Sessions) turnPrompt(ctx context.Context, history []promptsize.Message, k int, salt string) (promptsize.Prompt, error) {
+	h := 0
+	if len(history) > 0 {
+		var err error
+		if h, err = s.Builder.Counter.Count(ctx, history); err != nil {
+			return promptsize.Prompt{}, err
+		}
+	}
+	if k > 1 {
+		salt = ""
+	}
+	return s.Builder.BuildAfter(ctx, history, h+s.UserTokens, salt)
+}
+
+func (s *Sessions) header() string {
+	switch s.Header {
+	case "":
+		return sessionHeader
+	case "-":
+		return ""
+	}
+	return s.Header
+}
+
+// HistoryTokens is the part of row r's prompt that its session's earlier
+// turns (and the shared system prompt) had already sent: what a prefix
+// cache could serve.
+func (s *Sessions) HistoryTokens(r Request) int {
+	if r.PPTarget == 0 {
+		return 0
+	}
+	return r.PPTarget - s.UserTokens
+}
+
+// Summarize summarises rows (Summarize) and sets each group's
+// TheoreticalHitRate: Σ history tokens / Σ prompt tokens over its turns
+// that completed, beside the measured PrefixHitRate.
+func (s *Sessions) Summarize(rows []Request, key Key, slo timing.SLO) []Summary {
+	sums := Summarize(rows, key, slo)
+	group := map[string]int{} // groups in the order they first appear, as Summarize's
+	hist := make([]int, len(sums))
+	prompt := make([]int, len(sums))
+	for _, r := range rows {
+		g, ok := group[key.of(r)]
+		if !ok {
+			g = len(group)
+			group[key.of(r)] = g
+		}
+		if g < len(sums) && !r.Failed() {
+			hist[g] += s.HistoryTokens(r)
+			prompt[g] += r.PPTarget
+		}
+	}
+	for j := range sums {
+		if prompt[j] > 0 {
+			v := float64(hist[j]) / float64(prompt[j])
+			sums[j].TheoreticalHitRate = &v
+		}
+	}
+	return sums
+}
+
+// sleepUntil waits until t, false if ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,155 @@
+package benchkit
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// faultOnTurn injects a server fault into one session's given turn, named
+// by the session header the driver sends.
+type faultOnTurn struct {
+	engine.Engine
+	session string
+	turn    int
+	fault   sim.FaultKind
+
+	mu    sync.Mutex
+	seen  map[string]int
+	heads []http.Header
+}
+
+func (f *faultOnTurn) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
+	id := req.Header.Get("X-Session-ID")
+	f.mu.Lock()
+	if f.seen == nil {
+		f.seen = map[string]int{}
+	}
+	f.seen[id]++
+	n := f.seen[id]
+	f.heads = append(f.heads, req.Header)
+	f.mu.Unlock()
+	if id == f.session && n == f.turn {
+		req.Header = req.Header.Clone()
+		req.Header.Set(sim.FaultHeader, string(f.fault))
+	}
+	return f.Engine.Complete(ctx, req)
+}
+
+func simSessions(t *testing.T, mode sim.PrefixCacheMode) (*sim.Server, *openai.Client) {
+	t.Helper()
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast(), PrefixCache: mode})
+	c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter(), Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseIdleConnections(); srv.Close() })
+	return srv, c
+}
+
+// TestSessionsExactAndCached: every turn of every session is counted by
+// the client as the embedded engine counts it, history included; the
+// replies go back into the next turn (the prompts grow by more than the
+// new user tokens); with the prefix cache on the server's cached tokens
+// grow with the history, and ByTurn summaries give each turn's TTFT and
+// a theoretical hit rate beside the measured one.
+func TestSessionsExactAndCached(t *testing.T) {
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true,
+		Builder: &promptsize.Builder{Counter: srv.Counter(), System: "You are a careful assistant who answers briefly."},
+		Count:   3, Turns: 4, UserTokens: 40, Output: 24, MaxActive: 2}
+	rows, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 12 {
+		t.Fatalf("%d rows, want 12", len(rows))
+	}
+	for _, r := range rows {
+		if r.Failed() {
+			t.Fatalf("%s turn %d failed: %s %s", r.Session, r.Turn, r.ErrorKind, r.Error)
+		}
+		if r.ServerPromptTokens == nil || *r.ServerPromptTokens != r.PPTokens || r.PPTokens != r.PPTarget {
+			t.Errorf("%s turn %d: target %d, client %d, server %v", r.Session, r.Turn, r.PPTarget, r.PPTokens, r.ServerPromptTokens)
+		}
+		for _, w := range r.Warnings {
+			t.Errorf("%s turn %d: warning %s", r.Session, r.Turn, w.Message)
+		}
+	}
+	for i := 0; i < len(rows); i += 4 {
+		for k := 1; k < 4; k++ {
+			prev, r := rows[i+k-1], rows[i+k]
+			if r.Session != prev.Session || r.Turn != k+1 {
+				t.Fatalf("row order: %s/%d after %s/%d", r.Session, r.Turn, prev.Session, prev.Turn)
+			}
+			// the reply of 24 tokens is in the history
+			if r.PPTarget < prev.PPTarget+s.UserTokens+20 {
+				t.Errorf("%s turn %d: %d prompt tokens after %d; the reply is not in the history", r.Session, r.Turn, r.PPTarget, prev.PPTarget)
+			}
+			if r.CachedTokens == nil || *r.CachedTokens < prev.PPTarget-16 {
+				t.Errorf("%s turn %d: cached %v of a history of %d", r.Session, r.Turn, r.CachedTokens, s.HistoryTokens(r))
+			}
+		}
+	}
+	sums := s.Summarize(rows, ByTurn, timing.SLO{})
+	if len(sums) != 4 {
+		t.Fatalf("%d turn summaries, want 4", len(sums))
+	}
+	for k, sum := range sums {
+		if sum.Labels.Turn != k+1 || sum.TTFT.N != 3 || sum.TTFT.P50 == nil || sum.TheoreticalHitRate == nil {
+			t.Errorf("turn %d summary: turn %d, ttft %+v, theoretical %v", k+1, sum.Labels.Turn, sum.TTFT, sum.TheoreticalHitRate)
+		}
+		if k > 0 && (sum.PrefixHitRate == nil || *sum.PrefixHitRate < 0.5) {
+			t.Errorf("turn %d: measured hit rate %v", k+1, sum.PrefixHitRate)
+		}
+	}
+}
+
+// TestSessionsFault: a server fault on one session's turn 3 leaves the
+// other sessions complete, that session's turns 1-2 measured, its turn 3
+// failed with the fault and turns 4-5 not sent with the reason; every
+// request names its session in the session header.
+func TestSessionsFault(t *testing.T) {
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	e := &faultOnTurn{Engine: c, session: "s1", turn: 3, fault: sim.FaultStatus500}
+	s := &Sessions{Engine: e, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+		Count: 3, Turns: 5, UserTokens: 30, Output: 8}
+	rows, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 15 {
+		t.Fatalf("%d rows, want 15", len(rows))
+	}
+	for _, r := range rows {
+		switch {
+		case r.Session != "s1" || r.Turn < 3:
+			if r.Failed() || r.TTFTS == nil || r.ServerPromptTokens == nil || *r.ServerPromptTokens != r.PPTokens {
+				t.Errorf("%s turn %d: %s %s, ttft %v", r.Session, r.Turn, r.ErrorKind, r.Error, r.TTFTS)
+			}
+		case r.Turn == 3:
+			if !r.Failed() || r.ErrorKind == "not_sent" {
+				t.Errorf("s1 turn 3: kind %q, want the fault's", r.ErrorKind)
+			}
+		default:
+			if r.ErrorKind != "not_sent" || r.Error == "" || r.PPTokens != 0 {
+				t.Errorf("s1 turn %d: kind %q (%s), want not_sent with a reason", r.Turn, r.ErrorKind, r.Error)
+			}
+		}
+	}
+	if len(e.heads) != 13 {
+		t.Errorf("%d requests sent, want 13", len(e.heads))
+	}
+	for _, h := range e.heads {
+		if h.Get("X-Session-ID") == "" {
+			t.Error("a request without its session header")
+		}
+	}
+}
