@@ -2,9 +2,11 @@ package benchkit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
@@ -151,5 +153,57 @@ func TestSessionsFault(t *testing.T) {
 		if h.Get("X-Session-ID") == "" {
 			t.Error("a request without its session header")
 		}
+	}
+}
+
+// cancelAfter cancels the run once n requests have come back.
+type cancelAfter struct {
+	engine.Engine
+	n      int
+	cancel context.CancelFunc
+	mu     sync.Mutex
+}
+
+func (c *cancelAfter) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
+	res, err := c.Engine.Complete(ctx, req)
+	c.mu.Lock()
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+	c.mu.Unlock()
+	return res, err
+}
+
+// TestSessionsInterrupted: a run stopped mid-way returns every turn it
+// measured and the others as not sent, with the context's error; the
+// think time paces the turns after the first.
+func TestSessionsInterrupted(t *testing.T) {
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &Sessions{Engine: &cancelAfter{Engine: c, n: 4, cancel: cancel}, Model: srv.Model(), Stream: true,
+		Builder: &promptsize.Builder{Counter: srv.Counter()}, Count: 2, Turns: 4, UserTokens: 20, Output: 4,
+		Think: 20 * time.Millisecond, Rate: 1000, Seed: 1}
+	rows, err := s.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want the cancellation", err)
+	}
+	if len(rows) != 8 {
+		t.Fatalf("%d rows, want 8", len(rows))
+	}
+	measured, notSent := 0, 0
+	for i, r := range rows {
+		switch {
+		case !r.Failed():
+			measured++
+			if r.Turn > 1 && r.IntendedSendS < rows[i-1].DoneS+0.019 {
+				t.Errorf("%s turn %d intended at %.3f s, %.3f s after the reply before it", r.Session, r.Turn, r.IntendedSendS, r.IntendedSendS-rows[i-1].DoneS)
+			}
+		case r.ErrorKind == "not_sent":
+			notSent++
+		}
+	}
+	if measured < 3 || notSent == 0 || measured+notSent < 7 {
+		t.Errorf("%d measured and %d not sent of 8", measured, notSent)
 	}
 }
