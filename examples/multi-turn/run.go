@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// systemPrompt is the system message every session shares.
+const systemPrompt = "You are a patient assistant. Answer each question in a few plain sentences, and keep to what was asked."
+
+type options struct {
+	target             cli.Target
+	sessions, turns    int
+	userTokens, output int
+	maxActive          int
+	rate               float64
+	think              time.Duration
+	header             string
+	prefixCache        bool // --prefix-cache given: run that mode only
+	jsonl              string
+	seed               uint64
+}
+
+// arm is one run of the sessions: the cache mode it ran with ("" for a
+// server's own) and its rows.
+type arm struct {
+	mode string
+	s    *benchkit.Sessions
+	rows []benchkit.Request
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("multi-turn", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.target.Program = "multi-turn"
+	o.target.DefaultPreset = sim.H100Llama8B()
+	o.target.AddFlags(fs)
+	fs.IntVar(&o.sessions, "sessions", 4, "number of sessions")
+	fs.IntVar(&o.turns, "turns", 5, "turns (rounds) per session")
+	fs.IntVar(&o.userTokens, "user-tokens", 512, "new user tokens per turn")
+	fs.IntVar(&o.output, "output-len", 64, "output tokens per turn (max_tokens)")
+	fs.IntVar(&o.maxActive, "max-active", 0, "most sessions under way at once (0: all)")
+	fs.Float64Var(&o.rate, "session-rate", 0, "session starts per second, Poisson (0: all at once)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the session starts")
+	fs.DurationVar(&o.think, "think", 0, "think time before every turn after the first")
+	fs.StringVar(&o.header, "session-header", "", `header naming each request's session ("": X-Session-ID, "-": none)`)
+	fs.StringVar(&o.jsonl, "jsonl", "", "write every row to this JSONL file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &cli.UsageError{Err: err}
+	}
+	fs.Visit(func(f *flag.Flag) { o.prefixCache = o.prefixCache || f.Name == "prefix-cache" })
+	switch {
+	case fs.NArg() > 0:
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
+	case o.sessions <= 0 || o.turns <= 0 || o.userTokens <= 0 || o.output <= 0:
+		return cli.Usagef("--sessions, --turns, --user-tokens and --output-len must be positive")
+	case o.maxActive < 0 || o.rate < 0 || o.think < 0:
+		return cli.Usagef("--max-active, --session-rate and --think must not be negative")
+	}
+	modes := []string{""}
+	if o.target.Embedded() {
+		modes = []string{string(sim.PrefixCacheRadix), string(sim.PrefixCacheNaive)}
+		if o.prefixCache {
+			modes = []string{string(o.target.Sim.PrefixCache)}
+		}
+	} else if o.prefixCache {
+		return cli.Usagef("--prefix-cache sets the embedded engine's cache; a server's is its own")
+	}
+	tg := &o.target
+	if err := tg.Check(ctx, args, 0); err != nil {
+		return err
+	}
+	var arms []arm
+	var runErr error
+	for _, mode := range modes {
+		a, err := runArm(ctx, &o, mode, stderr)
+		arms = append(arms, a)
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	if o.jsonl != "" {
+		if err := writeRows(o.jsonl, arms); err != nil {
+			return err
+		}
+	}
+	failed, mismatched, total := report(stdout, arms)
+	switch {
+	case runErr != nil:
+		return runErr
+	case failed > 0:
+		return fmt.Errorf("%w: %d of %d turns; their rows say why", cli.ErrRequestsFailed, failed, total)
+	case mismatched > 0:
+		return fmt.Errorf("%d of %d turns' prompt counts differ from the server's", mismatched, total)
+	}
+	return nil
+}
+
+// runArm starts the target (the embedded engine with its cache in mode),
+// runs the sessions and stops it.
+func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm, error) {
+	tg := &o.target
+	tg.Sim.PrefixCache = sim.PrefixCacheMode(mode)
+	if err := tg.Start(ctx, stderr); err != nil {
+		return arm{mode: mode}, err
+	}
+	defer tg.Close()
+	client, err := tg.OpenAI(openai.Options{})
+	if err != nil {
+		return arm{mode: mode}, err
+	}
+	defer client.CloseIdleConnections()
+	s := &benchkit.Sessions{
+		Engine: client, Model: tg.Model, Stream: true,
+		Builder: &promptsize.Builder{Counter: tg.Counter, System: systemPrompt},
+		Count:   o.sessions, Turns: o.turns, UserTokens: o.userTokens, Output: o.output,
+		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think,
+		Header: o.header, RequestTimeout: tg.Timeout,
+	}
+	rows, err := s.Run(ctx)
+	return arm{mode: mode, s: s, rows: rows}, err
+}
+
+// report prints each arm's per-turn table and, for two arms, their TTFT
+// side by side; it returns the failed and mismatched turns of all arms.
+func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
+	for _, a := range arms {
+		if a.s == nil {
+			continue
+		}
+		for _, r := range a.rows {
+			total++
+			if r.Failed() {
+				failed++
+			} else if r.ServerPromptTokens == nil || *r.ServerPromptTokens != r.PPTokens {
+				mismatched++
+			}
+		}
+		title := "server"
+		if a.mode != "" {
+			title = "prefix cache " + a.mode
+		}
+		fmt.Fprintf(w, "\n%s: %d sessions × %d turns\n", title, a.s.Count, a.s.Turns)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "turn\tok\tTTFT p50 ms\tTPOT p50 ms\tE2E p50 ms\tprompt\tnew\tcached\thit rate\ttheoretical\tcounts\t")
+		all := append(a.s.Summarize(a.rows, benchkit.ByTurn, timing.SLO{}), a.s.Summarize(a.rows, benchkit.ByRun, timing.SLO{})...)
+		for j, sum := range all {
+			turn := fmt.Sprint(sum.Labels.Turn)
+			if j == len(all)-1 {
+				turn = "all"
+			}
+			prompt, n, ok := 0, 0, 0
+			for _, r := range a.rows {
+				if (turn == "all" || r.Turn == sum.Labels.Turn) && !r.Failed() {
+					prompt += r.PPTokens
+					n++
+					if r.ServerPromptTokens != nil && *r.ServerPromptTokens == r.PPTokens {
+						ok++
+					}
+				}
+			}
+			newTok := 0
+			if n > 0 {
+				newTok = prompt/n - a.s.HistoryTokens(benchkit.Request{PPTarget: prompt / n})
+			}
+			fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t\n", turn, sum.Completed, sum.Requests,
+				ms(sum.TTFT.P50), ms(sum.TPOT.P50), ms(sum.E2E.P50), mean(prompt, n), newTok, sum.CachedTokens,
+				pct(sum.PrefixHitRate), pct(sum.TheoreticalHitRate), ok, n)
+		}
+		tw.Flush()
+	}
+	if len(arms) == 2 && arms[0].s != nil && arms[1].s != nil {
+		fmt.Fprintf(w, "\nTTFT p50 per turn, prefix cache %s against %s\n", arms[0].mode, arms[1].mode)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "turn\t%s ms\t%s ms\t%s/%s\t%s vs turn 1\t%s vs turn 1\t\n", arms[0].mode, arms[1].mode, arms[1].mode, arms[0].mode, arms[0].mode, arms[1].mode)
+		on := arms[0].s.Summarize(arms[0].rows, benchkit.ByTurn, timing.SLO{})
+		off := arms[1].s.Summarize(arms[1].rows, benchkit.ByTurn, timing.SLO{})
+		for k := range min(len(on), len(off)) {
+			a, b := on[k].TTFT.P50, off[k].TTFT.P50
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", on[k].Labels.Turn, ms(a), ms(b), ratio(b, a), ratio(a, on[0].TTFT.P50), ratio(b, off[0].TTFT.P50))
+		}
+		tw.Flush()
+	}
+	return failed, mismatched, total
+}
+
+func ms(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *v*1e3)
+}
+
+func pct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", *v*100)
+}
+
+func ratio(a, b *float64) string {
+	if a == nil || b == nil || *b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", *a / *b)
+}
+
+func mean(sum, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(sum / n)
+}
+
+// writeRows writes every arm's rows to path, one JSON line each, the
+// arm's cache mode in its Phase label.
+func writeRows(path string, arms []arm) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	sink := benchkit.NewJSONLSink(f)
+	for _, a := range arms {
+		for _, r := range a.rows {
+			r.Phase = a.mode
+			if err := sink.Add(r); err != nil {
+				f.Close()
+				return err
+			}
+		}
+	}
+	return f.Close()
+}
