@@ -100,6 +100,18 @@ func TestSessionsExactAndCached(t *testing.T) {
 			}
 		}
 	}
+	// at most MaxActive sessions were under way at once
+	for i := 0; i < len(rows); i += 4 {
+		at, active := rows[i].SendOffsetS, 0
+		for j := 0; j < len(rows); j += 4 {
+			if rows[j].SendOffsetS <= at && at < rows[j+3].DoneS {
+				active++
+			}
+		}
+		if active > s.MaxActive {
+			t.Errorf("%d sessions under way when %s began, over the cap of %d", active, rows[i].Session, s.MaxActive)
+		}
+	}
 	sums := s.Summarize(rows, ByTurn, timing.SLO{})
 	if len(sums) != 4 {
 		t.Fatalf("%d turn summaries, want 4", len(sums))
