@@ -10,9 +10,13 @@
 //     barrier-released bursts, with energy sampled over each (ExoSweep
 //     runs it on every placement of an exo cluster; package
 //     benchkit/disagg runs exo's prefill/decode disaggregation benchmark);
-//   - a Load sends a Workload (random lengths today; traces, datasets and
-//     sessions are workloads too) on an open-loop schedule or as one
-//     burst, sweeps rates and searches the highest one meeting an SLO;
+//   - a Load sends a Workload (random lengths, or a Trace of a trace's
+//     or dataset's rows) on an open-loop schedule, as one burst, as a
+//     closed loop or as a replay, sweeps rates and searches the highest
+//     one meeting an SLO;
+//   - Sessions runs multi-turn chats, each turn after the previous reply
+//     with the reply in its history and its prompt exact with the history
+//     counted, rows labelled by session and turn;
 //   - SendBurst and SendPrompts send one burst in one call.
 //
 // Sinks receive the Requests as they are measured (a JSONL file, a
