@@ -74,8 +74,10 @@ type Sessions struct {
 	Rate float64
 	Seed uint64
 	// Think is the pause before every turn after the first, from the
-	// previous reply's end.
-	Think time.Duration
+	// previous reply's end; with ThinkExp it is the mean of exponential
+	// pauses, drawn per session from Seed.
+	Think    time.Duration
+	ThinkExp bool
 	// Header names the header that carries the session's id on each
 	// request, for affinity routers: "" means X-Session-ID, "-"
 	// sends none.
@@ -157,8 +159,13 @@ func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.
 		history = append(history, promptsize.Message{Role: "system", Content: sys})
 	}
 	intended := start
+	rng := rand.New(rand.NewPCG(s.Seed^uint64(i+1), uint64(i)))
 	for k := 1; k <= s.Turns; k++ {
-		if k > 1 && !sleepUntil(ctx, time.Now().Add(s.Think)) {
+		think := s.Think
+		if s.ThinkExp {
+			think = time.Duration(rng.ExpFloat64() * float64(s.Think))
+		}
+		if k > 1 && !sleepUntil(ctx, time.Now().Add(think)) {
 			return notSent(k, "not sent: "+context.Cause(ctx).Error())
 		}
 		if k > 1 {

@@ -28,6 +28,7 @@ type options struct {
 	maxActive          int
 	rate               float64
 	think              time.Duration
+	thinkExp           bool
 	header             string
 	prefixCache        bool // --prefix-cache given: run that mode only
 	jsonl              string
@@ -57,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.rate, "session-rate", 0, "session starts per second, Poisson (0: all at once)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the session starts")
 	fs.DurationVar(&o.think, "think", 0, "think time before every turn after the first")
+	fs.BoolVar(&o.thinkExp, "think-exp", false, "draw each think time from an exponential distribution of mean --think")
 	fs.StringVar(&o.header, "session-header", "", `header naming each request's session ("": X-Session-ID, "-": none)`)
 	fs.StringVar(&o.jsonl, "jsonl", "", "write every row to this JSONL file")
 	if err := fs.Parse(args); err != nil {
@@ -132,7 +134,7 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		Engine: client, Model: tg.Model, Stream: true,
 		Builder: &promptsize.Builder{Counter: tg.Counter, System: systemPrompt},
 		Count:   o.sessions, Turns: o.turns, UserTokens: o.userTokens, Output: o.output,
-		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think,
+		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,
 		Header: o.header, RequestTimeout: tg.Timeout,
 	}
 	rows, err := s.Run(ctx)
