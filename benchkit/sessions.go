@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
+	"github.com/inferbench/inferbench/workload"
 )
 
 // errNotSent is the error kind of a session's turn that was never sent.
@@ -86,12 +88,26 @@ type Sessions struct {
 	// one when ""); RequestTimeout bounds each turn (0: none).
 	Nonce          string
 	RequestTimeout time.Duration
+	// Trace, when set, is the sessions' source instead of the synthetic
+	// one: its rows grouped by session (Bailian's parent links, named by
+	// workload.LinkSessions), each session's rows its turns in order, each
+	// turn's prompt the row's own (exact token blocks: a Bailian row is
+	// self-contained, its length and block ids already cover the parent's
+	// prompt and reply, so no history is added on top), its output the
+	// row's. A session starts at its first row's instant (all at once for
+	// untimed rows); each later turn goes at its row's instant or when
+	// the previous reply ends, whichever is later. Count, Turns,
+	// UserTokens and Output are the trace's then.
+	Trace *Trace
 }
 
 // Run runs the sessions and returns one row per turn of every session,
 // in session and turn order. A run that ctx stops returns what it
 // measured, the turns left as "not_sent" rows, with ctx's error.
 func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
+	if s.Trace != nil {
+		return s.runTrace(ctx)
+	}
 	switch {
 	case s.Engine == nil || s.Builder == nil || s.Builder.Counter == nil:
 		return nil, fmt.Errorf("%w: sessions need an Engine and a Builder with a Counter", ErrBadLoad)
@@ -132,14 +148,40 @@ func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
 	return out, ctx.Err()
 }
 
+// A turnSource gives a session's turns: how many, and turn k's prompt,
+// output, index and earliest instant (from the run's start; 0 for none)
+// after the history so far.
+type turnSource struct {
+	id     string
+	turns  int
+	build  func(ctx context.Context, history []promptsize.Message, k int) (promptsize.Prompt, error)
+	output func(k int) int
+	index  func(k int) int
+	at     func(k int) time.Duration
+	// carry says the reply goes into the next turn's history.
+	carry bool
+}
+
 // session runs session i from its start offset, returning its rows.
 func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.Duration, slots chan struct{}, salt string) []Request {
-	id := fmt.Sprintf("s%d", i)
-	rows := make([]Request, 0, s.Turns)
+	src := turnSource{id: fmt.Sprintf("s%d", i), turns: s.Turns, carry: true,
+		build: func(ctx context.Context, h []promptsize.Message, k int) (promptsize.Prompt, error) {
+			return s.turnPrompt(ctx, h, k, salt)
+		},
+		output: func(int) int { return s.Output },
+		index:  func(k int) int { return i*s.Turns + k - 1 },
+		at:     func(int) time.Duration { return 0 }}
+	return s.runSession(ctx, t0, i, start, slots, src)
+}
+
+// runSession runs the turns of src from start, returning its rows.
+func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start time.Duration, slots chan struct{}, src turnSource) []Request {
+	id := src.id
+	rows := make([]Request, 0, src.turns)
 	notSent := func(from int, why string) []Request {
-		for k := from; k <= s.Turns; k++ {
-			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: i*s.Turns + k - 1,
-				TGTarget: s.Output, Model: s.Model, Stream: s.Stream, ErrorKind: errNotSent, Error: why})
+		for k := from; k <= src.turns; k++ {
+			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: src.index(k),
+				TGTarget: src.output(k), Model: s.Model, Stream: s.Stream, ErrorKind: errNotSent, Error: why})
 		}
 		return rows
 	}
@@ -160,22 +202,27 @@ func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.
 	}
 	intended := start
 	rng := rand.New(rand.NewPCG(s.Seed^uint64(i+1), uint64(i)))
-	for k := 1; k <= s.Turns; k++ {
+	for k := 1; k <= src.turns; k++ {
 		think := s.Think
 		if s.ThinkExp {
 			think = time.Duration(rng.ExpFloat64() * float64(s.Think))
 		}
-		if k > 1 && !sleepUntil(ctx, time.Now().Add(think)) {
-			return notSent(k, "not sent: "+context.Cause(ctx).Error())
-		}
 		if k > 1 {
-			intended = time.Since(t0)
+			next := time.Now().Add(think)
+			if own := t0.Add(src.at(k)); own.After(next) {
+				next = own
+			}
+			if !sleepUntil(ctx, next) {
+				return notSent(k, "not sent: "+context.Cause(ctx).Error())
+			}
+			intended = next.Sub(t0)
 		}
-		p, err := s.turnPrompt(ctx, history, k, salt)
+		p, err := src.build(ctx, history, k)
 		if err != nil {
 			return notSent(k, fmt.Sprintf("not sent: building turn %d's prompt: %v", k, err))
 		}
-		req := promptRequest(s.Request, s.Model, p, s.Output, !s.AllowEOS)
+		out := src.output(k)
+		req := promptRequest(s.Request, s.Model, p, out, !s.AllowEOS)
 		req.Stream = s.Stream
 		if h := s.header(); h != "" {
 			req.Header = req.Header.Clone()
@@ -184,7 +231,7 @@ func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.
 			}
 			req.Header.Set(h, id)
 		}
-		q := concurrency.Result[engine.Result]{Index: i*s.Turns + k - 1, User: i, Dispatched: true, Intended: intended, Dispatch: time.Since(t0)}
+		q := concurrency.Result[engine.Result]{Index: src.index(k), User: i, Dispatched: true, Intended: intended, Dispatch: time.Since(t0)}
 		q.Sent = q.Dispatch
 		sendCtx := engine.WithSendHook(ctx, func(at time.Time) { q.Sent, q.Marked = at.Sub(t0), true })
 		pr, err := engine.Prepare(sendCtx, s.Engine, req)
@@ -193,12 +240,17 @@ func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.
 		}
 		q.Done, q.Err = time.Since(t0), err
 		asked := Request{Labels: Labels{Session: id, Turn: k}, Index: q.Index, PPTarget: p.Target,
-			TGTarget: s.Output, Model: s.Model, Stream: s.Stream}
+			TGTarget: out, Model: s.Model, Stream: s.Stream}
+		if asked.PPTarget == 0 {
+			asked.PPTarget = p.Tokens
+		}
 		rows = append(rows, NewRequest(asked, p, q, s.AllowEOS))
 		if err != nil {
 			return notSent(k+1, fmt.Sprintf("not sent: turn %d of session %s failed: %v", k, id, err))
 		}
-		history = append(p.Messages, promptsize.Message{Role: "assistant", Content: q.Value.Text})
+		if src.carry {
+			history = append(p.Messages, promptsize.Message{Role: "assistant", Content: q.Value.Text})
+		}
 	}
 	return rows
 }
@@ -233,10 +285,41 @@ func (s *Sessions) header() string {
 // turns (and the shared system prompt) had already sent: what a prefix
 // cache could serve.
 func (s *Sessions) HistoryTokens(r Request) int {
+	if s.Trace != nil {
+		if hits := s.traceHits(); r.Index >= 0 && r.Index < len(hits) {
+			return hits[r.Index]
+		}
+		return 0
+	}
 	if r.PPTarget == 0 {
 		return 0
 	}
 	return r.PPTarget - s.UserTokens
+}
+
+// traceHits is, for each row of the trace in order, the tokens of its
+// leading blocks whose ids an earlier row sent (workload.PrefixHitRate's
+// hit, row by row).
+func (s *Sessions) traceHits() []int {
+	tr := s.Trace
+	seen := map[int64]bool{}
+	hits := make([]int, len(tr.Rows))
+	for i, r := range tr.Rows {
+		k := 0
+		for k < len(r.HashIDs) && seen[r.HashIDs[k]] {
+			k++
+		}
+		switch {
+		case k == len(r.HashIDs) && k > 0:
+			hits[i] = r.Input
+		default:
+			hits[i] = k * tr.BlockSize
+		}
+		for _, id := range r.HashIDs {
+			seen[id] = true
+		}
+	}
+	return hits
 }
 
 // Summarize summarises rows (Summarize) and sets each group's
@@ -281,4 +364,55 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// runTrace runs the sessions of s.Trace: its rows grouped by session, in
+// the order their first rows come.
+func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
+	if s.Engine == nil || s.Builder == nil || s.Builder.Counter == nil {
+		return nil, fmt.Errorf("%w: sessions need an Engine and a Builder with a Counter", ErrBadLoad)
+	}
+	tr := *s.Trace
+	tr.Rows = slices.Clone(tr.Rows)
+	workload.LinkSessions(tr.Rows)
+	var order []string
+	chains := map[string][]int{}
+	for i, r := range tr.Rows {
+		name := r.Session
+		if name == "" {
+			name = fmt.Sprintf("row-%d", i)
+		}
+		if _, ok := chains[name]; !ok {
+			order = append(order, name)
+		}
+		chains[name] = append(chains[name], i)
+	}
+	bb := tr.builder(s.Builder, nil)
+	var slots chan struct{}
+	if s.MaxActive > 0 {
+		slots = make(chan struct{}, s.MaxActive)
+	}
+	rows := make([][]Request, len(order))
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for j, name := range order {
+		idx := chains[name]
+		at := func(k int) time.Duration {
+			if r := tr.Rows[idx[k-1]]; r.Timed() {
+				return r.At
+			}
+			return 0
+		}
+		src := turnSource{id: name, turns: len(idx),
+			build: func(ctx context.Context, _ []promptsize.Message, k int) (promptsize.Prompt, error) {
+				it, err := tr.item(ctx, s.Builder, bb, tr.Rows[idx[k-1]], idx[k-1], nil)
+				return it.Prompt, err
+			},
+			output: func(k int) int { return cmp.Or(tr.Rows[idx[k-1]].Output, tr.Output, 128) },
+			index:  func(k int) int { return idx[k-1] },
+			at:     at}
+		wg.Go(func() { rows[j] = s.runSession(ctx, t0, j, at(1), slots, src) })
+	}
+	wg.Wait()
+	return slices.Concat(rows...), ctx.Err()
 }

@@ -219,3 +219,63 @@ func TestSessionsInterrupted(t *testing.T) {
 		t.Errorf("%d measured and %d not sent of 8", measured, notSent)
 	}
 }
+
+// TestSessionsFromTrace: the sessions of a Bailian-format trace (rows
+// linked by parent_chat_id) run turn by turn: every turn's prompt is its
+// row's own length by the server's count (no history added on top), a
+// child goes only after its parent's reply, and the per-turn summary gives
+// the trace's theoretical hit rate beside the server's.
+func TestSessionsFromTrace(t *testing.T) {
+	rows, bs := bailianSample(t, 80)
+	tb, err := promptsize.NewTokenBlocks(sim.Counter{}, promptsize.BlockOptions{Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer srv.Close()
+	c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true,
+		Trace: &Trace{Rows: rows, BlockSize: bs, Blocks: tb, Completions: true}}
+	got, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("%d rows recorded for %d trace rows", len(got), len(rows))
+	}
+	bySession := map[string][]Request{}
+	multi := 0
+	for _, r := range got {
+		row := rows[r.Index]
+		if r.Failed() || r.ServerPromptTokens == nil || *r.ServerPromptTokens != row.Input {
+			t.Errorf("session %s turn %d: %+v; want the row's %d tokens, counted by the server", r.Session, r.Turn, r, row.Input)
+		}
+		bySession[r.Session] = append(bySession[r.Session], r)
+	}
+	for name, turns := range bySession {
+		if len(turns) > 1 {
+			multi++
+		}
+		for k := 1; k < len(turns); k++ {
+			if turns[k].Turn != k+1 || turns[k].SendOffsetS < turns[k-1].DoneS {
+				t.Errorf("session %s: turn %d sent at %g s, before its parent's reply ended at %g s", name, turns[k].Turn, turns[k].SendOffsetS, turns[k-1].DoneS)
+			}
+		}
+	}
+	if multi == 0 {
+		t.Fatal("the sample's first rows hold no session of more than one turn")
+	}
+	sums := s.Summarize(got, ByTurn, timing.SLO{})
+	for _, sm := range sums {
+		if sm.TheoreticalHitRate == nil || sm.TTFT.P50 == nil {
+			t.Errorf("turn %d: summary %+v", sm.Labels.Turn, sm)
+			continue
+		}
+		t.Logf("turn %d: %d requests, TTFT p50 %.2f ms, prompt %d tokens, hit rate server %s, trace %.3f", sm.Labels.Turn, sm.Requests,
+			*sm.TTFT.P50*1e3, sm.TotalInputTokens, hitRate(sm.PrefixHitRate, nil), *sm.TheoreticalHitRate)
+	}
+}
