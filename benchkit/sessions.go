@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -98,7 +99,51 @@ type Sessions struct {
 	// untimed rows); each later turn goes at its row's instant or when
 	// the previous reply ends, whichever is later. Count, Turns,
 	// UserTokens and Output are the trace's then.
-	Trace *Trace
+	//
+	// A dataset's conversations (ShareGPT read with every turn, one row a
+	// user message) are a Trace too: each turn sends the session's history
+	// and the row's user message, the history carrying the server's real
+	// replies, or the dataset's recorded ones with RecordedReplies.
+	Trace           *Trace
+	RecordedReplies bool
+	// Barrier holds every session's turn k+1 until every session has
+	// ended turn k (SGLang's round barrier): rounds, not sessions, then
+	// pace the load.
+	Barrier bool
+
+	barrier *rounds
+}
+
+// rounds is the round barrier of a run of sessions: each session's last
+// ended round, or math.MaxInt once it left (its last turn, or a failure).
+type rounds struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	progress []int
+}
+
+func newRounds(n int) *rounds {
+	r := &rounds{progress: make([]int, n)}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+func (r *rounds) set(i, k int) {
+	r.mu.Lock()
+	r.progress[i] = max(r.progress[i], k)
+	r.mu.Unlock()
+	r.cond.Broadcast()
+}
+
+// wait waits until every session has ended round k or left, or ctx ends.
+func (r *rounds) wait(ctx context.Context, k int) {
+	stop := context.AfterFunc(ctx, r.cond.Broadcast)
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for slices.Min(r.progress) < k && ctx.Err() == nil {
+		r.cond.Wait()
+	}
 }
 
 // Run runs the sessions and returns one row per turn of every session,
@@ -136,6 +181,9 @@ func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
 		slots = make(chan struct{}, s.MaxActive)
 	}
 	rows := make([][]Request, s.Count)
+	if s.Barrier {
+		s.barrier = newRounds(s.Count)
+	}
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for i := range s.Count {
@@ -158,8 +206,10 @@ type turnSource struct {
 	output func(k int) int
 	index  func(k int) int
 	at     func(k int) time.Duration
-	// carry says the reply goes into the next turn's history.
-	carry bool
+	// carry says the turn's messages go into the next turn's history, with
+	// the server's reply unless recorded (the dataset's own replies are in
+	// its rows).
+	carry, recorded bool
 }
 
 // session runs session i from its start offset, returning its rows.
@@ -178,6 +228,9 @@ func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.
 func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start time.Duration, slots chan struct{}, src turnSource) []Request {
 	id := src.id
 	rows := make([]Request, 0, src.turns)
+	if s.barrier != nil {
+		defer s.barrier.set(i, math.MaxInt)
+	}
 	notSent := func(from int, why string) []Request {
 		for k := from; k <= src.turns; k++ {
 			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: src.index(k),
@@ -206,6 +259,9 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		think := s.Think
 		if s.ThinkExp {
 			think = time.Duration(rng.ExpFloat64() * float64(s.Think))
+		}
+		if k > 1 && s.barrier != nil {
+			s.barrier.wait(ctx, k-1)
 		}
 		if k > 1 {
 			next := time.Now().Add(think)
@@ -248,8 +304,14 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		if err != nil {
 			return notSent(k+1, fmt.Sprintf("not sent: turn %d of session %s failed: %v", k, id, err))
 		}
-		if src.carry {
+		switch {
+		case src.carry && src.recorded:
+			history = p.Messages
+		case src.carry:
 			history = append(p.Messages, promptsize.Message{Role: "assistant", Content: q.Value.Text})
+		}
+		if s.barrier != nil {
+			s.barrier.set(i, k)
 		}
 	}
 	return rows
@@ -393,6 +455,9 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 		slots = make(chan struct{}, s.MaxActive)
 	}
 	rows := make([][]Request, len(order))
+	if s.Barrier {
+		s.barrier = newRounds(len(order))
+	}
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for j, name := range order {
@@ -403,10 +468,15 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 			}
 			return 0
 		}
-		src := turnSource{id: name, turns: len(idx),
-			build: func(ctx context.Context, _ []promptsize.Message, k int) (promptsize.Prompt, error) {
-				it, err := tr.item(ctx, s.Builder, bb, tr.Rows[idx[k-1]], idx[k-1], nil)
-				return it.Prompt, err
+		dataset := len(tr.Rows[idx[0]].Messages) > 0
+		src := turnSource{id: name, turns: len(idx), carry: dataset, recorded: s.RecordedReplies,
+			build: func(ctx context.Context, history []promptsize.Message, k int) (promptsize.Prompt, error) {
+				row := tr.Rows[idx[k-1]]
+				if !dataset {
+					it, err := tr.item(ctx, s.Builder, bb, row, idx[k-1], nil)
+					return it.Prompt, err
+				}
+				return s.conversationTurn(ctx, history, row)
 			},
 			output: func(k int) int { return cmp.Or(tr.Rows[idx[k-1]].Output, tr.Output, 128) },
 			index:  func(k int) int { return idx[k-1] },
@@ -415,4 +485,19 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 	}
 	wg.Wait()
 	return slices.Concat(rows...), ctx.Err()
+}
+
+// conversationTurn is a dataset turn's prompt: the history and the row's
+// messages, without the dataset's recorded replies unless RecordedReplies,
+// counted as the engine counts them.
+func (s *Sessions) conversationTurn(ctx context.Context, history []promptsize.Message, row workload.Row) (promptsize.Prompt, error) {
+	msgs := slices.Clone(history)
+	for _, m := range row.Messages {
+		if m.Role == "assistant" && !s.RecordedReplies {
+			continue // the server's own reply is in the history
+		}
+		msgs = append(msgs, promptsize.Message{Role: m.Role, Content: m.Content})
+	}
+	n, err := s.Builder.Counter.Count(ctx, msgs)
+	return promptsize.Prompt{Messages: msgs, Tokens: n, Target: n}, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
+	"github.com/inferbench/inferbench/workload"
 )
 
 // faultOnTurn injects a server fault into one session's given turn, named
@@ -277,5 +279,71 @@ func TestSessionsFromTrace(t *testing.T) {
 		}
 		t.Logf("turn %d: %d requests, TTFT p50 %.2f ms, prompt %d tokens, hit rate server %s, trace %.3f", sm.Labels.Turn, sm.Requests,
 			*sm.TTFT.P50*1e3, sm.TotalInputTokens, hitRate(sm.PrefixHitRate, nil), *sm.TheoreticalHitRate)
+	}
+}
+
+// TestSessionsBarrier: with a round barrier no session sends turn k+1
+// before every session's turn k has ended, though the sessions' replies
+// differ in length.
+func TestSessionsBarrier(t *testing.T) {
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+		Count: 3, Turns: 3, UserTokens: 30, Output: 8, Barrier: true}
+	rows, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := map[int]float64{} // the last end of each round
+	for _, r := range rows {
+		ended[r.Turn] = max(ended[r.Turn], r.DoneS)
+	}
+	for _, r := range rows {
+		if r.Failed() {
+			t.Fatalf("%s turn %d failed: %s", r.Session, r.Turn, r.Error)
+		}
+		if r.Turn > 1 && r.SendOffsetS < ended[r.Turn-1] {
+			t.Errorf("%s turn %d sent at %g s, before round %d ended at %g s", r.Session, r.Turn, r.SendOffsetS, r.Turn-1, ended[r.Turn-1])
+		}
+	}
+}
+
+// TestSessionsFromConversations: a ShareGPT dataset read with every turn
+// runs as sessions whose turns carry the server's replies (or, with
+// RecordedReplies, the dataset's), each prompt counted as the server
+// counts it and each longer than the last.
+func TestSessionsFromConversations(t *testing.T) {
+	f, err := os.Open("../workload/testdata/synthetic_sharegpt.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, _, err := workload.ReadAll(f, f.Name(), &workload.Options{AllTurns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, recorded := range []bool{false, true} {
+		srv, c := simSessions(t, sim.PrefixCacheRadix)
+		s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+			Trace: &Trace{Rows: rows, Output: 12}, RecordedReplies: recorded}
+		got, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(rows) {
+			t.Fatalf("%d turns recorded for %d rows", len(got), len(rows))
+		}
+		last := map[string]int{}
+		if countIf(got, func(r Request) bool { return r.Turn > 1 }) == 0 {
+			t.Fatal("the sample holds no conversation of more than one turn")
+		}
+		for _, r := range got {
+			if r.Failed() || r.ServerPromptTokens == nil || *r.ServerPromptTokens != r.PPTokens {
+				t.Errorf("recorded %t: %s turn %d: %+v", recorded, r.Session, r.Turn, r)
+			}
+			if r.Turn > 1 && r.PPTokens <= last[r.Session] {
+				t.Errorf("recorded %t: %s turn %d has %d tokens, no more than turn %d's %d", recorded, r.Session, r.Turn, r.PPTokens, r.Turn-1, last[r.Session])
+			}
+			last[r.Session] = r.PPTokens
+		}
 	}
 }
