@@ -33,6 +33,8 @@ type options struct {
 	prefixCache        bool // --prefix-cache given: run that mode only
 	jsonl              string
 	seed               uint64
+	source             cli.WorkloadFlags
+	recorded, barrier  bool
 }
 
 // arm is one run of the sessions: the cache mode it ran with ("" for a
@@ -61,6 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.thinkExp, "think-exp", false, "draw each think time from an exponential distribution of mean --think")
 	fs.StringVar(&o.header, "session-header", "", `header naming each request's session ("": X-Session-ID, "-": none)`)
 	fs.StringVar(&o.jsonl, "jsonl", "", "write every row to this JSONL file")
+	o.source.AddFlags(fs)
+	fs.BoolVar(&o.recorded, "recorded-replies", false, "with --dataset: carry the dataset's recorded replies into the history instead of the server's")
+	fs.BoolVar(&o.barrier, "round-barrier", false, "hold every session's next turn until every session has ended the current one")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -68,6 +73,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &cli.UsageError{Err: err}
 	}
 	fs.Visit(func(f *flag.Flag) { o.prefixCache = o.prefixCache || f.Name == "prefix-cache" })
+	// A trace's or dataset's sessions are its own: its rows' lengths, links
+	// and instants (--trace-speedup), or its conversations.
+	if err := o.source.Load(false); err != nil {
+		return err
+	}
 	switch {
 	case fs.NArg() > 0:
 		return cli.Usagef("unexpected argument %q", fs.Arg(0))
@@ -135,7 +145,15 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		Builder: &promptsize.Builder{Counter: tg.Counter, System: systemPrompt},
 		Count:   o.sessions, Turns: o.turns, UserTokens: o.userTokens, Output: o.output,
 		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,
-		Header: o.header, RequestTimeout: tg.Timeout,
+		Header: o.header, RequestTimeout: tg.Timeout, RecordedReplies: o.recorded, Barrier: o.barrier,
+	}
+	if o.source.Set() {
+		w, _, err := o.source.Workload(benchkit.Lengths{}, benchkit.Traffic{}, tg.Counter)
+		if err != nil {
+			return arm{mode: mode}, err
+		}
+		tr := w.(benchkit.Trace)
+		s.Trace, s.Builder.System = &tr, ""
 	}
 	rows, err := s.Run(ctx)
 	return arm{mode: mode, s: s, rows: rows}, err
@@ -160,7 +178,11 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 		if a.mode != "" {
 			title = "prefix cache " + a.mode
 		}
-		fmt.Fprintf(w, "\n%s: %d sessions × %d turns\n", title, a.s.Count, a.s.Turns)
+		if a.s.Trace != nil {
+			fmt.Fprintf(w, "\n%s: the sessions of %s (%d rows)\n", title, a.s.Trace.Name, len(a.s.Trace.Rows))
+		} else {
+			fmt.Fprintf(w, "\n%s: %d sessions × %d turns\n", title, a.s.Count, a.s.Turns)
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "turn\tok\tTTFT p50 ms\tTPOT p50 ms\tE2E p50 ms\tprompt\tnew\tcached\thit rate\ttheoretical\tcounts\t")
 		all := append(a.s.Summarize(a.rows, benchkit.ByTurn, timing.SLO{}), a.s.Summarize(a.rows, benchkit.ByRun, timing.SLO{})...)
@@ -169,10 +191,11 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 			if j == len(all)-1 {
 				turn = "all"
 			}
-			prompt, n, ok := 0, 0, 0
+			prompt, hist, n, ok := 0, 0, 0, 0
 			for _, r := range a.rows {
 				if (turn == "all" || r.Turn == sum.Labels.Turn) && !r.Failed() {
 					prompt += r.PPTokens
+					hist += a.s.HistoryTokens(r)
 					n++
 					if r.ServerPromptTokens != nil && *r.ServerPromptTokens == r.PPTokens {
 						ok++
@@ -181,7 +204,7 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 			}
 			newTok := 0
 			if n > 0 {
-				newTok = prompt/n - a.s.HistoryTokens(benchkit.Request{PPTarget: prompt / n})
+				newTok = (prompt - hist) / n // the mean tokens no earlier turn sent
 			}
 			fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t\n", turn, sum.Completed, sum.Requests,
 				ms(sum.TTFT.P50), ms(sum.TPOT.P50), ms(sum.E2E.P50), mean(prompt, n), newTok, sum.CachedTokens,
