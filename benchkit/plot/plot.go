@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -426,4 +427,42 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// TTFTByTurn plots the p50 TTFT (ms) of each turn of multi-turn sessions
+// against the turn, one line per series of summaries (benchkit
+// Summarize ByTurn, or Sessions.Summarize): a prefix cache's arms side by
+// side, say, where TTFT stays flat with the cache and rises with the
+// history without it.
+func TTFTByTurn(title string, series map[string][]benchkit.Summary) (*gplot.Plot, error) {
+	p := newPlot(title, "turn", "time to first token, p50 (ms)")
+	names := slices.Sorted(maps.Keys(series))
+	drawn := 0
+	for i, name := range names {
+		var pts plotter.XYs
+		for _, s := range series[name] {
+			if s.TTFT.P50 != nil && s.Labels.Turn > 0 {
+				pts = append(pts, plotter.XY{X: float64(s.Labels.Turn), Y: *s.TTFT.P50 * 1e3})
+			}
+		}
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+		if err := addLine(p, pts, plotutil.Color(i), false, name); err != nil {
+			return nil, err
+		}
+		drawn += len(pts)
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("%w: no turn has a TTFT", ErrNoData)
+	}
+	var turns []float64
+	for _, name := range names {
+		for _, s := range series[name] {
+			turns = append(turns, float64(s.Labels.Turn))
+		}
+	}
+	slices.Sort(turns)
+	p.X.Min, p.X.Max = turns[0]-0.25, turns[len(turns)-1]+0.25
+	p.X.Tick.Marker = valueTicks{values: slices.Compact(turns)}
+	p.Y.Min = 0
+	return p, nil
 }

@@ -190,3 +190,24 @@ func TestDoublingAxes(t *testing.T) {
 		}
 	}
 }
+
+// TestTTFTByTurn: one line per arm, a point per turn, ticked at the turns.
+func TestTTFTByTurn(t *testing.T) {
+	arm := func(ms ...float64) []benchkit.Summary {
+		var out []benchkit.Summary
+		for i, v := range ms {
+			out = append(out, benchkit.Summary{Key: benchkit.ByTurn, Labels: benchkit.Labels{Turn: i + 1}, TTFT: benchkit.Quantiles{N: 4, P50: f(v / 1e3)}})
+		}
+		return out
+	}
+	p, err := plot.TTFTByTurn("x", map[string][]benchkit.Summary{"radix": arm(82, 84, 85), "naive": arm(85, 160, 240)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ticks(p); !slices.Equal(got, []string{"1", "2", "3"}) || p.X.Label.Text != "turn" {
+		t.Errorf("ticks %q, x label %q; want the turns 1 2 3", got, p.X.Label.Text)
+	}
+	if _, err := plot.TTFTByTurn("x", nil); !errors.Is(err, plot.ErrNoData) {
+		t.Errorf("no series: %v, want ErrNoData", err)
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -33,6 +35,7 @@ type options struct {
 	prefixCache        bool // --prefix-cache given: run that mode only
 	jsonl              string
 	seed               uint64
+	plot               string
 	source             cli.WorkloadFlags
 	recorded, barrier  bool
 }
@@ -63,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.thinkExp, "think-exp", false, "draw each think time from an exponential distribution of mean --think")
 	fs.StringVar(&o.header, "session-header", "", `header naming each request's session ("": X-Session-ID, "-": none)`)
 	fs.StringVar(&o.jsonl, "jsonl", "", "write every row to this JSONL file")
+	fs.StringVar(&o.plot, "plot", "results/multi-turn-ttft.png", "write a PNG of each arm's TTFT p50 against the turn to this file (\"\": none)")
 	o.source.AddFlags(fs)
 	fs.BoolVar(&o.recorded, "recorded-replies", false, "with --dataset: carry the dataset's recorded replies into the history instead of the server's")
 	fs.BoolVar(&o.barrier, "round-barrier", false, "hold every session's next turn until every session has ended the current one")
@@ -115,6 +119,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	failed, mismatched, total := report(stdout, arms)
+	if err := writePlot(o.plot, arms, o.target.Info.Simulated); err != nil {
+		fmt.Fprintf(stderr, "multi-turn: plot not written: %v\n", err)
+	} else if o.plot != "" {
+		fmt.Fprintf(stderr, "multi-turn: TTFT by turn in %s\n", o.plot)
+	}
 	switch {
 	case runErr != nil:
 		return runErr
@@ -273,4 +282,34 @@ func writeRows(path string, arms []arm) error {
 		}
 	}
 	return f.Close()
+}
+
+// writePlot draws each arm's TTFT p50 against the turn to path.
+func writePlot(path string, arms []arm, simulated bool) error {
+	if path == "" {
+		return nil
+	}
+	series := map[string][]benchkit.Summary{}
+	for _, a := range arms {
+		if a.s == nil {
+			continue
+		}
+		name := "server"
+		if a.mode != "" {
+			name = "prefix cache " + a.mode
+		}
+		series[name] = a.s.Summarize(a.rows, benchkit.ByTurn, timing.SLO{})
+	}
+	title := "TTFT by turn"
+	if simulated {
+		title += " (simulated)"
+	}
+	p, err := plot.TTFTByTurn(title, series)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return plot.SavePNG(path, p)
 }

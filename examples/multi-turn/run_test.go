@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"image"
+	_ "image/png"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +24,14 @@ func TestDefaultExercise(t *testing.T) {
 		t.Skip("runs the simulated sessions in real time")
 	}
 	var out, errb bytes.Buffer
-	if err := run(context.Background(), nil, &out, &errb); err != nil {
+	png := filepath.Join(t.TempDir(), "ttft.png")
+	if err := run(context.Background(), []string{"--plot", png}, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s%s", err, out.String(), errb.String())
+	}
+	if f, err := os.Open(png); err != nil {
+		t.Errorf("no plot: %v", err)
+	} else if _, format, err := image.DecodeConfig(f); err != nil || format != "png" {
+		t.Errorf("the plot is not a PNG: %s %v", format, err)
 	}
 	text := out.String()
 	for _, want := range []string{"prefix cache radix: 4 sessions × 5 turns", "prefix cache naive", "20/20"} {
