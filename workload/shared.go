@@ -30,6 +30,11 @@ type SharedPrefix struct {
 	Requests int
 	// Seed seeds the Zipf draws.
 	Seed uint64
+	// Ratio, when in (0, 1), sets System and Question from Input instead:
+	// a prefix of Ratio of each prompt's Input tokens shared in its group
+	// (a prefix ratio), the rest its own.
+	Ratio float64
+	Input int
 }
 
 // maxSharedRows bounds the rows a SharedPrefix makes.
@@ -40,6 +45,13 @@ const maxSharedRows = 1 << 24
 // hash ids: the largest divisor of System up to 64, so that the shared
 // prefix is a whole number of blocks.
 func (g SharedPrefix) Rows() (rows []Row, blockSize int, err error) {
+	if g.Ratio != 0 {
+		if !(g.Ratio > 0 && g.Ratio < 1) || g.Input < 2 {
+			return nil, 0, fmt.Errorf("workload: a prefix ratio must be in (0, 1) of an Input of 2 tokens or more, got %g of %d", g.Ratio, g.Input)
+		}
+		g.System = min(max(int(float64(g.Input)*g.Ratio+0.5), 1), g.Input-1)
+		g.Question = g.Input - g.System
+	}
 	n := g.Groups * g.PerGroup
 	if g.Zipf > 1 {
 		n = g.Requests

@@ -48,7 +48,11 @@ func TestSharedPrefixRows(t *testing.T) {
 	if len(z) != 400 || count["group-0"] <= count["group-7"] || count["group-0"] < 100 {
 		t.Errorf("Zipf draws %v of %d", count, len(z))
 	}
-	for _, bad := range []SharedPrefix{{}, {Groups: 1, PerGroup: 1, System: 1, Question: 1, Output: 1, Zipf: 0.5}, {Groups: 1, System: 1, Question: 1, Output: 1, Zipf: 2}} {
+	r, bs, err := SharedPrefix{Groups: 2, PerGroup: 2, Output: 4, Ratio: 0.75, Input: 1000}.Rows()
+	if err != nil || r[0].Input != 1000 || shared(r[0], r[2])*bs != 750 || shared(r[0], r[1]) != 0 {
+		t.Errorf("a prefix ratio of 0.75 of 1000 tokens: %v, block %d, rows %+v", err, bs, r)
+	}
+	for _, bad := range []SharedPrefix{{Groups: 1, PerGroup: 1, Output: 1, Ratio: 1, Input: 10}, {}, {Groups: 1, PerGroup: 1, System: 1, Question: 1, Output: 1, Zipf: 0.5}, {Groups: 1, System: 1, Question: 1, Output: 1, Zipf: 2}} {
 		if _, _, err := bad.Rows(); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
