@@ -68,6 +68,12 @@ type Sessions struct {
 	// UserTokens is the new tokens of each turn's user message (turn 1's
 	// after the system prompt); Output the max_tokens of each turn.
 	UserTokens, Output int
+	// TurnsMax, UserTokensMax and OutputMax, when above Turns, UserTokens
+	// and Output, make each a distribution: each session's turns, and each
+	// turn's new user tokens and output, are drawn uniformly from [Turns,
+	// TurnsMax] (and likewise), seeded with Seed, the same for the same
+	// session and turn whatever else the run holds.
+	TurnsMax, UserTokensMax, OutputMax int
 	// MaxActive caps the sessions under way at once; 0 leaves them
 	// uncapped. A session waiting for a slot shows as schedule lag on its
 	// first turn.
@@ -101,7 +107,8 @@ type Sessions struct {
 	// UserTokens and Output are the trace's then.
 	//
 	// A dataset's conversations (ShareGPT read with every turn, one row a
-	// user message) are a Trace too: each turn sends the session's history
+	// user message; a JSONL file of OpenAI messages, one line a whole
+	// conversation) are a Trace too: each turn sends the session's history
 	// and the row's user message, the history carrying the server's real
 	// replies, or the dataset's recorded ones with RecordedReplies.
 	Trace           *Trace
@@ -214,12 +221,12 @@ type turnSource struct {
 
 // session runs session i from its start offset, returning its rows.
 func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.Duration, slots chan struct{}, salt string) []Request {
-	src := turnSource{id: fmt.Sprintf("s%d", i), turns: s.Turns, carry: true,
+	src := turnSource{id: fmt.Sprintf("s%d", i), turns: s.draw(s.Turns, s.TurnsMax, i, 0, 0), carry: true,
 		build: func(ctx context.Context, h []promptsize.Message, k int) (promptsize.Prompt, error) {
-			return s.turnPrompt(ctx, h, k, salt)
+			return s.turnPrompt(ctx, h, i, k, salt)
 		},
-		output: func(int) int { return s.Output },
-		index:  func(k int) int { return i*s.Turns + k - 1 },
+		output: func(k int) int { return s.draw(s.Output, s.OutputMax, i, k, 2) },
+		index:  func(k int) int { return i*max(s.Turns, s.TurnsMax) + k - 1 },
 		at:     func(int) time.Duration { return 0 }}
 	return s.runSession(ctx, t0, i, start, slots, src)
 }
@@ -317,9 +324,20 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 	return rows
 }
 
-// turnPrompt builds turn k's prompt after history: the history's count
-// plus UserTokens, turn 1's user message salted with the session's salt.
-func (s *Sessions) turnPrompt(ctx context.Context, history []promptsize.Message, k int, salt string) (promptsize.Prompt, error) {
+// draw is session i's turn k's value of a fixed lo or a uniform [lo, hi]
+// (which tells the figures apart).
+func (s *Sessions) draw(lo, hi, i, k, which int) int {
+	if hi <= lo {
+		return lo
+	}
+	src := rand.New(rand.NewPCG(s.Seed^uint64(i+1)*0x9e3779b97f4a7c15, uint64(k)*3+uint64(which)))
+	return lo + src.IntN(hi-lo+1)
+}
+
+// turnPrompt builds session i's turn k's prompt after history: the
+// history's count plus the turn's new user tokens, turn 1's user message
+// salted with the session's salt.
+func (s *Sessions) turnPrompt(ctx context.Context, history []promptsize.Message, i, k int, salt string) (promptsize.Prompt, error) {
 	h := 0
 	if len(history) > 0 {
 		var err error
@@ -330,7 +348,7 @@ func (s *Sessions) turnPrompt(ctx context.Context, history []promptsize.Message,
 	if k > 1 {
 		salt = ""
 	}
-	return s.Builder.BuildAfter(ctx, history, h+s.UserTokens, salt)
+	return s.Builder.BuildAfter(ctx, history, h+s.draw(s.UserTokens, s.UserTokensMax, i, k, 1), salt)
 }
 
 func (s *Sessions) header() string {
@@ -356,7 +374,11 @@ func (s *Sessions) HistoryTokens(r Request) int {
 	if r.PPTarget == 0 {
 		return 0
 	}
-	return r.PPTarget - s.UserTokens
+	var i int
+	if _, err := fmt.Sscanf(r.Session, "s%d", &i); err != nil {
+		return 0
+	}
+	return r.PPTarget - s.draw(s.UserTokens, s.UserTokensMax, i, r.Turn, 1)
 }
 
 // traceHits is, for each row of the trace in order, the tokens of its
@@ -435,7 +457,7 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 		return nil, fmt.Errorf("%w: sessions need an Engine and a Builder with a Counter", ErrBadLoad)
 	}
 	tr := *s.Trace
-	tr.Rows = slices.Clone(tr.Rows)
+	tr.Rows = conversationTurns(tr.Rows)
 	workload.LinkSessions(tr.Rows)
 	var order []string
 	chains := map[string][]int{}
@@ -500,4 +522,32 @@ func (s *Sessions) conversationTurn(ctx context.Context, history []promptsize.Me
 	}
 	n, err := s.Builder.Counter.Count(ctx, msgs)
 	return promptsize.Prompt{Messages: msgs, Tokens: n, Target: n}, err
+}
+
+// conversationTurns returns rows with each row that holds a whole
+// conversation (a JSONL line of OpenAI messages with several user
+// messages, and no session of its own) split into its turns, one a user
+// message and what came before it since the last, as ShareGPT read with
+// every turn gives them; other rows stay as they are.
+func conversationTurns(rows []workload.Row) []workload.Row {
+	out := make([]workload.Row, 0, len(rows))
+	for i, r := range rows {
+		users := countIf(r.Messages, func(m workload.Message) bool { return m.Role == "user" })
+		if r.Session != "" || users < 2 {
+			out = append(out, r)
+			continue
+		}
+		turn, from := 0, 0
+		for j, m := range r.Messages {
+			if m.Role != "user" {
+				continue
+			}
+			turn++
+			t := r
+			t.Messages, t.Session, t.Turn = r.Messages[from:j+1], fmt.Sprintf("conv-%d", i), turn
+			out = append(out, t)
+			from = j + 1
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -344,6 +345,62 @@ func TestSessionsFromConversations(t *testing.T) {
 				t.Errorf("recorded %t: %s turn %d has %d tokens, no more than turn %d's %d", recorded, r.Session, r.Turn, r.PPTokens, r.Turn-1, last[r.Session])
 			}
 			last[r.Session] = r.PPTokens
+		}
+	}
+}
+
+// TestSessionsDistributions: turns, user tokens and outputs drawn from
+// ranges vary across sessions and turns, and every turn's prompt is still
+// exact and the server's count.
+func TestSessionsDistributions(t *testing.T) {
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+		Count: 4, Turns: 1, TurnsMax: 4, UserTokens: 20, UserTokensMax: 60, Output: 4, OutputMax: 12, Seed: 3}
+	rows, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, outs := map[string]int{}, map[int]bool{}
+	for _, r := range rows {
+		if r.Failed() || r.ServerPromptTokens == nil || *r.ServerPromptTokens != r.PPTarget {
+			t.Errorf("%s turn %d: %+v", r.Session, r.Turn, r)
+		}
+		if n := r.PPTarget - s.HistoryTokens(r); n < 20 || n > 60 {
+			t.Errorf("%s turn %d: %d new tokens, outside [20, 60]", r.Session, r.Turn, n)
+		}
+		turns[r.Session] = max(turns[r.Session], r.Turn)
+		outs[r.TGTarget] = true
+	}
+	distinct := map[int]bool{}
+	for _, n := range turns {
+		distinct[n] = true
+	}
+	if len(turns) != 4 || len(distinct) < 2 || len(outs) < 2 {
+		t.Errorf("turns per session %v, outputs %v; want them drawn, not fixed", turns, outs)
+	}
+}
+
+// TestSessionsFromMessagesFile: a JSONL file of OpenAI messages, one line
+// a whole conversation, runs as sessions of its user turns.
+func TestSessionsFromMessagesFile(t *testing.T) {
+	conv := `{"messages": [{"role": "user", "content": "Name a prime."}, {"role": "assistant", "content": "Seven."}, {"role": "user", "content": "And the next one?"}, {"role": "assistant", "content": "Eleven."}, {"role": "user", "content": "Why is it prime?"}]}`
+	rows, _, err := workload.ReadAll(strings.NewReader(conv+"\n"+conv+"\n"), "conv.jsonl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+		Trace: &Trace{Rows: rows, Output: 6}}
+	got, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 6 {
+		t.Fatalf("%d turns, want 2 conversations × 3 user turns", len(got))
+	}
+	for _, r := range got {
+		if r.Failed() || r.ServerPromptTokens == nil || *r.ServerPromptTokens != r.PPTokens || r.Turn < 1 || r.Turn > 3 {
+			t.Errorf("%s turn %d: %+v", r.Session, r.Turn, r)
 		}
 	}
 }

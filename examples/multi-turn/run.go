@@ -27,6 +27,8 @@ type options struct {
 	target             cli.Target
 	sessions, turns    int
 	userTokens, output int
+	turnsMax, userMax  int
+	outputMax          int
 	maxActive          int
 	rate               float64
 	think              time.Duration
@@ -59,6 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.turns, "turns", 5, "turns (rounds) per session")
 	fs.IntVar(&o.userTokens, "user-tokens", 512, "new user tokens per turn")
 	fs.IntVar(&o.output, "output-len", 64, "output tokens per turn (max_tokens)")
+	fs.IntVar(&o.turnsMax, "turns-max", 0, "draw each session's turns uniformly from [--turns, this] (0: fixed)")
+	fs.IntVar(&o.userMax, "user-tokens-max", 0, "draw each turn's new user tokens uniformly from [--user-tokens, this] (0: fixed)")
+	fs.IntVar(&o.outputMax, "output-len-max", 0, "draw each turn's output uniformly from [--output-len, this] (0: fixed)")
 	fs.IntVar(&o.maxActive, "max-active", 0, "most sessions under way at once (0: all)")
 	fs.Float64Var(&o.rate, "session-rate", 0, "session starts per second, Poisson (0: all at once)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the session starts")
@@ -87,6 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	case o.sessions <= 0 || o.turns <= 0 || o.userTokens <= 0 || o.output <= 0:
 		return cli.Usagef("--sessions, --turns, --user-tokens and --output-len must be positive")
+	case o.turnsMax < 0 || o.userMax < 0 || o.outputMax < 0 || (o.turnsMax > 0 && o.turnsMax < o.turns) ||
+		(o.userMax > 0 && o.userMax < o.userTokens) || (o.outputMax > 0 && o.outputMax < o.output):
+		return cli.Usagef("--turns-max, --user-tokens-max and --output-len-max must be at least --turns, --user-tokens and --output-len")
 	case o.maxActive < 0 || o.rate < 0 || o.think < 0:
 		return cli.Usagef("--max-active, --session-rate and --think must not be negative")
 	}
@@ -155,6 +163,7 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		Count:   o.sessions, Turns: o.turns, UserTokens: o.userTokens, Output: o.output,
 		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,
 		Header: o.header, RequestTimeout: tg.Timeout, RecordedReplies: o.recorded, Barrier: o.barrier,
+		TurnsMax: o.turnsMax, UserTokensMax: o.userMax, OutputMax: o.outputMax,
 	}
 	if o.source.Set() {
 		w, _, err := o.source.Workload(benchkit.Lengths{}, benchkit.Traffic{}, tg.Counter)
@@ -190,7 +199,11 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 		if a.s.Trace != nil {
 			fmt.Fprintf(w, "\n%s: the sessions of %s (%d rows)\n", title, a.s.Trace.Name, len(a.s.Trace.Rows))
 		} else {
-			fmt.Fprintf(w, "\n%s: %d sessions × %d turns\n", title, a.s.Count, a.s.Turns)
+			turns := fmt.Sprint(a.s.Turns)
+			if a.s.TurnsMax > a.s.Turns {
+				turns = fmt.Sprintf("%d–%d", a.s.Turns, a.s.TurnsMax)
+			}
+			fmt.Fprintf(w, "\n%s: %d sessions × %s turns\n", title, a.s.Count, turns)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "turn\tok\tTTFT p50 ms\tTPOT p50 ms\tE2E p50 ms\tprompt\tnew\tcached\thit rate\ttheoretical\tcounts\t")
