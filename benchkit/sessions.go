@@ -118,7 +118,14 @@ type Sessions struct {
 	// pace the load.
 	Barrier bool
 
+	// Sinks receive each turn's row as it ends (a not-sent turn's when
+	// its session gives up), one at a time, so that an interrupted run
+	// keeps what it measured; a sink that fails ends the sessions.
+	Sinks []Sink
+
 	barrier *rounds
+	sinkMu  sync.Mutex
+	stop    context.CancelCauseFunc
 }
 
 // rounds is the round barrier of a run of sessions: each session's last
@@ -172,6 +179,8 @@ func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
 	if nonce == "" {
 		nonce = promptsize.NewNonce(nil)
 	}
+	ctx, s.stop = context.WithCancelCause(ctx)
+	defer s.stop(nil)
 	starts := make([]time.Duration, s.Count)
 	if s.Rate > 0 {
 		rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x5e5510e5))
@@ -200,7 +209,7 @@ func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
 	}
 	wg.Wait()
 	out := slices.Concat(rows...)
-	return out, ctx.Err()
+	return out, stopped(ctx)
 }
 
 // A turnSource gives a session's turns: how many, and turn k's prompt,
@@ -242,6 +251,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		for k := from; k <= src.turns; k++ {
 			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: src.index(k),
 				TGTarget: src.output(k), Model: s.Model, Stream: s.Stream, ErrorKind: errNotSent, Error: why})
+			s.sink(rows[len(rows)-1])
 		}
 		return rows
 	}
@@ -308,6 +318,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 			asked.PPTarget = p.Tokens
 		}
 		rows = append(rows, NewRequest(asked, p, q, s.AllowEOS))
+		s.sink(rows[len(rows)-1])
 		if err != nil {
 			return notSent(k+1, fmt.Sprintf("not sent: turn %d of session %s failed: %v", k, id, err))
 		}
@@ -472,6 +483,8 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 		chains[name] = append(chains[name], i)
 	}
 	bb := tr.builder(s.Builder, nil)
+	ctx, s.stop = context.WithCancelCause(ctx)
+	defer s.stop(nil)
 	var slots chan struct{}
 	if s.MaxActive > 0 {
 		slots = make(chan struct{}, s.MaxActive)
@@ -506,7 +519,7 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 		wg.Go(func() { rows[j] = s.runSession(ctx, t0, j, at(1), slots, src) })
 	}
 	wg.Wait()
-	return slices.Concat(rows...), ctx.Err()
+	return slices.Concat(rows...), stopped(ctx)
 }
 
 // conversationTurn is a dataset turn's prompt: the history and the row's
@@ -550,4 +563,26 @@ func conversationTurns(rows []workload.Row) []workload.Row {
 		}
 	}
 	return out
+}
+
+// sink hands r to the sinks, one row at a time; the first that fails
+// stops the sessions.
+func (s *Sessions) sink(r Request) {
+	if len(s.Sinks) == 0 {
+		return
+	}
+	s.sinkMu.Lock()
+	defer s.sinkMu.Unlock()
+	if err := addAll(s.Sinks, r); err != nil && s.stop != nil {
+		s.stop(err)
+	}
+}
+
+// stopped is why ctx ended (a sink's error, or its parent's), nil while it
+// has not.
+func stopped(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
 }

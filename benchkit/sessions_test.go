@@ -404,3 +404,28 @@ func TestSessionsFromMessagesFile(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsSinks: every turn's row reaches the sinks as it ends, and a
+// sink that fails ends the sessions with its error, the rest not sent.
+func TestSessionsSinks(t *testing.T) {
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	var col Collector
+	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+		Count: 2, Turns: 3, UserTokens: 20, Output: 4, Sinks: []Sink{&col}}
+	rows, err := s.Run(context.Background())
+	if err != nil || len(col.Requests()) != len(rows) || len(rows) != 6 {
+		t.Fatalf("%v: %d rows, %d collected", err, len(rows), len(col.Requests()))
+	}
+	boom := errors.New("disk full")
+	n := 0
+	s.Sinks = []Sink{SinkFunc(func(Request) error {
+		if n++; n == 2 {
+			return boom
+		}
+		return nil
+	})}
+	rows, err = s.Run(context.Background())
+	if !errors.Is(err, boom) || !errors.Is(err, ErrSink) || len(rows) != 6 || countIf(rows, func(r Request) bool { return r.ErrorKind == errNotSent }) == 0 {
+		t.Errorf("a failing sink: %v, %d rows", err, len(rows))
+	}
+}

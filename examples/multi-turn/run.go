@@ -38,6 +38,7 @@ type options struct {
 	jsonl              string
 	seed               uint64
 	plot               string
+	rows               *rowsFile
 	source             cli.WorkloadFlags
 	recorded, barrier  bool
 }
@@ -111,6 +112,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := tg.Check(ctx, args, 0); err != nil {
 		return err
 	}
+	var rows *rowsFile
+	if o.jsonl != "" {
+		f, err := os.Create(o.jsonl)
+		if err != nil {
+			return &cli.UsageError{Err: err}
+		}
+		defer f.Close()
+		rows = &rowsFile{sink: benchkit.NewJSONLSink(f)}
+	}
+	o.rows = rows
 	var arms []arm
 	var runErr error
 	for _, mode := range modes {
@@ -121,11 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			break
 		}
 	}
-	if o.jsonl != "" {
-		if err := writeRows(o.jsonl, arms); err != nil {
-			return err
-		}
-	}
+
 	failed, mismatched, total := report(stdout, arms)
 	if err := writePlot(o.plot, arms, o.target.Info.Simulated); err != nil {
 		fmt.Fprintf(stderr, "multi-turn: plot not written: %v\n", err)
@@ -164,6 +171,10 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,
 		Header: o.header, RequestTimeout: tg.Timeout, RecordedReplies: o.recorded, Barrier: o.barrier,
 		TurnsMax: o.turnsMax, UserTokensMax: o.userMax, OutputMax: o.outputMax,
+	}
+	if o.rows != nil {
+		o.rows.mode = mode
+		s.Sinks = []benchkit.Sink{o.rows}
 	}
 	if o.source.Set() {
 		w, _, err := o.source.Workload(benchkit.Lengths{}, benchkit.Traffic{}, tg.Counter)
@@ -277,24 +288,17 @@ func mean(sum, n int) string {
 	return fmt.Sprint(sum / n)
 }
 
-// writeRows writes every arm's rows to path, one JSON line each, the
-// arm's cache mode in its Phase label.
-func writeRows(path string, arms []arm) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return &cli.UsageError{Err: err}
-	}
-	sink := benchkit.NewJSONLSink(f)
-	for _, a := range arms {
-		for _, r := range a.rows {
-			r.Phase = a.mode
-			if err := sink.Add(r); err != nil {
-				f.Close()
-				return err
-			}
-		}
-	}
-	return f.Close()
+// rowsFile opens path for the rows, written as each turn ends, each
+// labelled with its arm's cache mode (its phase), so that an interrupted
+// run keeps what it measured.
+type rowsFile struct {
+	sink *benchkit.JSONLSink
+	mode string
+}
+
+func (f *rowsFile) Add(r benchkit.Request) error {
+	r.Phase = f.mode
+	return f.sink.Add(r)
 }
 
 // writePlot draws each arm's TTFT p50 against the turn to path.
