@@ -26,7 +26,12 @@
 //	  openai          adapter for OpenAI-compatible servers
 //	  sim             the embedded reference engine (a real loopback server)
 //	  enginetest      the conformance kit every adapter runs
-//	benchkit          plans, runner, rows, sinks and renderers
+//	benchkit          one per-request record for every driver (plans and the
+//	                  runner, open and closed loops, trace replay, sessions),
+//	                  summaries by run, cell, phase or turn, sinks, and every
+//	                  output a view of the records
+//	  cli             what the example programs share: the target, flags,
+//	                  exit statuses, progress, output files
 //	  plot            PNG plots of results
 //
 // The leaves (timing, promptsize, concurrency, energy, workload) import none
