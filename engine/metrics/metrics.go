@@ -159,7 +159,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	if int64(len(p)) > b.left+1 {
+	if b.left < int64(len(p))-1 { // read at most one byte past the limit
 		p = p[:b.left+1]
 	}
 	n, err := b.r.Read(p)

@@ -286,6 +286,15 @@ func TestHostileBodies(t *testing.T) {
 	if _, err := Parse(strings.NewReader(b.String()), Options{}); !errors.Is(err, ErrTooManySamples) {
 		t.Errorf("a million series: %v", err)
 	}
+	if _, err := Parse(strings.NewReader("# TYPE c counter\nc 1\n"), Options{MaxBytes: math.MaxInt64}); err != nil {
+		t.Errorf("the largest byte limit: %v", err)
+	}
+	if _, err := Parse(strings.NewReader("# TYPE c counter\nc 1\n"), Options{MaxBytes: 20}); !errors.Is(err, ErrBodyTooLarge) {
+		t.Errorf("one byte over the limit: %v", err)
+	}
+	if _, err := Parse(strings.NewReader("# TYPE c counter\nc 1\n"), Options{MaxBytes: 21}); err != nil {
+		t.Errorf("exactly at the limit: %v", err)
+	}
 	if _, err := Parse(strings.NewReader("garbage{{{\n"), Options{}); err == nil {
 		t.Error("garbage parsed")
 	}
