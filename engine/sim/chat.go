@@ -156,18 +156,8 @@ func naturalLength(ids []int, seed uint64, span int) int {
 
 func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
-		if err != nil {
-			d.fail(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-			return
-		}
 		var req chatRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			d.invalid(w, []string{"body"}, "expected a JSON object: "+err.Error())
-			return
-		}
-		if req.Model == nil || *req.Model == "" {
-			d.invalid(w, []string{"body", "model"}, "Field required: model")
+		if !readRequest(d, w, r, &req, &req.Model) {
 			return
 		}
 		if len(req.Messages) == 0 {
@@ -201,9 +191,6 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 		if err != nil {
 			d.fail(w, http.StatusBadRequest, err.Error())
 			return
-		}
-		if fault.Kind != FaultNone {
-			s.log.Debug("sim: injecting a fault", "fault", fault.String(), "path", r.URL.Path)
 		}
 		if s.preFault(w, r, d, fault, *req.Model) {
 			return
@@ -364,6 +351,29 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, ins
 	}
 }
 
+// maxRequestBody bounds the request bodies the server reads.
+const maxRequestBody = 256 << 20
+
+// readRequest decodes a JSON request body into v and requires the model
+// field *model to be set; when it cannot, it answers in the dialect's error
+// shape (400 for an unreadable body, 422 for a bad one) and reports false.
+func readRequest(d dialect, w http.ResponseWriter, r *http.Request, v any, model **string) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+	if err != nil {
+		d.fail(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		d.invalid(w, []string{"body"}, "expected a JSON object: "+err.Error())
+		return false
+	}
+	if *model == nil || **model == "" {
+		d.invalid(w, []string{"body", "model"}, "Field required: model")
+		return false
+	}
+	return true
+}
+
 // faultFor returns the fault for this request: the header's, else the
 // server's when FaultEvery selects this request.
 func (s *Server) faultFor(r *http.Request) (Fault, error) {
@@ -383,6 +393,9 @@ func (s *Server) faultFor(r *http.Request) (Fault, error) {
 // preFault handles the faults that fire before any generation; it reports
 // whether the response is done.
 func (s *Server) preFault(w http.ResponseWriter, r *http.Request, d dialect, f Fault, model string) bool {
+	if f.Kind != FaultNone {
+		s.log.Debug("sim: injecting a fault", "fault", f.String(), "path", r.URL.Path)
+	}
 	switch f.Kind {
 	case FaultStatus500:
 		d.fail(w, http.StatusInternalServerError, "simulated runner error (fault injection: 500)")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/inferbench/inferbench/promptsize"
@@ -119,18 +118,8 @@ func (s *Server) countPrompt(r *http.Request, p completionPrompt) ([]int, int, e
 // shapes (serving_completion.py).
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	d := dialectVLLM
-	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
-	if err != nil {
-		d.fail(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-		return
-	}
 	var req completionRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		d.invalid(w, []string{"body"}, "expected a JSON object: "+err.Error())
-		return
-	}
-	if req.Model == nil || *req.Model == "" {
-		d.invalid(w, []string{"body", "model"}, "Field required: model")
+	if !readRequest(d, w, r, &req, &req.Model) {
 		return
 	}
 	if req.StreamOptions != nil && !req.Stream {

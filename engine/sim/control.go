@@ -96,7 +96,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		Prompt              *string       `json:"prompt"`
 		AddGenerationPrompt *bool         `json:"add_generation_prompt"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 256<<20)).Decode(&req); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(&req); err != nil {
 		vllmError(w, http.StatusBadRequest, "expected a JSON body {model, messages} or {model, prompt}: "+err.Error())
 		return
 	}
