@@ -785,12 +785,20 @@ func checkCountTokens(ctx context.Context, c Config) []error {
 			errs = append(errs, fmt.Errorf("%s request: want success, got %w", m, err))
 			continue
 		}
-		if s := res.ServerStats; s != nil && s.PromptTokens != n {
-			errs = append(errs, fmt.Errorf("%s request: server counted %d prompt tokens, CountTokens %d; want them equal", m, s.PromptTokens, n))
-		}
-		if u := res.Usage; u != nil && u.PromptTokens != n {
-			errs = append(errs, fmt.Errorf("%s request: usage says %d prompt tokens, CountTokens %d; want them equal", m, u.PromptTokens, n))
-		}
+		errs = append(errs, promptCountErrs(m, res, n, fmt.Sprintf("CountTokens %d", n))...)
+	}
+	return errs
+}
+
+// promptCountErrs compares every prompt count a response carries (the
+// server's stats, the usage block) with n; want names where n came from.
+func promptCountErrs(m Mode, res engine.Result, n int, want string) []error {
+	var errs []error
+	if s := res.ServerStats; s != nil && s.PromptTokens != n {
+		errs = append(errs, fmt.Errorf("%s request: server counted %d prompt tokens, %s; want them equal", m, s.PromptTokens, want))
+	}
+	if u := res.Usage; u != nil && u.PromptTokens != n {
+		errs = append(errs, fmt.Errorf("%s request: usage says %d prompt tokens, %s; want them equal", m, u.PromptTokens, want))
 	}
 	return errs
 }
@@ -809,12 +817,7 @@ func checkPromptTokens(ctx context.Context, c Config) []error {
 			errs = append(errs, fmt.Errorf("%s request: want success, got %w", m, err))
 			continue
 		}
-		if s := res.ServerStats; s != nil && s.PromptTokens != n {
-			errs = append(errs, fmt.Errorf("%s request: server counted %d prompt tokens for a prompt of %d token ids; want them equal", m, s.PromptTokens, n))
-		}
-		if u := res.Usage; u != nil && u.PromptTokens != n {
-			errs = append(errs, fmt.Errorf("%s request: usage says %d prompt tokens for a prompt of %d token ids; want them equal", m, u.PromptTokens, n))
-		}
+		errs = append(errs, promptCountErrs(m, res, n, fmt.Sprintf("sent as %d token ids", n))...)
 		if u := res.Usage; u != nil {
 			if k, ok := u.Cached(); ok && (k < 0 || k > u.PromptTokens) {
 				errs = append(errs, fmt.Errorf("%s request: usage says %d of %d prompt tokens were cached; want 0 to %d", m, k, u.PromptTokens, u.PromptTokens))
