@@ -100,24 +100,16 @@ func quoteAll(names []string) string {
 }
 
 func (p *csvSource) next() (Row, dropReason, error) {
-	for {
-		ln, err := p.lines.next()
-		if err != nil {
-			return Row{}, keep, err
-		}
-		if ln.tooLong {
-			return Row{}, keep, p.bad(ln, faultf(RuleLineLength, "line is longer than %d MiB", MaxLineBytes>>20))
-		}
-		if blank(ln.b) {
-			continue
-		}
-		row, drop, f := p.parse(ln.b)
-		if f != nil {
-			return Row{}, keep, p.bad(ln, f)
-		}
-		row.Line = ln.n
-		return row, drop, nil
+	ln, err := p.lines.record()
+	if err != nil {
+		return Row{}, keep, err
 	}
+	row, drop, f := p.parse(ln.b)
+	if f != nil {
+		return Row{}, keep, p.bad(ln, f)
+	}
+	row.Line = ln.n
+	return row, drop, nil
 }
 
 func (p *csvSource) parse(b []byte) (Row, dropReason, *fault) {

@@ -35,24 +35,16 @@ type jlPart struct {
 var jlRoles = map[string]bool{"system": true, "user": true, "assistant": true}
 
 func (p *jsonlSource) next() (Row, dropReason, error) {
-	for {
-		ln, err := p.lines.next()
-		if err != nil {
-			return Row{}, keep, err
-		}
-		if ln.tooLong {
-			return Row{}, keep, p.bad(ln, faultf(RuleLineLength, "line is longer than %d MiB", MaxLineBytes>>20))
-		}
-		if blank(ln.b) {
-			continue
-		}
-		row, f := parseJSONL(ln.b)
-		if f != nil {
-			return Row{}, keep, p.bad(ln, f)
-		}
-		row.Line = ln.n
-		return row, keep, nil
+	ln, err := p.lines.record()
+	if err != nil {
+		return Row{}, keep, err
 	}
+	row, f := parseJSONL(ln.b)
+	if f != nil {
+		return Row{}, keep, p.bad(ln, f)
+	}
+	row.Line = ln.n
+	return row, keep, nil
 }
 
 func parseJSONL(b []byte) (Row, *fault) {

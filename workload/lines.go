@@ -108,6 +108,23 @@ func (l *lines) next() (line, error) {
 	return ln, nil
 }
 
+// record returns the next line that is not blank, an error for a line
+// longer than MaxLineBytes, or io.EOF after the last.
+func (l *lines) record() (line, error) {
+	for {
+		ln, err := l.next()
+		if err != nil {
+			return line{}, err
+		}
+		if ln.tooLong {
+			return line{}, l.bad(ln, faultf(RuleLineLength, "line is longer than %d MiB", MaxLineBytes>>20))
+		}
+		if !blank(ln.b) {
+			return ln, nil
+		}
+	}
+}
+
 // blank reports whether b holds only spaces and tabs.
 func blank(b []byte) bool {
 	for _, c := range b {

@@ -58,24 +58,16 @@ type traceSource struct {
 }
 
 func (p *traceSource) next() (Row, dropReason, error) {
-	for {
-		ln, err := p.lines.next()
-		if err != nil {
-			return Row{}, keep, err
-		}
-		if ln.tooLong {
-			return Row{}, keep, p.bad(ln, faultf(RuleLineLength, "line is longer than %d MiB", MaxLineBytes>>20))
-		}
-		if blank(ln.b) {
-			continue
-		}
-		row, f := p.parse(ln.b)
-		if f != nil {
-			return Row{}, keep, p.bad(ln, f)
-		}
-		row.Line = ln.n
-		return row, keep, nil
+	ln, err := p.lines.record()
+	if err != nil {
+		return Row{}, keep, err
 	}
+	row, f := p.parse(ln.b)
+	if f != nil {
+		return Row{}, keep, p.bad(ln, f)
+	}
+	row.Line = ln.n
+	return row, keep, nil
 }
 
 // traceRow is a trace object as it is read.
