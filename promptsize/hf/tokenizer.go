@@ -341,18 +341,30 @@ func (t *Tokenizer) Count(ctx context.Context, messages []promptsize.Message) (i
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	opts := t.countOpts
-	opts.AddGenerationPrompt = true
-	if t.template == nil {
-		return 0, t.tmplErr
-	}
-	s, err := t.template.RenderContext(ctx, messages, opts)
+	s, err := t.renderForCount(ctx, messages)
 	if err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	return t.countText(ctx, s)
+}
+
+// renderForCount renders messages as Count does: the chat template with
+// the generation prompt and the options of WithRenderOptions.
+func (t *Tokenizer) renderForCount(ctx context.Context, messages []promptsize.Message) (string, error) {
+	if t.template == nil {
+		return "", t.tmplErr
+	}
+	opts := t.countOpts
+	opts.AddGenerationPrompt = true
+	return t.template.RenderContext(ctx, messages, opts)
+}
+
+// countText is the number of tokens s encodes to, without special tokens
+// added; it stops with ctx's error.
+func (t *Tokenizer) countText(ctx context.Context, s string) (int, error) {
 	sc := t.pool.Get().(*scratch)
 	sc.ctx = ctx
 	ids := t.encode(sc.ids[:0], s, sc)

@@ -64,14 +64,9 @@ func (t *Tokenizer) ContentOffset(ctx context.Context, messages []promptsize.Mes
 	if len(messages) == 0 {
 		return 0, errors.New("hf: ContentOffset: expected at least one message, found none")
 	}
-	if t.template == nil {
-		return 0, t.tmplErr
-	}
 	msgs := slices.Clone(messages)
 	msgs[len(msgs)-1].Content = contentMarker
-	opts := t.countOpts
-	opts.AddGenerationPrompt = true
-	s, err := t.template.RenderContext(ctx, msgs, opts)
+	s, err := t.renderForCount(ctx, msgs)
 	if err != nil {
 		return 0, err
 	}
@@ -82,14 +77,5 @@ func (t *Tokenizer) ContentOffset(ctx context.Context, messages []promptsize.Mes
 	case strings.Contains(s[i+len(contentMarker):], contentMarker):
 		return 0, fmt.Errorf("hf: ContentOffset: the chat template prints the last message's content more than once; expected it once")
 	}
-	sc := t.pool.Get().(*scratch)
-	sc.ctx = ctx
-	ids := t.encode(sc.ids[:0], s[:i], sc)
-	n, err := len(ids), sc.err
-	sc.err, sc.ctx = nil, nil
-	t.release(sc, ids)
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return t.countText(ctx, s[:i])
 }
