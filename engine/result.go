@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/inferbench/inferbench/timing"
@@ -105,9 +106,43 @@ type ServerStats struct {
 	PeakMemoryBytes int64
 	// PrefixCacheHit is the prefix cache outcome ("none" when absent).
 	PrefixCacheHit PrefixCacheHit
+
+	// The fields below are what servers other than exo report about one
+	// request, each nil (and absent from the JSON) where the server
+	// reports nothing of the kind. exo's own generation_stats has none of
+	// them, so its wire form is unchanged.
+
+	// Source names the server whose figures these are, as the adapter
+	// knows it: "llama.cpp", "ollama", "tgi". Empty for exo's
+	// generation_stats, the original form.
+	Source string
+	// CachedTokens is the number of prompt tokens the server took from
+	// its prefix cache (llama.cpp's timings.cache_n).
+	CachedTokens *int
+	// Queue is how long the request waited before the server began it
+	// (TGI's x-queue-time).
+	Queue *time.Duration
+	// Prefill is the server's prompt processing time (llama.cpp's
+	// timings.prompt_ms, Ollama's prompt_eval_duration). Both exclude the
+	// cached part of the prompt.
+	Prefill *time.Duration
+	// Decode is the server's generation time (llama.cpp's
+	// timings.predicted_ms, from the first sampled token to the last;
+	// Ollama's eval_duration).
+	Decode *time.Duration
+	// Inference is prefill and decode together where the server does not
+	// split them (TGI's x-inference-time).
+	Inference *time.Duration
+	// Load is the time the server spent loading the model for this
+	// request (Ollama's load_duration).
+	Load *time.Duration
+	// Total is the server's whole time for the request (Ollama's
+	// total_duration, TGI's x-total-time).
+	Total *time.Duration
 }
 
-// statsWire is ServerStats as exo spells it on the wire.
+// statsWire is ServerStats as exo spells it on the wire, with the other
+// servers' figures after it (seconds, omitted when unknown).
 type statsWire struct {
 	PromptTPS        float64        `json:"prompt_tps"`
 	GenerationTPS    float64        `json:"generation_tps"`
@@ -115,6 +150,32 @@ type statsWire struct {
 	GenerationTokens int            `json:"generation_tokens"`
 	PeakMemoryUsage  *memoryWire    `json:"peak_memory_usage,omitempty"`
 	PrefixCacheHit   PrefixCacheHit `json:"prefix_cache_hit,omitempty"`
+	Source           string         `json:"source,omitempty"`
+	CachedTokens     *int           `json:"cached_tokens,omitempty"`
+	QueueS           *float64       `json:"queue_s,omitempty"`
+	PrefillS         *float64       `json:"prefill_s,omitempty"`
+	DecodeS          *float64       `json:"decode_s,omitempty"`
+	InferenceS       *float64       `json:"inference_s,omitempty"`
+	LoadS            *float64       `json:"load_s,omitempty"`
+	TotalS           *float64       `json:"total_s,omitempty"`
+}
+
+// seconds is d in seconds, nil for nil.
+func seconds(d *time.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := d.Seconds()
+	return &s
+}
+
+// duration is s seconds as a Duration, nil for nil.
+func duration(s *float64) *time.Duration {
+	if s == nil {
+		return nil
+	}
+	d := time.Duration(math.Round(*s * float64(time.Second)))
+	return &d
 }
 
 type memoryWire struct {
@@ -123,20 +184,33 @@ type memoryWire struct {
 }
 
 // MarshalJSON encodes s as exo's JSON bodies do, with
-// "peak_memory_usage": {"inBytes": N}.
+// "peak_memory_usage": {"inBytes": N}; another server's stats (Source set)
+// leave peak_memory_usage out when it reported none.
 func (s ServerStats) MarshalJSON() ([]byte, error) {
 	b := s.PeakMemoryBytes
 	hit := s.PrefixCacheHit
 	if hit == "" {
 		hit = PrefixCacheNone
 	}
+	mem := &memoryWire{InBytes: &b}
+	if s.Source != "" && b == 0 {
+		mem = nil // another server's stats: no peak memory was reported
+	}
 	return json.Marshal(statsWire{
 		PromptTPS:        s.PromptTPS,
 		GenerationTPS:    s.GenerationTPS,
 		PromptTokens:     s.PromptTokens,
 		GenerationTokens: s.GenerationTokens,
-		PeakMemoryUsage:  &memoryWire{InBytes: &b},
+		PeakMemoryUsage:  mem,
 		PrefixCacheHit:   hit,
+		Source:           s.Source,
+		CachedTokens:     s.CachedTokens,
+		QueueS:           seconds(s.Queue),
+		PrefillS:         seconds(s.Prefill),
+		DecodeS:          seconds(s.Decode),
+		InferenceS:       seconds(s.Inference),
+		LoadS:            seconds(s.Load),
+		TotalS:           seconds(s.Total),
 	})
 }
 
@@ -154,6 +228,14 @@ func (s *ServerStats) UnmarshalJSON(data []byte) error {
 		PromptTokens:     w.PromptTokens,
 		GenerationTokens: w.GenerationTokens,
 		PrefixCacheHit:   w.PrefixCacheHit,
+		Source:           w.Source,
+		CachedTokens:     w.CachedTokens,
+		Queue:            duration(w.QueueS),
+		Prefill:          duration(w.PrefillS),
+		Decode:           duration(w.DecodeS),
+		Inference:        duration(w.InferenceS),
+		Load:             duration(w.LoadS),
+		Total:            duration(w.TotalS),
 	}
 	if s.PrefixCacheHit == "" {
 		s.PrefixCacheHit = PrefixCacheNone

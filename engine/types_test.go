@@ -301,3 +301,28 @@ func TestFuncAdapters(t *testing.T) {
 		t.Errorf("TokenCounterFunc = %d, want 1", c)
 	}
 }
+
+func TestServerStatsOtherServersRoundTrip(t *testing.T) {
+	n := 96
+	d := func(ms int) *time.Duration { v := time.Duration(ms) * time.Millisecond; return &v }
+	want := engine.ServerStats{
+		PromptTokens: 128, GenerationTokens: 32, PrefixCacheHit: engine.PrefixCachePartial,
+		Source: "llama.cpp", CachedTokens: &n, Queue: d(3), Prefill: d(41), Decode: d(310),
+		Inference: d(351), Load: d(7), Total: d(362),
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantJSON = `{"prompt_tps":0,"generation_tps":0,"prompt_tokens":128,"generation_tokens":32,"prefix_cache_hit":"partial","source":"llama.cpp","cached_tokens":96,"queue_s":0.003,"prefill_s":0.041,"decode_s":0.31,"inference_s":0.351,"load_s":0.007,"total_s":0.362}`
+	if string(b) != wantJSON {
+		t.Errorf("Marshal = %s\nwant      %s", b, wantJSON)
+	}
+	var back engine.ServerStats
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, back); diff != "" {
+		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -67,16 +67,17 @@ type goldenChunk struct {
 // golden is what a recorded stream parses into, times in milliseconds of
 // the step clock.
 type golden struct {
-	Text         string        `json:"text"`
-	ResponseID   string        `json:"response_id"`
-	Model        string        `json:"model"`
-	FinishReason string        `json:"finish_reason"`
-	Usage        *engine.Usage `json:"usage"`
-	Chunks       []goldenChunk `json:"chunks"`
-	EndMS        int64         `json:"end_ms"`
-	Warnings     []string      `json:"warnings"`
-	ErrorKind    engine.Kind   `json:"error_kind,omitempty"`
-	Error        string        `json:"error,omitempty"`
+	Text         string              `json:"text"`
+	ResponseID   string              `json:"response_id"`
+	Model        string              `json:"model"`
+	FinishReason string              `json:"finish_reason"`
+	Usage        *engine.Usage       `json:"usage"`
+	Stats        *engine.ServerStats `json:"stats,omitempty"`
+	Chunks       []goldenChunk       `json:"chunks"`
+	EndMS        int64               `json:"end_ms"`
+	Warnings     []string            `json:"warnings"`
+	ErrorKind    engine.Kind         `json:"error_kind,omitempty"`
+	Error        string              `json:"error,omitempty"`
 }
 
 // parseRecorded reads a recorded stream through readStream with a step
@@ -97,7 +98,7 @@ func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request)
 	rerr := c.readStream(context.Background(), &eventReader{rest: body}, nil, req, &res)
 	g := golden{
 		Text: res.Text, ResponseID: res.ResponseID, Model: res.Model, FinishReason: res.FinishReason,
-		Usage: res.Usage, EndMS: res.Trace.End.Sub(clk.base).Milliseconds(), Warnings: []string{},
+		Usage: res.Usage, Stats: res.ServerStats, EndMS: res.Trace.End.Sub(clk.base).Milliseconds(), Warnings: []string{},
 		Chunks: []goldenChunk{},
 	}
 	for _, ch := range res.Trace.Chunks {

@@ -169,6 +169,8 @@ type timingsWire struct {
 //	PromptTPS        = prompt_n / prompt_ms × 1000 (the uncached tokens)
 //	GenerationTokens = predicted_n
 //	GenerationTPS    = (predicted_n − 1) / predicted_ms × 1000
+//	CachedTokens     = cache_n
+//	Prefill, Decode  = prompt_ms, predicted_ms
 //
 // predicted_ms runs from the first sampled token to the last, so it spans
 // predicted_n − 1 intervals; llama.cpp's own predicted_per_second divides
@@ -218,10 +220,21 @@ func parseTimings(data []byte, maxTokens int) (*engine.ServerStats, error) {
 				Err: fmt.Errorf("%s = %v, want a finite duration ≥ 0", f.what, f.v)}
 		}
 	}
-	st := &engine.ServerStats{PromptTokens: cache + prompt, GenerationTokens: pred, PrefixCacheHit: engine.PrefixCacheNone}
+	st := &engine.ServerStats{PromptTokens: cache + prompt, GenerationTokens: pred, PrefixCacheHit: engine.PrefixCacheNone, Source: "llama.cpp"}
 	if cache > 0 {
 		st.PrefixCacheHit = engine.PrefixCachePartial
 	}
+	if t.CacheN != nil {
+		st.CachedTokens = &cache
+	}
+	ms := func(p *float64) *time.Duration {
+		if p == nil {
+			return nil
+		}
+		d := time.Duration(math.Round(*p * float64(time.Millisecond)))
+		return &d
+	}
+	st.Prefill, st.Decode = ms(t.PromptMS), ms(t.PredictedMS)
 	if pms > 0 {
 		st.PromptTPS = float64(prompt) / pms * 1000
 	}
