@@ -387,6 +387,11 @@ type Load struct {
 	// process's: Loads that run at once in one process share it.
 	// Summary.Client counts the collections that ran (GCCycles).
 	GCPercent int
+	// ServerMetrics, when set, scrapes the server's /metrics before and
+	// after each run and puts its own figures in Summary.Server, beside
+	// the client's. A split plan's segments share the server, so a
+	// segment's run reads no server figures.
+	ServerMetrics *ServerMetrics
 }
 
 // A LoadRun is one run of a load test: its summary and every request.
@@ -423,12 +428,17 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 		context.AfterFunc(reqCtx, func() { t.Stop() })
 	})
 	defer stop()
+	var scr *serverScrape
+	if !l.Segment.Split() {
+		scr = startScrape(ctx, l.ServerMetrics)
+	}
 	r.prepare(ctx)
 	// Building and preparing allocate more than anything in the run: a
 	// garbage collection they start would run inside the first requests'
 	// measurement, its mark workers taking a core from the readers of
 	// their first chunks. Collect now, before the clock starts.
 	runtime.GC()
+	scr.wait()
 	if l.GCPercent != 0 {
 		defer debug.SetGCPercent(debug.SetGCPercent(l.GCPercent))
 	}
@@ -468,6 +478,13 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
 	}
+	if v := scr.finish(ctx, ls.Completed, reachedServer(rows)); v != nil {
+		v.compare(ls)
+		ls.Server = v
+		for _, w := range v.Warnings {
+			ls.DriverWarnings = append(ls.DriverWarnings, "server metrics: "+w)
+		}
+	}
 	ls.Warnings = append(ls.Warnings, ls.DriverWarnings...)
 	return LoadRun{Summary: ls, Requests: rows}, err
 }
@@ -482,6 +499,9 @@ func (r *LoadRun) Resummarize(slo timing.SLO) {
 	s := summarize(r.Requests, ByRun, slo)
 	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = old.Traffic, old.RequestRate, old.Scheduled, old.PeakInFlight
 	s.Client, s.Interrupted, s.DriverWarnings = old.Client, old.Interrupted, old.DriverWarnings
+	if s.Server = old.Server; s.Server != nil {
+		s.Server.compare(s)
+	}
 	s.Warnings = append(s.Warnings, old.DriverWarnings...)
 	r.Summary = s
 }

@@ -489,18 +489,15 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			b.WriteString("\n")
 		}
 	}
-	if md {
-		b.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat(" --- |", len(head)) + "\n")
-		for _, l := range lines {
-			b.WriteString("| " + strings.Join(l, " | ") + " |\n")
+	if err := writeRows(&b, md, head, lines); err != nil {
+		return err
+	}
+	if head, lines, legend := serverGrid(sums); len(lines) > 0 {
+		b.WriteString("\n" + legend + "\n")
+		if md {
+			b.WriteString("\n")
 		}
-	} else {
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(head, "\t"))
-		for _, l := range lines {
-			fmt.Fprintln(tw, strings.Join(l, "\t"))
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeRows(&b, md, head, lines); err != nil {
 			return err
 		}
 	}
@@ -515,6 +512,24 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRows writes a header and lines as a Markdown table or aligned
+// columns.
+func writeRows(b *strings.Builder, md bool, head []string, lines [][]string) error {
+	if md {
+		b.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat(" --- |", len(head)) + "\n")
+		for _, l := range lines {
+			b.WriteString("| " + strings.Join(l, " | ") + " |\n")
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, l := range lines {
+		fmt.Fprintln(tw, strings.Join(l, "\t"))
+	}
+	return tw.Flush()
 }
 
 // WriteCSV writes one line per request with the columns of csvHeader. An

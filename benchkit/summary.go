@@ -119,6 +119,10 @@ type Summary struct {
 	// Client is how well the load generator kept to its schedule (a
 	// Load's run measures it); null where not measured.
 	Client *ClientHealth `json:"client_health,omitempty"`
+	// Server is the server's own view of the run from its /metrics
+	// (Load.ServerMetrics), with the client's means beside it; null when
+	// not scraped.
+	Server *ServerView `json:"server,omitempty"`
 
 	// Dialed counts the requests that waited for a new connection
 	// (connect_s set); FirstShared those whose first content chunk shared

@@ -1,0 +1,454 @@
+package benchkit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/metrics"
+)
+
+// Defaults of ServerMetrics.
+const (
+	DefaultScrapeTimeout = 5 * time.Second
+	DefaultIdleWait      = 30 * time.Second
+	DefaultSettle        = time.Second
+)
+
+// ServerMetrics reads the server's own view of each run from its
+// Prometheus /metrics endpoint (vLLM, SGLang, llama.cpp, TGI): one scrape
+// before the run's first request, one after its last with the server
+// idle, subtracted (engine/metrics). The figures go into the run's
+// Summary.Server, beside the client's.
+//
+// Nothing here can fail or change the client's measurement: a scrape that
+// errs, hangs past Timeout, is too large or does not parse, a server that
+// restarted between the scrapes, a changed bucket layout, or a request
+// count that is not the run's (foreign traffic, a load balancer) each end
+// in a warning and no server figure rather than a wrong one. The first
+// scrape runs while the requests are prepared, so it delays the schedule's
+// start by at most Timeout; the second comes after the last request has
+// ended, and costs at most IdleWait + Settle + Timeout.
+type ServerMetrics struct {
+	// URL is the /metrics endpoint.
+	URL string
+	// Client sends the scrapes; nil uses a client of its own (no proxy
+	// environment is needed on a loopback server either way).
+	Client *http.Client
+	// Timeout bounds each scrape (DefaultScrapeTimeout when 0).
+	Timeout time.Duration
+	// IdleWait bounds the wait for an idle server (its running and
+	// waiting gauges at 0) before the second scrape: requests still in the
+	// server's hands would straddle it (DefaultIdleWait when 0).
+	IdleWait time.Duration
+	// Settle is the pause after the server is idle, before the second
+	// scrape, for observations recorded after a request's last byte
+	// (DefaultSettle when 0; negative for none).
+	Settle time.Duration
+	// Limits bound each scrape's body and series (engine/metrics'
+	// defaults when zero).
+	Limits metrics.Options
+}
+
+// ServerView is the server's own figures over one run: the deltas of its
+// /metrics between a scrape before the run and one after, with the
+// client's figures beside them.
+type ServerView struct {
+	// URL is the endpoint scraped.
+	URL string `json:"url"`
+	// Requests is the server's count of requests finished in the window.
+	Requests *float64 `json:"requests,omitempty"`
+	// The server's latency histograms over the window, each absent where
+	// the server has no such family: TTFT (vLLM's from the request's
+	// arrival at the frontend: tokenization and queue included, HTTP and
+	// network not), ITL (vLLM: one sample per engine step; SGLang: per
+	// token), TPOT (vLLM's per-request decode time / (n − 1)), E2E, Queue,
+	// Prefill and Decode.
+	TTFT    *ServerFigure `json:"ttft_s,omitempty"`
+	ITL     *ServerFigure `json:"itl_s,omitempty"`
+	TPOT    *ServerFigure `json:"tpot_s,omitempty"`
+	E2E     *ServerFigure `json:"e2e_s,omitempty"`
+	Queue   *ServerFigure `json:"queue_s,omitempty"`
+	Prefill *ServerFigure `json:"prefill_s,omitempty"`
+	Decode  *ServerFigure `json:"decode_s,omitempty"`
+	// Token counters over the window: prompt tokens (vLLM and SGLang the
+	// whole prompts, llama.cpp only those evaluated), generated tokens,
+	// and cached prompt tokens (SGLang).
+	PromptTokens *float64 `json:"prompt_tokens,omitempty"`
+	OutputTokens *float64 `json:"output_tokens,omitempty"`
+	CachedTokens *float64 `json:"cached_tokens,omitempty"`
+	// PrefixHitRate is the measured hit rate: vLLM's Δhits/Δqueries (in
+	// tokens), else SGLang's cached over prompt tokens.
+	PrefixHitRate *float64 `json:"prefix_hit_rate,omitempty"`
+	// PromptTPS and OutputTPS are llama.cpp's per-slot speeds from its
+	// counters (Δtokens/Δseconds).
+	PromptTPS *float64 `json:"prompt_tps,omitempty"`
+	OutputTPS *float64 `json:"output_tps,omitempty"`
+	// Beside sets each server mean beside the client's.
+	Beside []Comparison `json:"beside_client,omitempty"`
+	// Warnings say which figures were refused and why.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ServerFigure is one server histogram over the window: its count, its
+// exact mean (Δsum/Δcount), percentiles estimated from the bucket deltas
+// as Prometheus's histogram_quantile does, each with its bucket's bounds,
+// and the bucket layout they came from.
+type ServerFigure struct {
+	// Family is the exposed family read.
+	Family string           `json:"family"`
+	Count  float64          `json:"count"`
+	Mean   float64          `json:"mean"`
+	P50    ServerPercentile `json:"p50"`
+	P90    ServerPercentile `json:"p90"`
+	P99    ServerPercentile `json:"p99"`
+	// Buckets are the finite upper bounds of the layout; +Inf follows
+	// them.
+	Buckets []float64 `json:"buckets"`
+}
+
+// ServerPercentile is an estimated percentile: the true order statistic
+// lies in (Lower, Upper]. Upper is null when the rank fell in the +Inf
+// bucket, and Value (AtLeast) is then only a lower bound.
+type ServerPercentile struct {
+	Value   float64  `json:"value"`
+	Lower   float64  `json:"lower"`
+	Upper   *float64 `json:"upper"`
+	AtLeast bool     `json:"at_least,omitempty"`
+}
+
+// String writes the percentile in seconds: "v (lo, hi]", or "≥ v".
+func (p ServerPercentile) String() string {
+	if p.AtLeast || p.Upper == nil {
+		return fmt.Sprintf("≥ %.4g", p.Value)
+	}
+	return fmt.Sprintf("%.4g (%.4g, %.4g]", p.Value, p.Lower, *p.Upper)
+}
+
+// Comparison sets a server mean beside the client's, in seconds:
+// Difference is client − server, and Contains says what that difference
+// is made of.
+type Comparison struct {
+	Figure     string  `json:"figure"`
+	Client     float64 `json:"client_mean"`
+	Server     float64 `json:"server_mean"`
+	Difference float64 `json:"difference"`
+	Contains   string  `json:"contains"`
+}
+
+// What a difference between the client's and the server's mean holds.
+const (
+	containsTTFT = "the HTTP request and response path, response framing and the network (the server's clock starts at its frontend)"
+	containsStep = "network jitter and read batching; vLLM's ITL is one sample per engine step, so several tokens per step widen it"
+	containsE2E  = "the HTTP request and response path and the network"
+)
+
+// withDefaults returns m with zero fields at their defaults.
+func (m ServerMetrics) withDefaults() ServerMetrics {
+	if m.Timeout <= 0 {
+		m.Timeout = DefaultScrapeTimeout
+	}
+	if m.IdleWait <= 0 {
+		m.IdleWait = DefaultIdleWait
+	}
+	if m.Settle == 0 {
+		m.Settle = DefaultSettle
+	}
+	if m.Client == nil {
+		m.Client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConns: 1}}
+	}
+	return m
+}
+
+// scrape takes one snapshot within the timeout.
+func (m ServerMetrics) scrape(ctx context.Context) (metrics.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Timeout)
+	defer cancel()
+	return metrics.Scrape(ctx, m.Client, m.URL, m.Limits)
+}
+
+// serverScrape is the first scrape of a run, running beside the run's
+// preparation.
+type serverScrape struct {
+	m    ServerMetrics
+	done chan struct{}
+	snap metrics.Snapshot
+	err  error
+}
+
+// startScrape begins the scrape before a run; nil when m is.
+func startScrape(ctx context.Context, m *ServerMetrics) *serverScrape {
+	if m == nil || m.URL == "" {
+		return nil
+	}
+	s := &serverScrape{m: m.withDefaults(), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.snap, s.err = s.m.scrape(ctx)
+		if s.err == nil {
+			if n, known := s.snap.Busy(); known && n > 0 {
+				s.err = fmt.Errorf("the server held %v requests at the first scrape: other traffic would be counted as the run's", n)
+			}
+		}
+	}()
+	return s
+}
+
+// wait returns when the first scrape has ended (it is bounded by its
+// timeout).
+func (s *serverScrape) wait() {
+	if s != nil {
+		<-s.done
+	}
+}
+
+// finish takes the second scrape once the server is idle and returns the
+// run's server view; sent is the requests that reached the server and
+// completed those that finished there. nil when s is nil.
+func (s *serverScrape) finish(ctx context.Context, completed, sent int) *ServerView {
+	if s == nil {
+		return nil
+	}
+	s.wait()
+	v := &ServerView{URL: s.m.URL}
+	if s.err != nil {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: scrape before the run: %v", s.err))
+		return v
+	}
+	after, err := s.m.afterIdle(ctx)
+	if err != nil {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: scrape after the run: %v", err))
+		return v
+	}
+	w, refused := metrics.Delta(s.snap, after)
+	for _, r := range refused {
+		v.Warnings = append(v.Warnings, "server figure refused: "+r.String())
+	}
+	if n, ok := w.Requests(); ok {
+		if n < float64(completed) || n > float64(sent) {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: the server finished %v requests in the window, the run %s: foreign traffic, another replica behind a balancer, or requests straddling a scrape", n, countRange(completed, sent)))
+			return v
+		}
+		v.Requests = &n
+	} else {
+		v.Warnings = append(v.Warnings, "the server counts no finished requests: foreign traffic in the window cannot be ruled out")
+	}
+	v.fill(w)
+	return v
+}
+
+// countRange writes "sent 5" or "completed 4 of 5 sent".
+func countRange(completed, sent int) string {
+	if completed == sent {
+		return fmt.Sprintf("sent %d", sent)
+	}
+	return fmt.Sprintf("completed %d of %d sent", completed, sent)
+}
+
+// afterIdle waits, within IdleWait, for the server to hold no requests,
+// settles, and scrapes. A server without the gauges is scraped after the
+// settle alone.
+func (m ServerMetrics) afterIdle(ctx context.Context) (metrics.Snapshot, error) {
+	deadline := time.Now().Add(m.IdleWait)
+	for {
+		snap, err := m.scrape(ctx)
+		if err != nil {
+			return snap, err
+		}
+		n, known := snap.Busy()
+		if !known || n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return metrics.Snapshot{}, fmt.Errorf("the server still held %v requests %v after the run", n, m.IdleWait)
+		}
+		if !sleepCtx(context.WithoutCancel(ctx), 100*time.Millisecond) {
+			break
+		}
+	}
+	if m.Settle > 0 {
+		sleepCtx(context.WithoutCancel(ctx), m.Settle)
+	}
+	return m.scrape(ctx)
+}
+
+// sleepCtx sleeps d unless ctx ends first; false when it ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// fill sets the view's figures from the window.
+func (v *ServerView) fill(w metrics.Window) {
+	hist := func(get func() (metrics.Hist, bool)) *ServerFigure {
+		h, ok := get()
+		if !ok {
+			return nil
+		}
+		return newServerFigure(h)
+	}
+	v.TTFT, v.ITL, v.E2E = hist(w.TTFT), hist(w.ITL), hist(w.E2E)
+	v.Queue, v.Prefill, v.Decode = hist(w.Queue), hist(w.Prefill), hist(w.Decode)
+	v.TPOT = hist(func() (metrics.Hist, bool) { return w.Histogram("vllm:request_time_per_output_token_seconds") })
+	counter := func(get func() (float64, bool)) *float64 {
+		if x, ok := get(); ok {
+			return finite(x)
+		}
+		return nil
+	}
+	v.PromptTokens, v.OutputTokens, v.CachedTokens = counter(w.PromptTokens), counter(w.OutputTokens), counter(w.CachedTokens)
+	v.PrefixHitRate = counter(w.PrefixHitRate)
+	if v.PrefixHitRate == nil && v.CachedTokens != nil && v.PromptTokens != nil && *v.PromptTokens > 0 {
+		v.PrefixHitRate = finite(*v.CachedTokens / *v.PromptTokens)
+	}
+	v.PromptTPS, v.OutputTPS = counter(w.LlamaCppPromptSpeed), counter(w.LlamaCppOutputSpeed)
+}
+
+// newServerFigure summarises a histogram; nil for an empty one.
+func newServerFigure(h metrics.Hist) *ServerFigure {
+	mean, ok := h.Mean()
+	if !ok {
+		return nil
+	}
+	f := &ServerFigure{Family: h.Family, Count: h.Count, Mean: mean}
+	for _, b := range h.Layout() {
+		if !math.IsInf(b, 1) {
+			f.Buckets = append(f.Buckets, b)
+		}
+	}
+	for _, q := range []struct {
+		q   float64
+		dst *ServerPercentile
+	}{{0.5, &f.P50}, {0.9, &f.P90}, {0.99, &f.P99}} {
+		p, ok := h.Quantile(q.q)
+		if !ok {
+			continue
+		}
+		*q.dst = ServerPercentile{Value: p.Value, Lower: p.Lower, AtLeast: p.AtLeast}
+		if !math.IsInf(p.Upper, 1) {
+			up := p.Upper
+			q.dst.Upper = &up
+		}
+	}
+	return f
+}
+
+// compare sets the server's means beside the client's summary.
+func (v *ServerView) compare(s Summary) {
+	v.Beside = nil
+	add := func(name string, client *float64, server *ServerFigure, contains string) {
+		if client == nil || server == nil {
+			return
+		}
+		v.Beside = append(v.Beside, Comparison{Figure: name, Client: *client, Server: server.Mean,
+			Difference: *client - server.Mean, Contains: contains})
+	}
+	add("ttft_s", s.TTFT.Mean, v.TTFT, containsTTFT)
+	add("tpot_s", s.TPOT.Mean, v.TPOT, containsStep)
+	add("itl_s", s.ITL.Mean, v.ITL, containsStep)
+	add("e2e_s", s.E2E.Mean, v.E2E, containsE2E)
+}
+
+// reachedServer counts the requests the server can have finished: all
+// but those that never connected.
+func reachedServer(rows []Request) int {
+	n := 0
+	for _, r := range rows {
+		if r.ErrorKind != string(engine.KindConnect) {
+			n++
+		}
+	}
+	return n
+}
+
+// serverGrid is the table of the server's own figures beside the
+// client's, one line per run that has them; no lines when none has.
+func serverGrid(sums []Summary) (head []string, lines [][]string, legend string) {
+	head = []string{"traffic", "reqs srv/cli", "ttft ms mean cli/srv/Δ", "srv ttft ms p50; p99", "itl ms mean cli/srv", "tpot ms mean cli/srv",
+		"queue ms mean; p99", "prefill ms mean", "decode ms mean", "e2e ms mean cli/srv", "cache hit % srv/workload"}
+	url := ""
+	for _, s := range sums {
+		v := s.Server
+		if v == nil || v.Requests == nil && v.TTFT == nil && v.E2E == nil {
+			continue
+		}
+		url = v.URL
+		lines = append(lines, []string{
+			s.Traffic,
+			fmt.Sprintf("%s/%d", fnum(v.Requests), s.Completed),
+			cms(s.TTFT.Mean) + "/" + smean(v.TTFT) + "/" + sdiff(s.TTFT.Mean, v.TTFT),
+			spct(v.TTFT, 0.5) + "; " + spct(v.TTFT, 0.99),
+			cms(s.ITL.Mean) + "/" + smean(v.ITL),
+			cms(s.TPOT.Mean) + "/" + smean(v.TPOT),
+			smean(v.Queue) + "; " + spct(v.Queue, 0.99),
+			smean(v.Prefill),
+			smean(v.Decode),
+			cms(s.E2E.Mean) + "/" + smean(v.E2E),
+			hitRate(v.PrefixHitRate, s.TheoreticalHitRate),
+		})
+	}
+	legend = "The server's own view (" + url + ", Δ over each run): Δ = client − server mean, the HTTP path and network;" +
+		" a server percentile is histogram_quantile over its buckets, with the bucket's bounds (lo, hi], ≥ when past the last."
+	return head, lines, legend
+}
+
+// cms is a client mean in milliseconds to the server columns' precision.
+func cms(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *v*1000)
+}
+
+// smean is a server figure's mean in milliseconds, "-" when absent.
+func smean(f *ServerFigure) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", f.Mean*1000)
+}
+
+// sdiff is the client's mean less the server's, in milliseconds.
+func sdiff(client *float64, f *ServerFigure) string {
+	if client == nil || f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.2f", (*client-f.Mean)*1000)
+}
+
+// spct is a server percentile in milliseconds with its bucket's bounds.
+func spct(f *ServerFigure, q float64) string {
+	if f == nil {
+		return "-"
+	}
+	p := f.P50
+	switch q {
+	case 0.9:
+		p = f.P90
+	case 0.99:
+		p = f.P99
+	}
+	g := func(v float64) string { return strconv.FormatFloat(v*1000, 'g', 3, 64) }
+	if p.AtLeast || p.Upper == nil {
+		return "≥" + g(p.Value)
+	}
+	return g(p.Value) + " (" + g(p.Lower) + ", " + g(*p.Upper) + "]"
+}
+
+// fnum writes a count, "-" when unknown.
+func fnum(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}

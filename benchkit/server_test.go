@@ -1,0 +1,314 @@
+package benchkit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// vllmTTFTBuckets are vLLM's default time_to_first_token buckets.
+var vllmTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+
+// fakeMetrics is a /metrics endpoint written with expfmt from what the
+// test observes: one TTFT histogram, a finished-request counter and the
+// running gauge, as vLLM names them.
+type fakeMetrics struct {
+	mu       sync.Mutex
+	ttft     []float64
+	requests int
+	running  float64
+	block    chan struct{} // when set, a scrape hangs until it is closed
+	endless  bool          // a scrape streams series without end
+}
+
+func (f *fakeMetrics) observe(ttft float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ttft = append(f.ttft, ttft)
+	f.requests++
+}
+
+func (f *fakeMetrics) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ttft, f.requests = nil, 0
+}
+
+func (f *fakeMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	block, endless := f.block, f.endless
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	if endless {
+		for i := 0; r.Context().Err() == nil; i++ {
+			if _, err := fmt.Fprintf(w, "vllm:junk_total{i=\"%d\"} 1\n", i); err != nil {
+				return
+			}
+		}
+		return
+	}
+	f.mu.Lock()
+	h := &dto.Histogram{SampleCount: proto.Uint64(uint64(len(f.ttft))), SampleSum: proto.Float64(0)}
+	for _, b := range vllmTTFTBuckets {
+		n := 0
+		for _, v := range f.ttft {
+			if v <= b {
+				n++
+			}
+		}
+		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(b), CumulativeCount: proto.Uint64(uint64(n))})
+	}
+	sum := 0.0
+	for _, v := range f.ttft {
+		sum += v
+	}
+	h.SampleSum = proto.Float64(sum)
+	lbl := []*dto.LabelPair{{Name: proto.String("engine"), Value: proto.String("0")}, {Name: proto.String("model_name"), Value: proto.String("m")}}
+	fams := []*dto.MetricFamily{
+		{Name: proto.String("vllm:time_to_first_token_seconds"), Help: proto.String("ttft"), Type: dto.MetricType_HISTOGRAM.Enum(),
+			Metric: []*dto.Metric{{Label: lbl, Histogram: h}}},
+		{Name: proto.String("vllm:request_success_total"), Help: proto.String("finished"), Type: dto.MetricType_COUNTER.Enum(),
+			Metric: []*dto.Metric{{Label: append(slices.Clone(lbl), &dto.LabelPair{Name: proto.String("finished_reason"), Value: proto.String("length")}),
+				Counter: &dto.Counter{Value: proto.Float64(float64(f.requests))}}}},
+		{Name: proto.String("vllm:num_requests_running"), Help: proto.String("running"), Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Label: lbl, Gauge: &dto.Gauge{Value: proto.Float64(f.running)}}}},
+	}
+	f.mu.Unlock()
+	for _, mf := range fams {
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			return
+		}
+	}
+}
+
+// serverLoad is a Load on the embedded engine whose requests the fake
+// metrics observe, each with a server TTFT of 90 % of the client's (the
+// rest being, say, the network), through onDone.
+func serverLoad(t *testing.T, f *fakeMetrics, onDone func(i int)) (*Load, *ServerMetrics) {
+	t.Helper()
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	t.Cleanup(srv.Close)
+	c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	ms := httptest.NewServer(f)
+	t.Cleanup(ms.Close)
+	var mu sync.Mutex
+	n := 0
+	e := engine.Func(func(ctx context.Context, req engine.Request) (engine.Result, error) {
+		res, err := c.Complete(ctx, req)
+		if ttft, terr := res.Trace.TTFT(); err == nil && terr == nil {
+			f.observe(0.9 * ttft.Seconds())
+		}
+		mu.Lock()
+		i := n
+		n++
+		mu.Unlock()
+		if onDone != nil {
+			onDone(i)
+		}
+		return res, err
+	})
+	m := &ServerMetrics{URL: ms.URL + "/metrics", Timeout: time.Second, IdleWait: time.Second, Settle: -1}
+	return &Load{Engine: e, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, ServerMetrics: m}, m
+}
+
+// TestServerViewBesideClient: the server's mean is its observations'
+// exactly, each percentile's bounds hold the true order statistic, the
+// bucket layout is recorded, and the client's mean sits beside it.
+func TestServerViewBesideClient(t *testing.T) {
+	f := &fakeMetrics{}
+	f.observe(0.5) // traffic before the window is not the run's
+	l, _ := serverLoad(t, f, nil)
+	run, err := l.Run(context.Background(), Lengths{Input: 64, Output: 4, RangeRatio: 0.5, Seed: 3}, Traffic{Rate: math.Inf(1), NumRequests: 12, MaxConcurrency: 3}, timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := run.Summary.Server
+	if v == nil || v.TTFT == nil {
+		t.Fatalf("Summary.Server = %+v; want a TTFT figure", v)
+	}
+	if len(v.Warnings) != 0 {
+		t.Errorf("warnings %q on a clean window", v.Warnings)
+	}
+	obs := slices.Clone(f.ttft[1:])
+	if v.Requests == nil || *v.Requests != 12 || v.TTFT.Count != 12 {
+		t.Fatalf("server requests %v, TTFT count %v; want 12", v.Requests, v.TTFT.Count)
+	}
+	sum := 0.0
+	for _, x := range obs {
+		sum += x
+	}
+	if want := sum / 12; math.Abs(v.TTFT.Mean-want) > 1e-12*want {
+		t.Errorf("server TTFT mean %v; want the observations' %v", v.TTFT.Mean, want)
+	}
+	slices.Sort(obs)
+	for _, p := range []struct {
+		q float64
+		p ServerPercentile
+	}{{0.5, v.TTFT.P50}, {0.9, v.TTFT.P90}, {0.99, v.TTFT.P99}} {
+		// The order statistic at rank ⌈q·N⌉ is what histogram_quantile brackets.
+		k := int(math.Ceil(p.q*float64(len(obs)))) - 1
+		x := obs[max(k, 0)]
+		if p.p.Upper == nil || !(x > p.p.Lower && x <= *p.p.Upper) || p.p.Value < p.p.Lower || p.p.Value > *p.p.Upper {
+			t.Errorf("p%v = %v; the true order statistic %v is outside its bounds", p.q*100, p.p, x)
+		}
+	}
+	if diff := slices.Compare(v.TTFT.Buckets, vllmTTFTBuckets); diff != 0 {
+		t.Errorf("recorded layout %v; want the served %v", v.TTFT.Buckets, vllmTTFTBuckets)
+	}
+	if len(v.Beside) != 1 || v.Beside[0].Figure != "ttft_s" {
+		t.Fatalf("beside = %+v; want TTFT", v.Beside)
+	}
+	b := v.Beside[0]
+	if b.Client != *run.Summary.TTFT.Mean || b.Server != v.TTFT.Mean || math.Abs(b.Difference-(b.Client-b.Server)) > 1e-15 {
+		t.Errorf("comparison %+v; want the client's %v beside the server's %v", b, *run.Summary.TTFT.Mean, v.TTFT.Mean)
+	}
+	if b.Difference <= 0 || math.Abs(b.Server/b.Client-0.9) > 1e-9 {
+		t.Errorf("server TTFT is 0.9 × the client's by construction; got %v of %v", b.Server, b.Client)
+	}
+	// The table sets the server's columns beside the client's.
+	var out strings.Builder
+	if err := WriteTable(&out, []Summary{run.Summary}, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%.2f/%.2f/%+.2f", b.Client*1000, b.Server*1000, b.Difference*1000)
+	if !strings.Contains(out.String(), v.URL) || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "12/12") {
+		t.Errorf("table lacks the server view (%s, %q, 12/12):\n%s", v.URL, want, out.String())
+	}
+}
+
+// TestServerViewRefusals: a restart between the scrapes and a foreign
+// request in the window each give a warning and no server figure, and the
+// client's figures are whole.
+func TestServerViewRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		during     func(f *fakeMetrics, i int)
+	}{
+		{"restart", "refused", func(f *fakeMetrics, i int) {
+			if i == 2 {
+				f.reset()
+			}
+		}},
+		{"foreign request", "foreign traffic", func(f *fakeMetrics, i int) {
+			if i == 1 {
+				f.observe(0.01)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeMetrics{}
+			for range 5 {
+				f.observe(0.2)
+			}
+			l, _ := serverLoad(t, f, func(i int) { tc.during(f, i) })
+			run, err := l.Run(context.Background(), Lengths{Input: 48, Output: 3}, Traffic{Users: 1, NumRequests: 4}, timing.SLO{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := run.Summary
+			if s.Completed != 4 || s.TTFT.Mean == nil {
+				t.Fatalf("client figures: %d completed, TTFT %v", s.Completed, s.TTFT.Mean)
+			}
+			v := s.Server
+			if v == nil || v.TTFT != nil || v.Requests != nil {
+				t.Fatalf("server view %+v; want no figures", v)
+			}
+			if !slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, tc.want) }) {
+				t.Errorf("warnings %q; want one saying %q", v.Warnings, tc.want)
+			}
+			if !slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, "server metrics: ") }) {
+				t.Errorf("summary warnings %q do not carry the server's", s.Warnings)
+			}
+		})
+	}
+}
+
+// TestServerViewHostile: a /metrics that hangs, one without end and a
+// server that never goes idle each cost a bounded time and end in a
+// warning; the client's measurement is whole.
+func TestServerViewHostile(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		set        func(f *fakeMetrics, m *ServerMetrics)
+	}{
+		{"hangs", "deadline exceeded", func(f *fakeMetrics, m *ServerMetrics) { f.block = make(chan struct{}) }},
+		{"endless body", "byte limit", func(f *fakeMetrics, m *ServerMetrics) { f.endless = true; m.Limits.MaxBytes = 1 << 16 }},
+		{"busy at the first scrape", "held 2 requests at the first scrape", func(f *fakeMetrics, m *ServerMetrics) { f.running = 2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeMetrics{}
+			l, m := serverLoad(t, f, nil)
+			tc.set(f, m)
+			if f.block != nil {
+				defer close(f.block)
+			}
+			t0 := time.Now()
+			run, err := l.Run(context.Background(), Lengths{Input: 48, Output: 3}, Traffic{Burst: 3}, timing.SLO{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Two scrapes of at most a second each, and the run itself.
+			if d := time.Since(t0); d > 20*time.Second {
+				t.Errorf("the run took %v with a hostile /metrics", d)
+			}
+			s := run.Summary
+			if s.Completed != 3 || s.TTFT.Mean == nil {
+				t.Fatalf("client figures: %d completed, TTFT %v", s.Completed, s.TTFT.Mean)
+			}
+			if s.Server == nil || s.Server.TTFT != nil || !slices.ContainsFunc(s.Server.Warnings, func(w string) bool { return strings.Contains(w, tc.want) }) {
+				t.Errorf("server view %+v; want no figures and a warning saying %q", s.Server, tc.want)
+			}
+		})
+	}
+}
+
+// TestServerViewNeverIdle: a server whose gauges never fall to 0 after
+// the run is given IdleWait, then no figures.
+func TestServerViewNeverIdle(t *testing.T) {
+	f := &fakeMetrics{}
+	l, _ := serverLoad(t, f, func(int) {
+		f.mu.Lock()
+		f.running = 1
+		f.mu.Unlock()
+	})
+	t0 := time.Now()
+	run, err := l.Run(context.Background(), Lengths{Input: 48, Output: 3}, Traffic{Burst: 2}, timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Errorf("the run took %v", d)
+	}
+	v := run.Summary.Server
+	if v == nil || v.TTFT != nil || !slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, "still held 1 requests") }) {
+		t.Errorf("server view %+v; want no figures and the wait's warning", v)
+	}
+}
