@@ -10,6 +10,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/metrics"
+	"github.com/inferbench/inferbench/internal/httpsafe"
 )
 
 // Defaults of ServerMetrics.
@@ -36,9 +37,12 @@ const (
 type ServerMetrics struct {
 	// URL is the /metrics endpoint.
 	URL string
-	// Client sends the scrapes; nil uses a client of its own (no proxy
-	// environment is needed on a loopback server either way).
+	// Client sends the scrapes; nil uses a client of its own that follows
+	// no redirect (Header may carry a credential).
 	Client *http.Client
+	// Header is sent with every scrape (a bearer token for a server that
+	// guards /metrics).
+	Header http.Header
 	// Timeout bounds each scrape (DefaultScrapeTimeout when 0).
 	Timeout time.Duration
 	// IdleWait bounds the wait for an idle server (its running and
@@ -159,9 +163,32 @@ func (m ServerMetrics) withDefaults() ServerMetrics {
 		m.Settle = DefaultSettle
 	}
 	if m.Client == nil {
-		m.Client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConns: 1}}
+		m.Client = &http.Client{CheckRedirect: httpsafe.NoRedirects(), Transport: &http.Transport{MaxIdleConns: 1}}
+	}
+	if len(m.Header) > 0 {
+		c := *m.Client
+		base := c.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		c.Transport = headerTransport{base: base, header: m.Header}
+		m.Client = &c
 	}
 	return m
+}
+
+// headerTransport adds a header to every request.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
 }
 
 // scrape takes one snapshot within the timeout.
@@ -451,4 +478,10 @@ func fnum(v *float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+// Probe scrapes the endpoint once, as a run would: to learn before a run
+// whether it answers.
+func (m ServerMetrics) Probe(ctx context.Context) (metrics.Snapshot, error) {
+	return m.withDefaults().scrape(ctx)
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	neturl "net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -55,6 +57,11 @@ type Target struct {
 	Preset        string
 	Timeout       time.Duration
 	NoHostInfo    bool
+	// ServerMetricsURL is --server-metrics, the server's Prometheus
+	// endpoint; empty: the server root's /metrics when it answers.
+	// NoServerMetrics is --no-server-metrics.
+	ServerMetricsURL string
+	NoServerMetrics  bool
 	// Sim is the embedded engine's configuration (its Preset and Counter
 	// are the Target's).
 	Sim sim.Options
@@ -68,6 +75,9 @@ type Target struct {
 	Counter promptsize.Counter
 	URL     string
 	Server  *sim.Server
+	// Metrics reads the server's own view of each run (set by Start for
+	// an OpenAI-compatible target whose /metrics answered); nil: none.
+	Metrics *benchkit.ServerMetrics
 
 	envErr error // a bad EXO_HOST or EXO_PORT, for Check
 }
@@ -94,6 +104,8 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.Preset, "sim-preset", t.defaultPreset().Name, "preset of the embedded engine (without --base-url)")
 	fs.DurationVar(&t.Timeout, "timeout", DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
+	fs.StringVar(&t.ServerMetricsURL, "server-metrics", "", "the server's Prometheus endpoint, scraped before and after each run for its own figures (default: the server root's /metrics when it answers)")
+	fs.BoolVar(&t.NoServerMetrics, "no-server-metrics", false, "read no server metrics")
 	fs.Func("prefix-cache", "the embedded engine's prefix cache (without --base-url): radix reuses cached blocks, naive reuses nothing (default radix)", func(v string) error {
 		m, err := sim.ParsePrefixCacheMode(v)
 		t.Sim.PrefixCache = m
@@ -225,7 +237,40 @@ func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 	}
 	si := ProbeServer(ctx, nil, t.URL, AuthHeader(t.APIKeyEnv), 5*time.Second)
 	t.Info.Provenance.Server = &si
+	t.Metrics = t.probeMetrics(ctx, stderr)
 	return nil
+}
+
+// probeMetrics scrapes the server's metrics endpoint once: the endpoint
+// the run will read when it answered, nil otherwise. An endpoint named on
+// the command line that fails is said on stderr; the run goes on without
+// it, as it would lose the figures of a scrape that fails later.
+func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *benchkit.ServerMetrics {
+	if t.NoServerMetrics {
+		return nil
+	}
+	url := t.ServerMetricsURL
+	if url == "" {
+		url = strings.TrimRight(t.URL, "/") + "/metrics"
+	}
+	m := &benchkit.ServerMetrics{URL: url, Timeout: 3 * time.Second}
+	// The token goes only where the requests go: the server's own origin.
+	if sameOrigin(url, t.URL) {
+		m.Header = AuthHeader(t.APIKeyEnv)
+	}
+	snap, err := m.Probe(ctx)
+	switch {
+	case err != nil && t.ServerMetricsURL != "":
+		fmt.Fprintf(stderr, "%s: --server-metrics %s: %v; no server figures\n", t.Program, url, err)
+		return nil
+	case err != nil:
+		return nil
+	case len(snap.Families) == 0:
+		fmt.Fprintf(stderr, "%s: %s serves no metric families (vLLM without stats logging?); no server figures\n", t.Program, url)
+		return nil
+	}
+	fmt.Fprintf(stderr, "%s: the server's own view from %s (before and after each run)\n", t.Program, url)
+	return m
 }
 
 // startSim starts the embedded engine on loopback; it lives until Close,
@@ -300,4 +345,11 @@ func Outcome(runErr error, failed, total int, saturated bool, reasons string, al
 		return fmt.Errorf("%w: %s (--allow-saturated to accept)", ErrClientSaturated, reasons)
 	}
 	return nil
+}
+
+// sameOrigin reports whether a and b have one scheme, host and port.
+func sameOrigin(a, b string) bool {
+	ua, err1 := neturl.Parse(a)
+	ub, err2 := neturl.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
 }

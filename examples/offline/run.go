@@ -137,7 +137,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	keeper := newReplyKeeper()
 	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: tg.Timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
-		GCPercent: int(gcPercent)}
+		GCPercent: int(gcPercent), ServerMetrics: tg.Metrics}
 	if seg.Split() || !start.IsZero() {
 		fmt.Fprintf(stderr, "offline: segment %s of the plan, shared start %s\n", seg, meta.Segment.StartAt)
 	}

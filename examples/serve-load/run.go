@@ -289,6 +289,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		Segment:        o.split.seg,
 		StartAt:        o.split.start,
 		GCPercent:      int(o.gcPercent),
+		ServerMetrics:  tg.Metrics,
 	}
 	if meta.Segment = o.split.header(traffic(o), rates); meta.Segment != nil {
 		fmt.Fprintf(stderr, "serve-load: segment %s of the plan, shared start %q\n", o.split.seg, meta.Segment.StartAt)
