@@ -206,6 +206,11 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 			res.Warnings = append(res.Warnings, fmt.Errorf("%w: Content-Type %q, want text/event-stream", ErrNotStreamed, ct))
 		}
 		err = c.readBody(ctx, resp.Body, req, &res)
+		if err == nil && res.ServerStats == nil {
+			st, warns, terr := tgiStats(resp.Header, req.MaxTokens)
+			res.ServerStats, err = st, terr
+			res.Warnings = append(res.Warnings, warns...)
+		}
 	}
 	if err == nil {
 		// Let the connection go back to the pool: read what may follow
