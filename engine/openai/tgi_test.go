@@ -74,3 +74,35 @@ func TestTGIHeaders(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTGIHeaders: any header values decode without a panic into stats
+// with no negative duration or count, or into an implausible-usage error.
+func FuzzTGIHeaders(f *testing.F) {
+	f.Add("17", "232", "251", "21", "4")
+	f.Add("", "9223372036854775807", "-1", "x", "99999999999999999999")
+	f.Add(" 3 ", "0", "", "0", "0")
+	f.Fuzz(func(t *testing.T, queue, inference, total, prompt, generated string) {
+		h := http.Header{}
+		for k, v := range map[string]string{tgiQueue: queue, tgiInference: inference, tgiTotal: total, tgiPrompt: prompt, tgiGenerated: generated} {
+			h.Set(k, v)
+		}
+		st, _, err := tgiStats(h, 64)
+		if err != nil {
+			if engine.KindOf(err) != engine.KindImplausibleUsage {
+				t.Fatalf("error %v of kind %s", err, engine.KindOf(err))
+			}
+			return
+		}
+		if st == nil {
+			return
+		}
+		for _, d := range []*time.Duration{st.Queue, st.Inference, st.Total} {
+			if d != nil && *d < 0 {
+				t.Fatalf("negative duration in %+v", st)
+			}
+		}
+		if st.PromptTokens < 0 || st.GenerationTokens < 0 || st.GenerationTokens > engine.MaxPlausibleCount(64) || st.GenerationTPS < 0 {
+			t.Fatalf("implausible stats %+v", st)
+		}
+	})
+}
