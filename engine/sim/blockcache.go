@@ -75,6 +75,7 @@ type blockCache struct {
 	inUse  int       // blocks in memory: hashed ones (held or free) and private ones
 	stats  *cacheCounters
 	gauge  atomic.Int64 // inUse, for readers on other goroutines
+	used   atomic.Int64 // blocks held by running requests (inUse less the evictable), likewise
 }
 
 func newBlockCache(size, budget int, reuse bool, stats *cacheCounters) *blockCache {
@@ -153,6 +154,7 @@ func (c *blockCache) lookup(q *blockSeq) int {
 		c.hold(q, b)
 	}
 	q.owner = c
+	c.publish()
 	return n * c.size
 }
 
@@ -234,5 +236,11 @@ func (c *blockCache) evict() {
 		c.inUse--
 		c.stats.evicted.Add(1)
 	}
+	c.publish()
+}
+
+// publish stores the block counts for readers on other goroutines.
+func (c *blockCache) publish() {
 	c.gauge.Store(int64(c.inUse))
+	c.used.Store(int64(c.inUse - c.free.Len()))
 }

@@ -43,6 +43,7 @@
 //	POST   /v1/cancel/{command_id}   cancels a running request
 //	GET    /v1/feature-flags, GET /node_id
 //	POST   /tokenize                 vLLM's shape, for counting (a sim addition)
+//	GET    /metrics                  Prometheus text 0.0.4 (see Metrics), also on /vllm/metrics
 //
 // The OpenAI API as vLLM serves it, on Server.VLLMURL (URL + "/vllm"):
 // POST /v1/chat/completions with stream_options.include_usage (a final chunk
@@ -243,6 +244,67 @@
 //	                      (JSON: a "padding" field of Size bytes)
 //	unknown-model         404 with the dialect's unknown-model envelope
 //	empty-body            200 application/json with Content-Length 0
+//
+// # Metrics
+//
+// GET /metrics and GET /vllm/metrics serve the server's own view in the
+// Prometheus text format 0.0.4 ("text/plain; version=0.0.4;
+// charset=utf-8"), from the schedule itself, so a benchmark can window it
+// (two scrapes, engine/metrics.Delta) with no real server. Every request
+// counts, on either API. Options.Metrics picks the families:
+// MetricsVLLM (the default), MetricsSGLang, or MetricsOff (404
+// {"detail":"Not Found"}, as SGLang without --enable-metrics).
+// Server.ResetMetrics zeroes every counter and histogram, as a restart
+// would.
+//
+// The instants are the schedule's (see Cost model), durations since the
+// server started: arrival (the request reached its instance's queue; a
+// request arriving during a step arrives at an instant of that step),
+// admitted (it left the queue for the batch: vLLM's first SCHEDULED), each
+// token's instant (the end of the decode step that gave it; the first is
+// "first", the last "last", which is also the finish), and the step
+// before. vLLM's families, labels model_name (the instance's model) and
+// engine (the instance's index among the instances of that model, "0"
+// first), default buckets exactly:
+//
+//	vllm:time_to_first_token_seconds            first − arrival, observed at the first token
+//	vllm:inter_token_latency_seconds            token − previous token, each step after the first
+//	vllm:request_time_per_output_token_seconds  (last − first)/(n − 1), 0 when n = 1, at finish
+//	vllm:e2e_request_latency_seconds            last − arrival, at finish
+//	vllm:request_queue_time_seconds             admitted − arrival, at finish
+//	vllm:request_prefill_time_seconds           first − admitted, at finish
+//	vllm:request_decode_time_seconds            last − first, at finish
+//	vllm:request_inference_time_seconds         last − admitted, at finish
+//	vllm:prompt_tokens_total                    + prompt_tokens at the first token (the prefill done)
+//	vllm:generation_tokens_total                + 1 each step
+//	vllm:prefix_cache_queries_total             + prompt_tokens at admission, when a prefix cache was
+//	                                            looked up (not in PrefixCacheNaive, not for exo's
+//	                                            bench requests without use_prefix_cache)
+//	vllm:prefix_cache_hits_total                + cached_tokens then (the block hit; exo's cache hit)
+//	vllm:request_success_total{finished_reason} + 1 at finish, "stop" or "length"
+//	vllm:num_requests_running                   admitted and not ended (a remote prefill included)
+//	vllm:num_requests_waiting                   arrived and not admitted
+//	vllm:kv_cache_usage_perc                    blocks held by running requests / the KV budget (the
+//	                                            vLLM API's block cache; cached blocks no request holds
+//	                                            count as free, as in vLLM; above 1 when overcommitted)
+//
+// n is the request's generated tokens; the sim decodes one token per step,
+// so ITL's count is Σ (n − 1) and its sum Σ (last − first). With
+// MetricsSGLang: sglang:time_to_first_token_seconds, sglang:inter_token_latency_seconds
+// and sglang:e2e_request_latency_seconds (as above, labels model_name and
+// engine_type="unified"; ITL is SGLang's token-weighted histogram, whose
+// count is tokens: with one token a step it equals the per-step one),
+// sglang:queue_time_seconds (admitted − arrival, observed at admission;
+// with tp_rank and pp_rank "0", as the gauges), the counters
+// sglang:prompt_tokens_total, sglang:generation_tokens_total,
+// sglang:cached_tokens_total and sglang:num_requests_total (added at
+// finish, as SGLang's tokenizer manager does), and the gauges
+// sglang:num_running_reqs and sglang:num_queue_reqs; SGLang's default
+// buckets, one series per model (SGLang's one tokenizer manager). A
+// request that ends otherwise (its client left, a cancel, its instance
+// deleted) leaves the gauges and adds no per-request observation and no
+// finish, but its tokens and TTFT were counted as they happened.
+// Options.StreamChunk changes what is streamed, not the metrics.
 //
 // # What is not modelled
 //

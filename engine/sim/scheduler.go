@@ -93,6 +93,9 @@ type job struct {
 	maxBatch     int
 	seq          blockSeq // the block cache's view of the request (blocks)
 
+	met   *engineMetrics // the home instance's metrics; set on arrival
+	gauge atomic.Int32   // gaugeNone, gaugeWaiting or gaugeRunning (metrics.go)
+
 	mu     sync.Mutex
 	events []event
 	notify chan struct{}
@@ -146,6 +149,8 @@ type instance struct {
 	cache      prefixCache // exo's API
 	kv         *blockCache // the vLLM API; set before the scheduler starts
 	peakTokens int         // high-water mark of KV tokens held at once
+
+	met *engineMetrics // the instance's series (metrics.go); nil when metrics are off
 }
 
 // peakBytes is what exo reports as peak_memory_usage for rank 0: its share
@@ -181,6 +186,8 @@ func (in *instance) submit(j *job) bool {
 		}
 		j.arrived.Store(int64(j.arrival))
 		j.instID.Store(in.id)
+		j.met = in.met
+		j.met.arrive(j)
 	}
 	if j.remote == 1 {
 		j.remoteIdleAt = -1
@@ -257,8 +264,10 @@ func (in *instance) run() {
 		in.mu.Unlock()
 		for _, j := range append(running, queued...) {
 			j.state.Store(jobDone)
+			j.met.leave(j)
 			j.push(event{kind: evError, err: errInstanceGone})
 		}
+		in.met.stop()
 	}()
 	if !in.sleepUntil(in.readyAt) {
 		return
@@ -356,6 +365,7 @@ func (in *instance) run() {
 		keep := running[:0]
 		for _, j := range running {
 			j.maxBatch = max(j.maxBatch, len(running))
+			in.s.observeToken(j, now)
 			if j.generated == 0 {
 				j.first = now
 				// The step computed the prompt's last token.
@@ -377,6 +387,7 @@ func (in *instance) run() {
 				j.seq.drop()
 				f := j.final()
 				f.peakBytes = in.peakBytes()
+				in.s.observeDone(j, f)
 				j.push(event{kind: evDone, stats: f})
 				continue
 			}
@@ -394,6 +405,7 @@ func dropCancelled(js []*job) []*job {
 	for _, j := range js {
 		if j.cancelled.Load() {
 			j.state.Store(jobDone)
+			j.met.leave(j)
 			j.seq.drop()
 			continue
 		}
@@ -432,6 +444,7 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 		j.remote = 2
 		if !j.home.submit(j) {
 			j.state.Store(jobDone)
+			j.met.leave(j)
 			j.push(event{kind: evError, err: errInstanceGone})
 		}
 		return end, false, true
@@ -483,6 +496,7 @@ func (in *instance) admit(j *job, now time.Duration) (next time.Duration, run, o
 	}
 	in.s.cache.prompt.Add(int64(j.prompt))
 	in.s.cache.cached.Add(int64(j.cached))
+	j.met.admit(j, now, j.blocks && in.kv.reuse || j.useCache)
 	u := j.prompt - j.cached
 	if u > remotePrefillMinTokens {
 		if p := in.s.prefillInstanceFor(in); p != nil {

@@ -105,6 +105,10 @@ type Options struct {
 	// --enable-prompt-tokens-details (its default). By default the sim
 	// reports cached_tokens as vLLM does with it.
 	NoPromptTokensDetails bool
+	// Metrics selects the Prometheus families of GET /metrics (and
+	// /vllm/metrics): MetricsVLLM (the zero value), MetricsSGLang, or
+	// MetricsOff (404). See the package documentation's Metrics section.
+	Metrics MetricsMode
 	// Logger receives the server's log; nil means none.
 	Logger *slog.Logger
 }
@@ -119,6 +123,9 @@ func (o Options) blockSize() int    { return orDefault(o.BlockSize, DefaultBlock
 // check reports options no server can run with.
 func (o Options) check() error {
 	if _, err := ParsePrefixCacheMode(string(o.PrefixCache)); err != nil {
+		return err
+	}
+	if _, err := ParseMetricsMode(string(o.Metrics)); err != nil {
 		return err
 	}
 	if o.BlockSize < 0 || o.KVCacheBlocks < 0 {
@@ -173,6 +180,8 @@ type Server struct {
 	seq      atomic.Uint64 // ids
 	chats    atomic.Int64  // chat requests seen, for FaultEvery
 	cache    cacheCounters
+	metrics  *serverMetrics         // nil when metrics are off
+	trace    atomic.Pointer[tracer] // tests: the schedule's truth
 	handlers sync.WaitGroup
 	closed   chan struct{}
 	once     sync.Once
@@ -240,6 +249,7 @@ func serve(ln net.Listener, opts Options) *Server {
 		p = M3UltraGemma27B()
 	}
 	opts.PrefixCache, _ = ParsePrefixCacheMode(string(opts.PrefixCache))
+	opts.Metrics, _ = ParseMetricsMode(string(opts.Metrics))
 	s := &Server{
 		opts:    opts,
 		preset:  p,
@@ -250,6 +260,7 @@ func serve(ln net.Listener, opts Options) *Server {
 		ln:      ln,
 		closed:  make(chan struct{}),
 		jobs:    map[string]*job{},
+		metrics: newServerMetrics(opts.Metrics),
 	}
 	if s.counter == nil {
 		s.counter = Counter{}
@@ -432,6 +443,7 @@ func (s *Server) startInstance(sp spec, delay time.Duration) *instance {
 		budget = in.cost.p.KVCacheBlocks(s.opts.blockSize(), len(sp.nodes))
 	}
 	in.kv = newBlockCache(s.opts.blockSize(), budget, s.opts.PrefixCache.reuse(), &s.cache)
+	in.met = s.metrics.engine(sp.model.ID, in.kv)
 	s.instances = append(s.instances, in)
 	s.events++
 	go in.run()
@@ -596,6 +608,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("POST /vllm/tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /vllm/health", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("GET /vllm/metrics", s.handleMetrics)
 	mux.HandleFunc("GET /state", s.handleState)
 	mux.HandleFunc("GET /state/{path...}", s.handleState)
 	mux.HandleFunc("GET /instance/previews", s.handlePreviews)
