@@ -1,8 +1,9 @@
 // Package sim is an embedded reference inference engine: a real HTTP server
-// on loopback that speaks exo's API and the OpenAI API as vLLM serves it,
-// with timing from a roofline cost model of a model on a machine. It is the
-// default target of the example programs and a test double for anyone's
-// harness: sim.NewServer works like httptest.NewServer.
+// on loopback that speaks exo's API, the OpenAI API as vLLM serves it and
+// Ollama's native API, with timing from a roofline cost model of a model
+// on a machine. It is the default target of the example programs and a
+// test double for anyone's harness: sim.NewServer works like
+// httptest.NewServer.
 //
 //	s := sim.NewServer(sim.Options{Preset: sim.Fast()})
 //	defer s.Close()
@@ -63,6 +64,25 @@
 // stream, the body of a whole answer), for a completion always, for a chat
 // only when something was cached; Options.NoPromptTokensDetails leaves it
 // out, as vLLM's default does.
+//
+// Ollama's native API as v0.6.5 writes it, on Server.OllamaURL (URL +
+// "/ollama"): POST /api/chat (api.ChatRequest: model with or without
+// ":latest", messages, stream, which defaults to true, and options
+// num_predict, seed and stop), GET /api/tags (each model with an instance,
+// as "<id>:latest") and GET /api/version ({"version":"0.6.5"}). A stream
+// is application/x-ndjson, one api.ChatResponse line per token with text
+// (per Options.StreamChunk tokens, which stands for text Ollama holds
+// back), then the final object with done_reason "stop" or "length" and
+// prompt_eval_count, eval_count and the durations (ns) from the
+// request's schedule: load_duration from the handler's start to the
+// instance being ready, prompt_eval_duration from admission to the first
+// token, eval_duration from the first token to the last, total_duration
+// the whole. There is no ignore_eos: a request ends at num_predict or at
+// its natural length, whose last token is the end of sequence, counted in
+// eval_count and never sent. Errors are Ollama's {"error": "..."}: 404
+// "model \"<name>\" not found, try pulling it first", 400 "model is
+// required", a line {"error": ...} after the 200; a request without
+// messages gets done_reason "load".
 //
 // A stream on exo's API is, in order: ": keep-alive" (again after every
 // Options.KeepAlive of silence, 10 s by default); ": prefill_progress

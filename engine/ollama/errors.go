@@ -1,0 +1,41 @@
+package ollama
+
+import "errors"
+
+// Sentinel errors wrapped by the Warnings of a Result, for errors.Is. A
+// warning never fails a request: it says how far to trust a number.
+var (
+	// ErrUnsupported: the request asked for something Ollama's chat API
+	// has no parameter for (IgnoreEOS, MinTokens), so it was not sent.
+	ErrUnsupported = errors.New("ollama: not supported by Ollama's chat API")
+	// ErrTokenMismatch: the stream's content lines and the final
+	// eval_count disagree beyond what the package doc's rule explains
+	// (one token a line, and one more without a line when done_reason
+	// is "stop"). The chunks keep what that rule gives them; Usage keeps
+	// the server's count.
+	ErrTokenMismatch = errors.New("ollama: content lines disagree with eval_count")
+	// ErrShortGeneration: the request asked for IgnoreEOS, which Ollama
+	// cannot honour, and fewer tokens than MaxTokens were generated.
+	ErrShortGeneration = errors.New("ollama: fewer tokens generated than asked")
+	// ErrPromptRate: the prompt rate prompt_eval_count /
+	// prompt_eval_duration is beyond engine.MaxPlausibleRate, which a
+	// prompt served from Ollama's cache gives (the count includes cached
+	// tokens, the duration leaves their work out); PromptTPS is 0.
+	ErrPromptRate = errors.New("ollama: prompt rate not a measurement")
+	// ErrResent: the transport found a pooled connection closed and sent
+	// the request again on a new one; Trace.Start is the first attempt's.
+	ErrResent = errors.New("ollama: request resent on a new connection")
+	// ErrTextCut: the server sent more text than engine.MaxKeptText;
+	// Result.Text holds its start, the counts the whole stream.
+	ErrTextCut = errors.New("ollama: generated text cut")
+)
+
+// Errors wrapped by the errors of Complete, for errors.Is.
+var (
+	// ErrNoDone: the stream ended without its final object ("done":
+	// true). Its kind is engine.KindTruncated.
+	ErrNoDone = errors.New(`stream ended without its final object ("done": true)`)
+	// ErrLineTooLong: a stream line exceeded Options.MaxLineBytes. Its
+	// kind is engine.KindMalformed.
+	ErrLineTooLong = errors.New("stream line too long")
+)
