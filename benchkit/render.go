@@ -492,7 +492,11 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if err := writeRows(&b, md, head, lines); err != nil {
 		return err
 	}
-	if head, lines, legend := serverGrid(sums); len(lines) > 0 {
+	for _, grid := range []func([]Summary) ([]string, [][]string, string){serverGrid, responseGrid} {
+		head, lines, legend := grid(sums)
+		if len(lines) == 0 {
+			continue
+		}
 		b.WriteString("\n" + legend + "\n")
 		if md {
 			b.WriteString("\n")

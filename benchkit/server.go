@@ -485,3 +485,155 @@ func fnum(v *float64) string {
 func (m ServerMetrics) Probe(ctx context.Context) (metrics.Snapshot, error) {
 	return m.withDefaults().scrape(ctx)
 }
+
+// ResponseTimings summarise the server's own timings of each response
+// (engine.ServerStats from llama.cpp's timings, Ollama's durations, TGI's
+// headers) over the completed requests that carried them, beside the
+// client's: the per-request view a server without /metrics gives.
+type ResponseTimings struct {
+	// Source is the server that reported them ("ollama", "llama.cpp",
+	// "tgi"); Requests how many requests did.
+	Source   string `json:"source"`
+	Requests int    `json:"requests"`
+	// The durations each server reports, in seconds; null where none of
+	// the requests had one.
+	Queue     *Quantiles `json:"queue_s,omitempty"`
+	Load      *Quantiles `json:"load_s,omitempty"`
+	Prefill   *Quantiles `json:"prefill_s,omitempty"`
+	Decode    *Quantiles `json:"decode_s,omitempty"`
+	Inference *Quantiles `json:"inference_s,omitempty"`
+	Total     *Quantiles `json:"total_s,omitempty"`
+	// FirstToken is queue + load + prefill per request, the server's
+	// share of the client's TTFT; DecodePerToken is decode / (n − 1),
+	// the server's TPOT (llama.cpp's predicted_ms and Ollama's
+	// eval_duration both run from the first sampled token to the last).
+	FirstToken     *Quantiles `json:"first_token_s,omitempty"`
+	DecodePerToken *Quantiles `json:"decode_per_token_s,omitempty"`
+	// Beside sets the server's means beside the client's.
+	Beside []Comparison `json:"beside_client,omitempty"`
+}
+
+// What a difference between the client's per-request figure and the
+// server's own holds.
+const (
+	containsFirstToken = "the HTTP request and response path, the network, and what the server does outside its timers (template, tokenization where it is not timed, the first token's detokenization)"
+	containsDecodeTok  = "network jitter and read batching, and the server's streaming path"
+	containsTotal      = "the HTTP request and response path and the network"
+)
+
+// responseTimings summarises the completed requests' per-response
+// server timings; nil when none carried any.
+func responseTimings(reqs []Request, s Summary) *ResponseTimings {
+	var rt ResponseTimings
+	var queue, load, prefill, decode, inference, total, first, perTok []float64
+	add := func(dst *[]float64, d *time.Duration) {
+		if d != nil {
+			*dst = append(*dst, d.Seconds())
+		}
+	}
+	for _, r := range reqs {
+		st := r.Stats
+		if r.Failed() || st == nil || st.Source == "" {
+			continue
+		}
+		if rt.Source == "" {
+			rt.Source = st.Source
+		} else if rt.Source != st.Source {
+			rt.Source = "mixed"
+		}
+		rt.Requests++
+		add(&queue, st.Queue)
+		add(&load, st.Load)
+		add(&prefill, st.Prefill)
+		add(&decode, st.Decode)
+		add(&inference, st.Inference)
+		add(&total, st.Total)
+		if st.Prefill != nil {
+			f := *st.Prefill
+			for _, d := range []*time.Duration{st.Queue, st.Load} {
+				if d != nil {
+					f += *d
+				}
+			}
+			first = append(first, f.Seconds())
+		}
+		if st.Decode != nil && st.GenerationTokens >= 2 {
+			perTok = append(perTok, st.Decode.Seconds()/float64(st.GenerationTokens-1))
+		}
+	}
+	if rt.Requests == 0 {
+		return nil
+	}
+	q := func(x []float64) *Quantiles {
+		if len(x) == 0 {
+			return nil
+		}
+		v := quantiles(x)
+		return &v
+	}
+	rt.Queue, rt.Load, rt.Prefill, rt.Decode = q(queue), q(load), q(prefill), q(decode)
+	rt.Inference, rt.Total, rt.FirstToken, rt.DecodePerToken = q(inference), q(total), q(first), q(perTok)
+	beside := func(name string, client *float64, server *Quantiles, contains string) {
+		if client == nil || server == nil || server.Mean == nil {
+			return
+		}
+		rt.Beside = append(rt.Beside, Comparison{Figure: name, Client: *client, Server: *server.Mean,
+			Difference: *client - *server.Mean, Contains: contains})
+	}
+	beside("ttft_s", s.TTFT.Mean, rt.FirstToken, containsFirstToken)
+	beside("tpot_s", s.TPOT.Mean, rt.DecodePerToken, containsDecodeTok)
+	beside("e2e_s", s.E2E.Mean, rt.Total, containsTotal)
+	return &rt
+}
+
+// responseGrid is the table of the servers' per-response timings beside
+// the client's, one line per run that has them.
+func responseGrid(sums []Summary) (head []string, lines [][]string, legend string) {
+	head = []string{"traffic", "reqs timed/ok", "ttft ms mean cli/srv/Δ", "srv prefill ms mean; p99", "srv queue+load ms mean", "tpot ms mean cli/srv", "srv decode ms mean", "e2e ms mean cli/srv"}
+	src := ""
+	for _, s := range sums {
+		rt := s.Responses
+		if rt == nil {
+			continue
+		}
+		src = rt.Source
+		qmean := func(q *Quantiles) *float64 {
+			if q == nil {
+				return nil
+			}
+			return q.Mean
+		}
+		var wait *float64
+		for _, q := range []*Quantiles{rt.Queue, rt.Load} {
+			if m := qmean(q); m != nil {
+				w := *m
+				if wait != nil {
+					w += *wait
+				}
+				wait = &w
+			}
+		}
+		p99 := func(q *Quantiles) *float64 {
+			if q == nil {
+				return nil
+			}
+			return q.P99
+		}
+		diff := "-"
+		if c, sv := s.TTFT.Mean, qmean(rt.FirstToken); c != nil && sv != nil {
+			diff = fmt.Sprintf("%+.2f", (*c-*sv)*1000)
+		}
+		lines = append(lines, []string{
+			s.Traffic,
+			fmt.Sprintf("%d/%d", rt.Requests, s.Completed),
+			cms(s.TTFT.Mean) + "/" + cms(qmean(rt.FirstToken)) + "/" + diff,
+			cms(qmean(rt.Prefill)) + "; " + cms(p99(rt.Prefill)),
+			cms(wait),
+			cms(s.TPOT.Mean) + "/" + cms(qmean(rt.DecodePerToken)),
+			cms(qmean(rt.Decode)),
+			cms(s.E2E.Mean) + "/" + cms(qmean(rt.Total)),
+		})
+	}
+	legend = "The server's own timings of each response (" + src + "): its first token is queue + load + prefill, its TPOT decode / (n − 1); Δ = client − server, the HTTP path, the network and what the server does outside its timers."
+	return head, lines, legend
+}

@@ -312,3 +312,41 @@ func TestServerViewNeverIdle(t *testing.T) {
 		t.Errorf("server view %+v; want no figures and the wait's warning", v)
 	}
 }
+
+// TestResponseTimings: the servers' per-response timings are summarised
+// over the completed requests that carried them, the first token as
+// queue + load + prefill and the TPOT as decode / (n − 1), beside the
+// client's means; a run without them has none.
+func TestResponseTimings(t *testing.T) {
+	d := func(ms float64) *time.Duration { v := time.Duration(ms * float64(time.Millisecond)); return &v }
+	f := func(v float64) *float64 { return &v }
+	reqs := []Request{
+		{TTFTS: f(0.030), TPOTS: f(0.011), E2ES: f(0.250), Stats: &engine.ServerStats{Source: "ollama", GenerationTokens: 21, Load: d(2), Prefill: d(20), Decode: d(200), Total: d(230)}},
+		{TTFTS: f(0.050), TPOTS: f(0.013), E2ES: f(0.350), Stats: &engine.ServerStats{Source: "ollama", GenerationTokens: 21, Load: d(4), Prefill: d(36), Decode: d(240), Total: d(290)}},
+		{Error: "boom", Stats: &engine.ServerStats{Source: "ollama", Prefill: d(999)}},
+		{TTFTS: f(0.040), E2ES: f(0.300)}, // exo-style or none: no source
+	}
+	s := Summary{}
+	s.overRequests(reqs, timing.SLO{})
+	rt := responseTimings(reqs, s)
+	if rt == nil || rt.Source != "ollama" || rt.Requests != 2 {
+		t.Fatalf("timings %+v; want two ollama requests", rt)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if rt.Prefill.N != 2 || !near(*rt.Prefill.Mean, 0.028) || !near(*rt.FirstToken.Mean, (0.022+0.040)/2) || !near(*rt.DecodePerToken.Mean, (0.010+0.012)/2) || rt.Queue != nil {
+		t.Errorf("prefill %v, first token %v, decode per token %v, queue %v", *rt.Prefill.Mean, *rt.FirstToken.Mean, *rt.DecodePerToken.Mean, rt.Queue)
+	}
+	want := map[string][2]float64{"ttft_s": {*s.TTFT.Mean, 0.031}, "tpot_s": {*s.TPOT.Mean, 0.011}, "e2e_s": {*s.E2E.Mean, 0.260}}
+	if len(rt.Beside) != len(want) {
+		t.Fatalf("beside %+v; want %d figures", rt.Beside, len(want))
+	}
+	for _, c := range rt.Beside {
+		w := want[c.Figure]
+		if !near(c.Client, w[0]) || !near(c.Server, w[1]) || !near(c.Difference, w[0]-w[1]) {
+			t.Errorf("%s: %+v; want client %v server %v", c.Figure, c, w[0], w[1])
+		}
+	}
+	if responseTimings(reqs[3:], s) != nil {
+		t.Error("timings from requests that carried none")
+	}
+}

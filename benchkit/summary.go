@@ -123,6 +123,10 @@ type Summary struct {
 	// (Load.ServerMetrics), with the client's means beside it; null when
 	// not scraped.
 	Server *ServerView `json:"server,omitempty"`
+	// Responses summarises the server's own timings of each response
+	// (Ollama, llama.cpp, TGI), beside the client's; null when no
+	// response carried any.
+	Responses *ResponseTimings `json:"server_timings,omitempty"`
 
 	// Dialed counts the requests that waited for a new connection
 	// (connect_s set); FirstShared those whose first content chunk shared
@@ -251,6 +255,7 @@ func summarize(reqs []Request, key Key, slo timing.SLO) Summary {
 		s.Labels, s.Cell = reqs[0].Labels, reqs[0].Cell()
 	}
 	s.overRequests(reqs, slo)
+	s.Responses = responseTimings(reqs, s)
 	if key == ByCell {
 		s.overRepeats(reqs)
 	}

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/engine"
 )
 
 // TestProbeMetrics: the server root's /metrics is read when it answers
@@ -49,5 +52,43 @@ func TestProbeMetrics(t *testing.T) {
 				t.Errorf("said %q; want %q", said.String(), tc.wantSaid)
 			}
 		})
+	}
+}
+
+// TestTargetOllama: --api ollama measures the embedded engine's Ollama
+// dialect through the native adapter, with the server's own timings on
+// each response; an API it does not know is a usage error.
+func TestTargetOllama(t *testing.T) {
+	tg := &Target{Program: "prog"}
+	parseTarget(t, tg, "--api", "ollama")
+	ctx := context.Background()
+	if err := tg.Check(ctx, []string{"--api", "ollama"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Start(ctx, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if !strings.HasSuffix(tg.URL, "/ollama") || tg.Info.Engine != APIOllama || tg.Metrics != nil {
+		t.Errorf("URL %q, engine %q, metrics %v; want the Ollama dialect and no /metrics", tg.URL, tg.Info.Engine, tg.Metrics)
+	}
+	c, err := tg.Client(openaiOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	res, err := c.Complete(ctx, engine.Request{Model: tg.Model, Stream: true, MaxTokens: 4,
+		Messages: []engine.Message{{Role: "user", Content: "hello"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ServerStats == nil || res.ServerStats.Source != "ollama" || res.ServerStats.Prefill == nil {
+		t.Errorf("stats %+v; want Ollama's durations", res.ServerStats)
+	}
+	bad := &Target{Program: "prog"}
+	parseTarget(t, bad, "--api", "grpc")
+	var ue *UsageError
+	if err := bad.Check(ctx, nil, 0); !errors.As(err, &ue) {
+		t.Errorf("--api grpc: %v; want a usage error", err)
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
+	"github.com/inferbench/inferbench/engine/ollama"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -57,6 +59,10 @@ type Target struct {
 	Preset        string
 	Timeout       time.Duration
 	NoHostInfo    bool
+	// API is --api: "openai" (the default: the OpenAI-compatible API at
+	// BaseURL) or "ollama" (Ollama's native /api/chat at BaseURL, its
+	// root, with the server's own timings on every response).
+	API string
 	// ServerMetricsURL is --server-metrics, the server's Prometheus
 	// endpoint; empty: the server root's /metrics when it answers.
 	// NoServerMetrics is --no-server-metrics.
@@ -104,6 +110,7 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.Preset, "sim-preset", t.defaultPreset().Name, "preset of the embedded engine (without --base-url)")
 	fs.DurationVar(&t.Timeout, "timeout", DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
+	fs.StringVar(&t.API, "api", APIOpenAI, "the server's API: openai (OpenAI-compatible, at --base-url), or ollama (Ollama's native /api/chat at its root, e.g. http://127.0.0.1:11434: an exact token stream and the server's timings; needs --tokenizer)")
 	fs.StringVar(&t.ServerMetricsURL, "server-metrics", "", "the server's Prometheus endpoint, scraped before and after each run for its own figures (default: the server root's /metrics when it answers)")
 	fs.BoolVar(&t.NoServerMetrics, "no-server-metrics", false, "read no server metrics")
 	fs.Func("prefix-cache", "the embedded engine's prefix cache (without --base-url): radix reuses cached blocks, naive reuses nothing (default radix)", func(v string) error {
@@ -144,6 +151,9 @@ func (t *Target) Secret() string {
 // shortest prompt the program will build (shortest tokens; 0 to skip)
 // checked against its chat template's overhead.
 func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
+	if t.API != "" && t.API != APIOpenAI && t.API != APIOllama {
+		return &UsageError{Err: fmt.Errorf("--api %q: want %s or %s", t.API, APIOpenAI, APIOllama)}
+	}
 	switch {
 	case t.envErr != nil:
 		return &UsageError{Err: t.envErr}
@@ -161,6 +171,8 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 	t.Info = benchkit.RunInfo{Tool: "inferbench", Engine: "openai", Provenance: prov}
 	if t.Exo {
 		t.Info.Tool, t.Info.Engine = "inferbench "+t.Program, "exo"
+	} else if t.API == APIOllama {
+		t.Info.Engine = APIOllama
 	}
 	if t.Tokenizer == "" {
 		return nil
@@ -209,7 +221,7 @@ func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 		return nil
 	}
 	if t.Model == "" {
-		c, err := t.OpenAI(openai.Options{})
+		c, err := t.Client(openai.Options{})
 		if err != nil {
 			return err
 		}
@@ -224,6 +236,9 @@ func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 		t.Model = models[0].ID
 	}
 	t.Info.Model = t.Model
+	if t.Counter == nil && t.API == APIOllama {
+		return fmt.Errorf("no --tokenizer given and Ollama has no /tokenize to count prompts with; pass --tokenizer DIR with the model's tokenizer.json")
+	}
 	if t.Counter == nil {
 		timeout := t.Timeout
 		if timeout == 0 {
@@ -289,8 +304,11 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 		return fmt.Errorf("start the embedded engine: %w", err)
 	}
 	t.Server, t.URL = srv, srv.VLLMURL
-	if t.Exo {
+	switch {
+	case t.Exo:
 		t.URL = srv.URL
+	case t.API == APIOllama:
+		t.URL = srv.OllamaURL()
 	}
 	if t.Model == "" {
 		t.Model = srv.Model()
@@ -321,6 +339,30 @@ func (t *Target) OpenAI(opts openai.Options) (*openai.Client, error) {
 		opts.Counter = t.Counter
 	}
 	return openai.New(t.URL, &opts)
+}
+
+// The APIs a Target speaks (--api).
+const (
+	APIOpenAI = "openai"
+	APIOllama = "ollama"
+)
+
+// A Client is the engine a Target measures: it sends requests, lists
+// models and closes its idle connections when the program is done.
+type Client interface {
+	engine.Engine
+	engine.ModelLister
+	CloseIdleConnections()
+}
+
+// Client returns a client of the target's API (--api): OpenAI's with
+// opts (see OpenAI), or Ollama's native API with the target's token and
+// timeout.
+func (t *Target) Client(opts openai.Options) (Client, error) {
+	if t.API == APIOllama {
+		return ollama.New(t.URL, &ollama.Options{APIKeyEnv: t.APIKeyEnv, Timeout: t.Timeout})
+	}
+	return t.OpenAI(opts)
 }
 
 // Close stops the embedded engine, if one runs.

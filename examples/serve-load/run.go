@@ -260,7 +260,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return err
 	}
 	defer tg.Close()
-	client, err := tg.OpenAI(openai.Options{})
+	client, err := tg.Client(openai.Options{})
 	if err != nil {
 		return err
 	}
