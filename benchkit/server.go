@@ -257,7 +257,7 @@ func (s *serverScrape) finish(ctx context.Context, completed, sent int) *ServerV
 	}
 	if n, ok := w.Requests(); ok {
 		if n < float64(completed) || n > float64(sent) {
-			v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: the server finished %v requests in the window, the run %s: foreign traffic, another replica behind a balancer, or requests straddling a scrape", n, countRange(completed, sent)))
+			v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: the server finished %v requests in the window, the run %s: foreign traffic, another replica behind a balancer, a restart, or requests straddling a scrape", n, countRange(completed, sent)))
 			return v
 		}
 		v.Requests = &n

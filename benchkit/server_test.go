@@ -350,3 +350,81 @@ func TestResponseTimings(t *testing.T) {
 		t.Error("timings from requests that carried none")
 	}
 }
+
+// TestServerViewOfTheEmbeddedEngine: against the embedded engine's own
+// /metrics, a clean run's server figures count exactly its requests and
+// tokens, and set each mean beside the client's; a restart between the
+// scrapes (ResetMetrics) and a request of another client in the window
+// each give the warning and no server figure.
+func TestServerViewOfTheEmbeddedEngine(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{{"clean", ""}, {"restart", "refused"}, {"foreign", "foreign traffic"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+			defer srv.Close()
+			c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseIdleConnections()
+			other, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.CloseIdleConnections()
+			// Traffic before the window, more than the run sends: a
+			// restart then sets every counter below the first scrape's.
+			for range 6 {
+				if _, err := other.Complete(context.Background(), engine.Request{Model: srv.Model(), MaxTokens: 2, Stream: true,
+					Messages: []engine.Message{{Role: "user", Content: "before the run"}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := 0
+			sink := SinkFunc(func(r Request) error {
+				if n++; n != 2 {
+					return nil
+				}
+				switch tc.name {
+				case "restart":
+					srv.ResetMetrics()
+				case "foreign":
+					_, err := other.Complete(context.Background(), engine.Request{Model: srv.Model(), MaxTokens: 2, Stream: true,
+						Messages: []engine.Message{{Role: "user", Content: "not the run's"}}})
+					return err
+				}
+				return nil
+			})
+			l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, Sinks: []Sink{sink},
+				ServerMetrics: &ServerMetrics{URL: srv.VLLMURL + "/metrics", Settle: -1}}
+			run, err := l.Run(context.Background(), Lengths{Input: 96, Output: 6}, Traffic{Users: 1, NumRequests: 5}, timing.SLO{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, v := run.Summary, run.Summary.Server
+			if s.Completed != 5 || s.TTFT.Mean == nil || v == nil {
+				t.Fatalf("%d completed, client TTFT %v, server view %+v", s.Completed, s.TTFT.Mean, v)
+			}
+			if tc.want != "" {
+				if v.TTFT != nil || v.Requests != nil || !slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, tc.want) }) {
+					t.Errorf("server view %+v; want no figures and a warning saying %q", v, tc.want)
+				}
+				return
+			}
+			if len(v.Warnings) != 0 || v.Requests == nil || *v.Requests != 5 || v.TTFT == nil || v.TTFT.Count != 5 || v.E2E == nil || v.Queue == nil || v.Prefill == nil || v.Decode == nil || v.ITL == nil {
+				t.Fatalf("server view %+v; want every vLLM figure over 5 requests", v)
+			}
+			prompt := 0
+			for _, r := range run.Requests {
+				prompt += *r.ServerPromptTokens
+			}
+			if v.PromptTokens == nil || *v.PromptTokens != float64(prompt) || v.OutputTokens == nil || *v.OutputTokens != float64(s.TotalOutputTokens) || v.ITL.Count != float64(s.TotalOutputTokens-5) {
+				t.Errorf("server tokens %v prompt, %v output, %v ITL samples; want %d, %d, %d", v.PromptTokens, v.OutputTokens, v.ITL.Count, prompt, s.TotalOutputTokens, s.TotalOutputTokens-5)
+			}
+			// The server's TTFT starts at arrival and ends at the first
+			// token's step; the client's adds the HTTP path both ways.
+			if b := v.Beside[0]; b.Figure != "ttft_s" || b.Server <= 0 || b.Server > b.Client {
+				t.Errorf("TTFT beside the client's: %+v; want 0 < server ≤ client", b)
+			}
+		})
+	}
+}

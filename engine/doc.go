@@ -9,8 +9,9 @@
 // Messages, or a text completion of a [Prompt] of token ids or raw text)
 // and returns its [Result]: the client's [timing.Trace] (when the request was
 // written, when headers and each content chunk arrived, when the response
-// ended), the server's own statistics when it reports them ([ServerStats],
-// exo's generation_stats), the OpenAI usage block ([Usage]), exo's
+// ended), the server's own statistics when it reports them ([ServerStats]:
+// exo's generation_stats, llama.cpp's timings, Ollama's durations, TGI's
+// timing headers, with Source saying whose), the OpenAI usage block ([Usage]), exo's
 // power_usage block ([PowerUsage]), the text and the response id.
 //
 // Everything else an engine may offer is a small optional interface that
@@ -27,7 +28,7 @@
 // it.
 //
 // [Prewarmer], [ModelLister], [TokenCounter] and [Preparer] each come with a
-// Func adapter. Adapters live in subpackages (engine/exo, engine/openai) and the
+// Func adapter. Adapters live in subpackages (engine/exo, engine/openai, engine/ollama) and the
 // embedded reference engine in engine/sim, so importing this package pulls in
 // no client of a particular server.
 //
