@@ -3,9 +3,11 @@ package benchkit
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
@@ -636,4 +638,30 @@ func responseGrid(sums []Summary) (head []string, lines [][]string, legend strin
 	}
 	legend = "The server's own timings of each response (" + src + "): its first token is queue + load + prefill, its TPOT decode / (n − 1); Δ = client − server, the HTTP path, the network and what the server does outside its timers."
 	return head, lines, legend
+}
+
+// WriteServerView writes the server's own view of a summary's run beside
+// the client's, as the load table's server columns do, in lines for a
+// program that prints one run as text: the /metrics window (Server) and
+// the per-response timings (Responses), each with what it lacks. It
+// writes nothing when the summary has neither.
+func WriteServerView(w io.Writer, s Summary) error {
+	var b strings.Builder
+	for _, grid := range []func([]Summary) ([]string, [][]string, string){serverGrid, responseGrid} {
+		head, lines, legend := grid([]Summary{s})
+		if len(lines) == 0 {
+			continue
+		}
+		b.WriteString(legend + "\n")
+		for i, h := range head[1:] {
+			fmt.Fprintf(&b, "  %-26s %s\n", h, lines[0][i+1])
+		}
+	}
+	if v := s.Server; v != nil {
+		for _, wn := range v.Warnings {
+			b.WriteString("server metrics: " + wn + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -186,6 +186,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		fmt.Fprintf(stdout, "Output throughput: %.1f tok/s%s\n", *s.OutputThroughput, label)
 		fmt.Fprintf(stdout, "Total throughput: %.1f tok/s, %.2f requests/s%s\n", *s.TotalThroughput, *s.RequestThroughput, label)
 	}
+	if err := benchkit.WriteServerView(stdout, s); err != nil {
+		return errors.Join(runErr, err)
+	}
 	for _, w := range s.Warnings {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
