@@ -122,6 +122,11 @@ type Sessions struct {
 	// its session gives up), one at a time, so that an interrupted run
 	// keeps what it measured; a sink that fails ends the sessions.
 	Sinks []Sink
+	// ServerMetrics, when set, scrapes the server's /metrics before the
+	// first session and after the last, and Run sets Server to what it
+	// saw over the whole run; Summarize's ByRun group carries it.
+	ServerMetrics *ServerMetrics
+	Server        *ServerView
 
 	barrier *rounds
 	sinkMu  sync.Mutex
@@ -164,6 +169,26 @@ func (r *rounds) wait(ctx context.Context, k int) {
 // in session and turn order. A run that ctx stops returns what it
 // measured, the turns left as "not_sent" rows, with ctx's error.
 func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
+	scr := startScrape(ctx, s.ServerMetrics)
+	scr.wait()
+	rows, err := s.run(ctx)
+	s.Server = nil
+	if scr != nil {
+		completed, reached := 0, 0
+		for _, r := range rows {
+			if !r.Failed() {
+				completed++
+			}
+			if r.ErrorKind != errNotSent && r.ErrorKind != string(engine.KindConnect) {
+				reached++
+			}
+		}
+		s.Server = scr.finish(ctx, completed, reached)
+	}
+	return rows, err
+}
+
+func (s *Sessions) run(ctx context.Context) ([]Request, error) {
 	if s.Trace != nil {
 		return s.runTrace(ctx)
 	}
@@ -440,6 +465,14 @@ func (s *Sessions) Summarize(rows []Request, key Key, slo timing.SLO) []Summary 
 		if prompt[j] > 0 {
 			v := float64(hist[j]) / float64(prompt[j])
 			sums[j].TheoreticalHitRate = &v
+		}
+		if key == ByRun && s.Server != nil {
+			v := *s.Server
+			v.compare(sums[j])
+			sums[j].Server = &v
+			for _, w := range v.Warnings {
+				sums[j].Warnings = append(sums[j].Warnings, "server metrics: "+w)
+			}
 		}
 	}
 	return sums

@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -427,5 +428,45 @@ func TestSessionsSinks(t *testing.T) {
 	rows, err = s.Run(context.Background())
 	if !errors.Is(err, boom) || !errors.Is(err, ErrSink) || len(rows) != 6 || countIf(rows, func(r Request) bool { return r.ErrorKind == errNotSent }) == 0 {
 		t.Errorf("a failing sink: %v, %d rows", err, len(rows))
+	}
+}
+
+// TestSessionsServerView: with ServerMetrics, the run's ByRun summary
+// carries the server's own view of all the sessions: every turn counted,
+// its prompt tokens the turns' own, and the measured prefix hit rate
+// beside the theoretical one; ByTurn groups carry none, the window
+// covering every turn.
+func TestSessionsServerView(t *testing.T) {
+	srv, c := simSessions(t, sim.PrefixCacheRadix)
+	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true,
+		Builder: &promptsize.Builder{Counter: srv.Counter()},
+		Count:   2, Turns: 3, UserTokens: 40, Output: 8,
+		ServerMetrics: &ServerMetrics{URL: srv.VLLMURL + "/metrics", Settle: -1}}
+	rows, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := s.Summarize(rows, ByRun, timing.SLO{})
+	v := all[0].Server
+	if v == nil || len(v.Warnings) != 0 || v.Requests == nil || *v.Requests != 6 || v.TTFT == nil || v.TTFT.Count != 6 {
+		t.Fatalf("server view %+v; want 6 turns and no warning", v)
+	}
+	prompt, cached := 0, 0
+	for _, r := range rows {
+		prompt += *r.ServerPromptTokens
+		if r.CachedTokens != nil {
+			cached += *r.CachedTokens
+		}
+	}
+	if *v.PromptTokens != float64(prompt) || v.PrefixHitRate == nil || math.Abs(*v.PrefixHitRate-float64(cached)/float64(prompt)) > 1e-12 {
+		t.Errorf("server prompt tokens %v, hit rate %v; want %d and %d/%d", *v.PromptTokens, v.PrefixHitRate, prompt, cached, prompt)
+	}
+	if len(v.Beside) == 0 || v.Beside[0].Client != *all[0].TTFT.Mean {
+		t.Errorf("beside %+v; want the run's client TTFT mean %v", v.Beside, *all[0].TTFT.Mean)
+	}
+	for _, sum := range s.Summarize(rows, ByTurn, timing.SLO{}) {
+		if sum.Server != nil {
+			t.Errorf("turn %d carries the whole run's server view", sum.Labels.Turn)
+		}
 	}
 }

@@ -171,6 +171,7 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,
 		Header: o.header, RequestTimeout: tg.Timeout, RecordedReplies: o.recorded, Barrier: o.barrier,
 		TurnsMax: o.turnsMax, UserTokensMax: o.userMax, OutputMax: o.outputMax,
+		ServerMetrics: tg.Metrics,
 	}
 	if o.rows != nil {
 		o.rows.mode = mode
@@ -244,6 +245,7 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 				pct(sum.PrefixHitRate), pct(sum.TheoreticalHitRate), ok, n)
 		}
 		tw.Flush()
+		benchkit.WriteServerView(w, all[len(all)-1])
 	}
 	if len(arms) == 2 && arms[0].s != nil && arms[1].s != nil {
 		fmt.Fprintf(w, "\nTTFT p50 per turn, prefix cache %s against %s\n", arms[0].mode, arms[1].mode)
