@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,5 +91,53 @@ func TestTargetOllama(t *testing.T) {
 	var ue *UsageError
 	if err := bad.Check(ctx, nil, 0); !errors.As(err, &ue) {
 		t.Errorf("--api grpc: %v; want a usage error", err)
+	}
+}
+
+// TestSimMetricsFlag: --sim-metrics picks the embedded engine's /metrics:
+// vLLM's by default, SGLang's, or none; a mode it does not know is a
+// usage error at parse time.
+func TestSimMetricsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		mode, family string
+	}{{"", "vllm:time_to_first_token_seconds"}, {"sglang", "sglang:time_to_first_token_seconds"}, {"off", ""}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			tg := &Target{Program: "prog"}
+			args := []string{}
+			if tc.mode != "" {
+				args = append(args, "--sim-metrics", tc.mode)
+			}
+			parseTarget(t, tg, args...)
+			ctx := context.Background()
+			if err := tg.Check(ctx, args, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := tg.Start(ctx, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			defer tg.Close()
+			if tc.family == "" {
+				if tg.Metrics != nil {
+					t.Errorf("metrics %+v with the embedded engine's off", tg.Metrics)
+				}
+				return
+			}
+			if tg.Metrics == nil {
+				t.Fatal("no metrics from the embedded engine")
+			}
+			snap, err := tg.Metrics.Probe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := snap.Families[tc.family]; !ok {
+				t.Errorf("no %s in the embedded engine's /metrics", tc.family)
+			}
+		})
+	}
+	fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	(&Target{}).AddFlags(fs)
+	if err := fs.Parse([]string{"--sim-metrics", "prometheus"}); err == nil {
+		t.Error("--sim-metrics prometheus parsed")
 	}
 }

@@ -113,6 +113,11 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.API, "api", APIOpenAI, "the server's API: openai (OpenAI-compatible, at --base-url), or ollama (Ollama's native /api/chat at its root, e.g. http://127.0.0.1:11434: an exact token stream and the server's timings; needs --tokenizer)")
 	fs.StringVar(&t.ServerMetricsURL, "server-metrics", "", "the server's Prometheus endpoint, scraped before and after each run for its own figures (default: the server root's /metrics when it answers)")
 	fs.BoolVar(&t.NoServerMetrics, "no-server-metrics", false, "read no server metrics")
+	fs.Func("sim-metrics", "the embedded engine's /metrics (without --base-url): vllm (vLLM's families and default buckets), sglang (SGLang's), or off (404) (default vllm)", func(v string) error {
+		m, err := sim.ParseMetricsMode(v)
+		t.Sim.Metrics = m
+		return err
+	})
 	fs.Func("prefix-cache", "the embedded engine's prefix cache (without --base-url): radix reuses cached blocks, naive reuses nothing (default radix)", func(v string) error {
 		m, err := sim.ParsePrefixCacheMode(v)
 		t.Sim.PrefixCache = m
