@@ -451,8 +451,13 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	cpu0, cpuOK := processCPU()
 	gc0 := readGC()
 	wall0 := time.Now()
+	var smp *sampler
+	if scr != nil {
+		smp = startSampler(ctx, l.ServerMetrics, wall0)
+	}
 	run := r.start(dispatchCtx, reqCtx)
 	rows, lags, sinkErr := r.collect(dispatchCtx, run, stopDispatch)
+	smp.stop()
 	sum := run.Summary()
 	ls := summarize(rows, ByRun, slo)
 	ls.Traffic = traffic.String()
@@ -478,7 +483,9 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
 	}
-	if v := scr.finish(ctx, ls.Completed, reachedServer(rows)); v != nil {
+	v := scr.finish(ctx, ls.Completed, reachedServer(rows))
+	smp.put(v)
+	if v != nil {
 		v.compare(ls)
 		ls.Server = v
 		for _, w := range v.Warnings {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,91 @@ type ServerMetrics struct {
 	// Limits bound each scrape's body and series (engine/metrics'
 	// defaults when zero).
 	Limits metrics.Options
+	// SampleEvery, when positive, also scrapes during the run at that
+	// interval and keeps the gauges that matter while it runs: requests
+	// running and waiting, KV cache usage (ServerView.Samples). Each
+	// sample costs the client a scrape's parse, so keep it to a few a
+	// second at most; 0 takes none.
+	SampleEvery time.Duration
+}
+
+// ServerSample is the server's gauges at one instant of a run: samples,
+// not a distribution, read SampleEvery apart.
+type ServerSample struct {
+	// AtS is the scrape's instant in seconds from the run's start.
+	AtS float64 `json:"at_s"`
+	// Running and Waiting are the requests the server ran and queued
+	// (all ranks summed); KVUsage its KV cache usage as a fraction (the
+	// ranks' mean). Null where the server has no such gauge.
+	Running *float64 `json:"running"`
+	Waiting *float64 `json:"waiting"`
+	KVUsage *float64 `json:"kv_usage"`
+}
+
+// sampler scrapes the gauges during a run.
+type sampler struct {
+	stopc  chan struct{}
+	done   chan struct{}
+	out    []ServerSample
+	failed int
+}
+
+// startSampler begins sampling, nil when m takes no samples.
+func startSampler(ctx context.Context, m *ServerMetrics, t0 time.Time) *sampler {
+	if m == nil || m.URL == "" || m.SampleEvery <= 0 {
+		return nil
+	}
+	mm := m.withDefaults()
+	sp := &sampler{stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(sp.done)
+		tick := time.NewTicker(m.SampleEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sp.stopc:
+				return
+			case <-tick.C:
+			}
+			at := time.Since(t0).Seconds()
+			snap, err := mm.scrape(ctx)
+			if err != nil {
+				sp.failed++
+				continue
+			}
+			smp := ServerSample{AtS: at}
+			if v, ok := snap.GaugeSum(metrics.RunningNames...); ok {
+				smp.Running = &v
+			}
+			if v, ok := snap.GaugeSum(metrics.WaitingNames...); ok {
+				smp.Waiting = &v
+			}
+			if v, ok := snap.GaugeMean(metrics.KVUsageNames...); ok {
+				smp.KVUsage = &v
+			}
+			sp.out = append(sp.out, smp)
+		}
+	}()
+	return sp
+}
+
+// stop ends sampling; nil-safe.
+func (sp *sampler) stop() {
+	if sp != nil {
+		close(sp.stopc)
+		<-sp.done
+	}
+}
+
+// put puts the samples in v, with a warning for those that failed.
+func (sp *sampler) put(v *ServerView) {
+	if sp == nil || v == nil {
+		return
+	}
+	v.Samples = sp.out
+	if sp.failed > 0 {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("%d of %d gauge samples failed to scrape", sp.failed, sp.failed+len(sp.out)))
+	}
 }
 
 // ServerView is the server's own figures over one run: the deltas of its
@@ -96,6 +182,10 @@ type ServerView struct {
 	OutputTPS *float64 `json:"output_tps,omitempty"`
 	// Beside sets each server mean beside the client's.
 	Beside []Comparison `json:"beside_client,omitempty"`
+	// Samples are the server's gauges read during the run
+	// (ServerMetrics.SampleEvery), kept whether or not the window's
+	// figures were refused.
+	Samples []ServerSample `json:"gauge_samples,omitempty"`
 	// Warnings say which figures were refused and why.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -406,13 +496,17 @@ func serverGrid(sums []Summary) (head []string, lines [][]string, legend string)
 	head = []string{"traffic", "reqs srv/cli", "ttft ms mean cli/srv/Δ", "srv ttft ms p50; p99", "itl ms mean cli/srv", "tpot ms mean cli/srv",
 		"queue ms mean; p99", "prefill ms mean", "decode ms mean", "e2e ms mean cli/srv", "cache hit % srv/workload"}
 	url := ""
+	sampled := slices.ContainsFunc(sums, func(s Summary) bool { return s.Server != nil && len(s.Server.Samples) > 0 })
+	if sampled {
+		head = append(head, "gauge peaks run/wait/kv % (samples)")
+	}
 	for _, s := range sums {
 		v := s.Server
 		if v == nil || v.Requests == nil && v.TTFT == nil && v.E2E == nil {
 			continue
 		}
 		url = v.URL
-		lines = append(lines, []string{
+		line := []string{
 			s.Traffic,
 			fmt.Sprintf("%s/%d", fnum(v.Requests), s.Completed),
 			cms(s.TTFT.Mean) + "/" + smean(v.TTFT) + "/" + sdiff(s.TTFT.Mean, v.TTFT),
@@ -424,7 +518,11 @@ func serverGrid(sums []Summary) (head []string, lines [][]string, legend string)
 			smean(v.Decode),
 			cms(s.E2E.Mean) + "/" + smean(v.E2E),
 			hitRate(v.PrefixHitRate, s.TheoreticalHitRate),
-		})
+		}
+		if sampled {
+			line = append(line, peaks(v.Samples))
+		}
+		lines = append(lines, line)
 	}
 	legend = "The server's own view (" + url + ", Δ over each run): Δ = client − server mean, the HTTP path and network;" +
 		" a server percentile is histogram_quantile over its buckets, with the bucket's bounds (lo, hi], ≥ when past the last."
@@ -664,4 +762,26 @@ func WriteServerView(w io.Writer, s Summary) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// peaks writes the largest running and waiting counts and KV usage of
+// the samples, and how many there were.
+func peaks(smp []ServerSample) string {
+	if len(smp) == 0 {
+		return "-"
+	}
+	top := func(get func(ServerSample) *float64, scale float64) string {
+		var m *float64
+		for _, x := range smp {
+			if v := get(x); v != nil && (m == nil || *v > *m) {
+				m = v
+			}
+		}
+		if m == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(*m*scale, 'g', 3, 64)
+	}
+	return fmt.Sprintf("%s/%s/%s (%d)", top(func(x ServerSample) *float64 { return x.Running }, 1),
+		top(func(x ServerSample) *float64 { return x.Waiting }, 1), top(func(x ServerSample) *float64 { return x.KVUsage }, 100), len(smp))
 }

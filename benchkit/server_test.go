@@ -406,7 +406,7 @@ func TestServerViewOfTheEmbeddedEngine(t *testing.T) {
 				return nil
 			})
 			l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, Sinks: []Sink{sink},
-				ServerMetrics: &ServerMetrics{URL: srv.VLLMURL + "/metrics", Settle: -1}}
+				ServerMetrics: &ServerMetrics{URL: srv.VLLMURL + "/metrics", Settle: -1, SampleEvery: 5 * time.Millisecond}}
 			run, err := l.Run(context.Background(), Lengths{Input: 96, Output: 6}, Traffic{Users: 1, NumRequests: 5}, timing.SLO{})
 			if err != nil {
 				t.Fatal(err)
@@ -423,6 +423,18 @@ func TestServerViewOfTheEmbeddedEngine(t *testing.T) {
 			}
 			if len(v.Warnings) != 0 || v.Requests == nil || *v.Requests != 5 || v.TTFT == nil || v.TTFT.Count != 5 || v.E2E == nil || v.Queue == nil || v.Prefill == nil || v.Decode == nil || v.ITL == nil {
 				t.Fatalf("server view %+v; want every vLLM figure over 5 requests", v)
+			}
+			// One user: the gauges sampled during the run never read more
+			// than one request, and some read it running.
+			seen := false
+			for _, smp := range v.Samples {
+				if smp.Running == nil || smp.Waiting == nil || *smp.Running > 1 || *smp.Waiting > 1 || smp.AtS < 0 {
+					t.Fatalf("sample %+v; want at most one request, running or waiting", smp)
+				}
+				seen = seen || *smp.Running+*smp.Waiting == 1
+			}
+			if len(v.Samples) == 0 || !seen {
+				t.Errorf("%d gauge samples, none with the request in the server", len(v.Samples))
 			}
 			prompt := 0
 			for _, r := range run.Requests {

@@ -68,6 +68,9 @@ type Target struct {
 	// NoServerMetrics is --no-server-metrics.
 	ServerMetricsURL string
 	NoServerMetrics  bool
+	// ServerSamples is --server-samples, the interval of gauge samples
+	// during each run (0: none).
+	ServerSamples time.Duration
 	// Sim is the embedded engine's configuration (its Preset and Counter
 	// are the Target's).
 	Sim sim.Options
@@ -113,6 +116,7 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.API, "api", APIOpenAI, "the server's API: openai (OpenAI-compatible, at --base-url), or ollama (Ollama's native /api/chat at its root, e.g. http://127.0.0.1:11434: an exact token stream and the server's timings; needs --tokenizer)")
 	fs.StringVar(&t.ServerMetricsURL, "server-metrics", "", "the server's Prometheus endpoint, scraped before and after each run for its own figures (default: the server root's /metrics when it answers)")
 	fs.BoolVar(&t.NoServerMetrics, "no-server-metrics", false, "read no server metrics")
+	fs.DurationVar(&t.ServerSamples, "server-samples", 0, "also read the server's gauges (requests running and waiting, KV cache usage) at this interval during each run, e.g. 500ms; each costs the client a scrape (0: none)")
 	fs.Func("sim-metrics", "the embedded engine's /metrics (without --base-url): vllm (vLLM's families and default buckets), sglang (SGLang's), or off (404) (default vllm)", func(v string) error {
 		m, err := sim.ParseMetricsMode(v)
 		t.Sim.Metrics = m
@@ -273,7 +277,7 @@ func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *benchkit.S
 	if url == "" {
 		url = strings.TrimRight(t.URL, "/") + "/metrics"
 	}
-	m := &benchkit.ServerMetrics{URL: url, Timeout: 3 * time.Second}
+	m := &benchkit.ServerMetrics{URL: url, Timeout: 3 * time.Second, SampleEvery: t.ServerSamples}
 	// The token goes only where the requests go: the server's own origin.
 	if sameOrigin(url, t.URL) {
 		m.Header = AuthHeader(t.APIKeyEnv)

@@ -47,3 +47,30 @@ tgi_batch_current_size 3
 		})
 	}
 }
+
+func TestGauges(t *testing.T) {
+	s, err := Parse(strings.NewReader(`# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 2
+vllm:num_requests_running{engine="1",model_name="m"} 3
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.75
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="m"} +Inf
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := s.GaugeSum(RunningNames...); n != 5 || !ok {
+		t.Errorf("running = %v, %v; want 5 over both ranks", n, ok)
+	}
+	if f, ok := s.GaugeMean(KVUsageNames...); f != 0.5 || !ok {
+		t.Errorf("KV usage = %v, %v; want the ranks' mean 0.5", f, ok)
+	}
+	if _, ok := s.GaugeSum(WaitingNames...); ok {
+		t.Error("an infinite gauge was read")
+	}
+	if _, ok := s.GaugeMean("tgi_queue_size"); ok {
+		t.Error("an absent gauge was read")
+	}
+}
