@@ -217,14 +217,19 @@ func checkRow(t *testing.T, tg *target, r benchkit.Request) {
 		return
 	}
 	n := r.Tokens()
-	if len(r.ITLS) != n-1 {
-		t.Errorf("%s: %d ITL gaps for %d tokens, want %d", id, len(r.ITLS), n, n-1)
-	}
 	if r.TTFTS == nil || r.TPOTS == nil || r.E2ES == nil {
 		t.Errorf("%s: TTFT %v, TPOT %v, E2E %v: want all three", id, r.TTFTS, r.TPOTS, r.E2ES)
 	}
 	if !tg.ollama() {
+		// A first chunk of k0 tokens with no anchor before it leaves
+		// n − k0 gaps; checkAnyStreams checks the exact number.
+		if len(r.ITLS) > n-1 {
+			t.Errorf("%s: %d ITL gaps for %d tokens, want at most %d", id, len(r.ITLS), n, n-1)
+		}
 		return
+	}
+	if len(r.ITLS) != n-1 {
+		t.Errorf("%s: %d ITL gaps for %d tokens, want %d", id, len(r.ITLS), n, n-1)
 	}
 	if want := n - 1; stopped {
 		// The end of sequence has no chunk: it goes to the last one.
@@ -303,6 +308,18 @@ func checkAnyStreams(t *testing.T, c *client) {
 		}
 		if sum != res.Usage.CompletionTokens {
 			t.Errorf("result %d: chunks carry %d tokens, completion_tokens %d", i, sum, res.Usage.CompletionTokens)
+		}
+		// n − 1 gaps from an anchor (a role chunk before the first
+		// token); without one the first chunk's k0 tokens leave n − k0.
+		if len(res.Trace.Chunks) > 0 {
+			want := sum - 1
+			if res.Trace.FirstChunk.IsZero() {
+				want = sum - res.Trace.Chunks[0].Tokens
+			}
+			if got := len(res.Trace.ITL()); got != want {
+				t.Errorf("result %d: %d ITL gaps for %d tokens (first chunk %d, anchor %v), want %d",
+					i, got, sum, res.Trace.Chunks[0].Tokens, !res.Trace.FirstChunk.IsZero(), want)
+			}
 		}
 		for _, w := range res.Warnings {
 			if errors.Is(w, openai.ErrTokenMismatch) || errors.Is(w, openai.ErrUnknownTokens) {

@@ -21,6 +21,9 @@
 #   INTEGRATION_RUN    a go test -run pattern, to run some tests only
 #   INTEGRATION_THREADS  the model's num_thread, default 1 (0: Ollama's default)
 #   INTEGRATION_KEEP   set to 1 to leave the work directory (model, server log)
+#   INTEGRATION_ASCII  set to 0 to let the model pick any token, as a real one does
+#                      (chunks of two tokens, early stops: run the tests with
+#                      INFERBENCH_SERVER=openai INFERBENCH_ALLOW_EOS=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -110,7 +113,7 @@ t=$(ms)
 # One compute thread: the model is tiny, and llama.cpp's threads wait on each
 # other by spinning, which a core shared with other work turns into stalls.
 go run -tags integration ./integration/cmd/tinymodel -out "$work/model" -tokenizer "$tokdir" \
-	-threads "${INTEGRATION_THREADS:-1}" >&2
+	-threads "${INTEGRATION_THREADS:-1}" -ascii="$([[ ${INTEGRATION_ASCII:-1} == 0 ]] && echo false || echo true)" >&2
 timings+=("tiny model written in $(since "$t")")
 
 # --- the server --------------------------------------------------------------
