@@ -48,3 +48,12 @@ fuzz:
 # bench runs the Go benchmark functions once each (figures, not pass/fail).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# integration runs the build-tagged tests of integration/ against a real server:
+# a pinned Ollama built from its Go module once (then reused from the user cache,
+# $XDG_CACHE_HOME or ~/.cache, then inferbench/), serving a tiny random-weight
+# model with the real Llama 3.1 tokenizer. `make test` never runs them.
+# docs/INTEGRATION.md says what they check and how to aim them at another server.
+.PHONY: integration
+integration:
+	@bash scripts/integration.sh
