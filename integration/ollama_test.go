@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/ollama"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -535,63 +535,92 @@ func TestServeLoadExample(t *testing.T) {
 		t.Fatalf("%d runs in the results, want 1", len(runs))
 	}
 	// serve-load builds its prompts with promptsize's default atoms, whose
-	// content ends in a space that the Hugging Face template trims and
-	// Ollama's does not (TestTrailingWhitespace): such a row's server count
-	// is one more, with a prompt_mismatch warning. Everything else must be
-	// exact.
-	rows, trimmed := runs[0].Requests, 0
-	for i := range rows {
-		r := &rows[i]
-		if r.ServerPromptTokens != nil && *r.ServerPromptTokens == r.PPTokens+1 && r.HasWarning(benchkit.WarnPromptMismatch) {
-			trimmed++
-			*r.ServerPromptTokens = r.PPTokens
-			r.Warnings = slices.DeleteFunc(r.Warnings, func(w benchkit.Warning) bool { return w.Code == benchkit.WarnPromptMismatch })
-		}
-	}
-	if trimmed > 0 {
-		t.Logf("KNOWN: %d of %d rows counted one token more by Ollama: the prompt's trailing space (see TestTrailingWhitespace)", trimmed, len(rows))
-	}
+	// content ends in a letter: nothing for the Hugging Face template to
+	// trim that Ollama's would keep (TestTrailingWhitespace).
 	checkRun(t, tg, runs[0], 8)
 }
 
-// TestTrailingWhitespace pins down where a prompt built with promptsize's
-// default atoms and Ollama disagree. Llama 3's Hugging Face template trims
-// each message's content (message['content'] | trim), so the client counts
-// "… a a " as "… a a"; Ollama's Go templates have no trim and send the
-// space, one token more. The other tests build with the atom " a", whose
-// content ends in a letter. This test passes either way and says which.
+// TestTrailingWhitespace pins down where a chat template and Ollama
+// disagree. Llama 3's Hugging Face template trims each message's content
+// (message['content'] | trim), so the client counts "… a a " as "… a a";
+// Ollama's Go templates have no trim and send the space, one token more.
+// promptsize's default atoms therefore end the content in a letter, and
+// the server counts the default Builder's prompt as the client does; exo's
+// atom "a " (promptsize.ExoAtoms, for exo's own server) shows the
+// disagreement.
 func TestTrailingWhitespace(t *testing.T) {
 	tg := needOllama(t)
 	ctx := timeout(t, 2*time.Minute)
 	c := newClient(t, tg, tg.url)
-	p, err := (&promptsize.Builder{Counter: tg.tok}).BuildSalted(ctx, 64, "trailing")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.e.Complete(ctx, engine.Request{Model: tg.model, Messages: p.Messages, MaxTokens: 2, Stream: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := res.Usage.PromptTokens
-	trailing := strings.TrimRightFunc(p.Content, unicode.IsSpace) != p.Content
-	switch {
-	case trailing && server == p.Tokens+1:
-		t.Logf("KNOWN: the default Builder's content ends in %q; the client counts %d (template-trimmed), Ollama %d: "+
-			"serve-load's and offline's rows against Ollama carry prompt_mismatch until the Builder ends content without white space",
-			p.Content[len(p.Content)-3:], p.Tokens, server)
-	case !trailing && server == p.Tokens:
-		t.Logf("the default Builder's content no longer ends in white space, and Ollama counts it as the client does (%d)", server)
-	default:
-		t.Errorf("content ends in white space: %v; client %d, server %d", trailing, p.Tokens, server)
+	for _, tc := range []struct {
+		name  string
+		atoms []string
+		extra int // the tokens Ollama counts beyond the client
+	}{{"default atoms", nil, 0}, {"exo's atoms", promptsize.ExoAtoms, 1}} {
+		p, err := (&promptsize.Builder{Counter: tg.tok, Atoms: tc.atoms}).BuildSalted(ctx, 64, "trailing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.e.Complete(ctx, engine.Request{Model: tg.model, Messages: p.Messages, MaxTokens: 2, Stream: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trailing := strings.TrimRightFunc(p.Content, unicode.IsSpace) != p.Content
+		if server := res.Usage.PromptTokens; server != p.Tokens+tc.extra || trailing != (tc.extra > 0) {
+			t.Errorf("%s: content ends %q (trailing white space: %v); client %d, Ollama %d; want Ollama %d", tc.name,
+				p.Content[len(p.Content)-3:], trailing, p.Tokens, server, p.Tokens+tc.extra)
+		}
 	}
 }
 
-// TestNativeAdapter is the place for the same checks through Ollama's
-// native API (/api/chat, its eval_count and durations): it waits for the
-// engine/ollama adapter.
+// TestNativeAdapter runs an open loop through Ollama's native API
+// (engine/ollama: /api/chat, its NDJSON stream, eval_count and durations):
+// every count is the server's as on the OpenAI path, one chunk per token,
+// and each response's own timings (prompt_eval_duration, eval_duration,
+// load_duration, total_duration) summarised beside the client's TTFT, TPOT
+// and E2E, whose differences it states. An unknown model is a 404 there too.
 func TestNativeAdapter(t *testing.T) {
-	needServer(t)
-	t.Skip("waits for engine/ollama: run TestBurst's and the loads' checks through it, with Ollama's own durations as the server stats")
+	tg := needOllama(t)
+	ctx := timeout(t, 3*time.Minute)
+	c, err := ollama.New(tg.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	// Ollama has no ignore_eos: asking for it only draws a warning. The
+	// tiny model's replies run to num_predict anyway.
+	l := &benchkit.Load{Engine: c, Model: tg.model, Builder: tg.builder(), Stream: true, AllowEOS: true, RequestTimeout: 2 * time.Minute}
+	run, err := l.Run(ctx, benchkit.Lengths{Input: 160, Output: 24, RangeRatio: 0.5, Seed: 11}, benchkit.Traffic{Rate: 4, NumRequests: 8, Seed: 11}, timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := *tg
+	native.allowEOS = true
+	for _, r := range run.Requests {
+		checkRow(t, &native, r)
+		st := r.Stats
+		if st == nil || st.Source != "ollama" || st.Prefill == nil || st.Decode == nil || st.Total == nil || st.GenerationTokens != r.Tokens() || st.PromptTokens != r.PPTokens {
+			t.Errorf("request %d: server stats %+v; want Ollama's durations and counts (%d prompt, %d generated)", r.Index, st, r.PPTokens, r.Tokens())
+		}
+	}
+	rt := run.Summary.Responses
+	if rt == nil || rt.Source != "ollama" || rt.Requests != len(run.Requests) || len(rt.Beside) != 3 {
+		t.Fatalf("per-response timings %+v; want Ollama's over every request, beside TTFT, TPOT and E2E", rt)
+	}
+	for _, b := range rt.Beside {
+		t.Logf("%s: client %.2f ms, Ollama %.2f ms, client − server %+.2f ms (%s)", b.Figure, 1e3*b.Client, 1e3*b.Server, 1e3*b.Difference, b.Contains)
+		// The server's timers run inside the client's: its first token
+		// and total cannot be later than the client saw them.
+		if b.Figure != "tpot_s" && b.Difference < 0 {
+			t.Errorf("%s: the server's %.3f ms exceeds the client's %.3f ms", b.Figure, 1e3*b.Server, 1e3*b.Client)
+		}
+	}
+	_, err = c.Complete(ctx, engine.Request{Model: "no-such-model:latest", Stream: true, MaxTokens: 2,
+		Messages: []engine.Message{{Role: "user", Content: "hello"}}})
+	var se *engine.StatusError
+	if !errors.As(err, &se) || se.Code != 404 || !strings.Contains(se.Error(), "no-such-model") {
+		t.Errorf("unknown model through the native API: %v; want a 404 naming it", err)
+	}
 }
 
 func deref(p *int) int {

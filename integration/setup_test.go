@@ -113,12 +113,12 @@ func needServer(t *testing.T) *target {
 	return theTarget
 }
 
-// builder makes exact prompts for the server under test. Its atom " a" ends
-// the content in a letter: Llama 3's Hugging Face template trims a message's
-// content and Ollama's template cannot, so a trailing space (the default
-// atom "a ") is counted by Ollama alone (TestTrailingWhitespace).
+// builder makes exact prompts for the server under test with promptsize's
+// default atoms, as the programs do: their content ends in a letter, which
+// Llama 3's Hugging Face template and Ollama's count alike
+// (TestTrailingWhitespace).
 func (tg *target) builder() *promptsize.Builder {
-	return &promptsize.Builder{Counter: tg.tok, Atoms: []string{" a"}}
+	return &promptsize.Builder{Counter: tg.tok}
 }
 
 // countingCounter is the client's counter of generated text, counting how

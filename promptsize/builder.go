@@ -12,9 +12,21 @@ import (
 )
 
 // DefaultAtoms are the atoms a Builder tries, in order, when Builder.Atoms is
-// empty: exo's "a " first, then the alternatives exo's error message
-// suggests. Each is also tried as a tail to repair an overshoot of another.
-var DefaultAtoms = []string{"a ", " a", "0 ", "\n"}
+// empty: " a" first, so that a prompt's content ends in a letter, then exo's
+// "a " and the alternatives exo's error message suggests. Each is also tried
+// as a tail to repair an overshoot of another.
+//
+// Content that ends in white space is counted differently by servers that
+// render the same chat template: Llama 3's Hugging Face template trims each
+// message (message['content'] | trim), so a client counting with it drops
+// the trailing space, while Ollama's Go templates have no trim and send it,
+// one token more. Ending in a letter leaves nothing to trim.
+var DefaultAtoms = []string{" a", "a ", "0 ", "\n"}
+
+// ExoAtoms are exo's own atoms in exo's order, "a " first, for prompts that
+// must be the ones exo's benchmark sends (exo's server renders Hugging Face
+// templates, which trim the trailing space before counting).
+var ExoAtoms = []string{"a ", " a", "0 ", "\n"}
 
 // Fill says what a Builder fills the user message with.
 type Fill int

@@ -122,9 +122,9 @@ func TestBuilderRepairsOvershoot(t *testing.T) {
 
 func TestBuilderOneAboveOverhead(t *testing.T) {
 	// On the BPE fake "a " costs 2 tokens alone ("a" and a trailing " "),
-	// so overhead+1 needs a repair.
+	// so overhead+1 needs a repair when it comes first (exo's order).
 	c := newBPE()
-	b := &promptsize.Builder{Counter: c}
+	b := &promptsize.Builder{Counter: c, Atoms: promptsize.ExoAtoms}
 	p, err := b.Build(context.Background(), fakeOverhead+1)
 	if err != nil {
 		t.Fatal(err)
