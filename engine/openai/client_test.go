@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -373,8 +374,8 @@ func TestAPIKeyNeverInErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), redactedText) {
-				t.Errorf("error %q: want the key replaced by %s", err, redactedText)
+			if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), httpsafe.Redacted) {
+				t.Errorf("error %q: want the key replaced by %s", err, httpsafe.Redacted)
 			}
 			if got := engine.KindOf(err); got != tc.kind {
 				t.Errorf("kind %q, want %q (%v)", got, tc.kind, err)
