@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
 )
@@ -79,13 +80,7 @@ func serve(t *testing.T, h http.Handler) *httptest.Server {
 }
 
 func newClient(t *testing.T, base string, o *Options) *Client {
-	t.Helper()
-	c, err := New(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
-	return c
+	return adaptertest.NewClient(t, New, base, o)
 }
 
 func TestCompleteStreamOverHTTP(t *testing.T) {
