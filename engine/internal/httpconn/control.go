@@ -46,7 +46,7 @@ func (c *Conn) Get(ctx context.Context, path string) ([]byte, error) {
 	}
 	rreq, err := retryablehttp.FromRequest(req)
 	if err != nil {
-		return nil, c.Redact(fmt.Errorf("%s: %s: %w", c.Pkg, op, err))
+		return nil, c.Redact(fmt.Errorf("%s: %s: %w", c.pkg, op, err))
 	}
 	resp, err := c.retrying(op).Do(rreq)
 	if err != nil {
@@ -68,7 +68,7 @@ func (c *Conn) Get(ctx context.Context, path string) ([]byte, error) {
 	}
 	if int64(len(b)) > c.maxBody {
 		return nil, &engine.Error{Kind: engine.KindMalformed, Op: op,
-			Err: fmt.Errorf("%s: response body exceeds %d bytes (MaxResponseBytes)", c.Pkg, c.maxBody)}
+			Err: fmt.Errorf("%s: response body exceeds %d bytes (MaxResponseBytes)", c.pkg, c.maxBody)}
 	}
 	return b, nil
 }
@@ -88,7 +88,7 @@ func (c *Conn) retrying(op string) *retryablehttp.Client {
 		wait = 100 * time.Millisecond
 	}
 	return &retryablehttp.Client{
-		HTTPClient:   c.Control,
+		HTTPClient:   c.control,
 		RetryWaitMin: wait,
 		RetryWaitMax: 16 * wait,
 		RetryMax:     retries,
@@ -100,7 +100,7 @@ func (c *Conn) retrying(op string) *retryablehttp.Client {
 				if resp != nil {
 					resp.Body.Close()
 				}
-				return nil, fmt.Errorf("%s: %s: %w", c.Pkg, op, err)
+				return nil, fmt.Errorf("%s: %s: %w", c.pkg, op, err)
 			}
 			if resp != nil {
 				defer resp.Body.Close()
@@ -109,9 +109,9 @@ func (c *Conn) retrying(op string) *retryablehttp.Client {
 				if c.noteRetryAfter && errors.Is(err, errRetryAfterPastDeadline) {
 					why = fmt.Sprintf(" (Retry-After %.40q, capped at %v, would outlast the call's deadline)", resp.Header.Get("Retry-After"), httpsafe.MaxRetryAfter)
 				}
-				return nil, fmt.Errorf("%s: %s: gave up after %d attempt(s)%s: %w", c.Pkg, op, attempts, why, c.StatusError(resp.StatusCode, b))
+				return nil, fmt.Errorf("%s: %s: gave up after %d attempt(s)%s: %w", c.pkg, op, attempts, why, c.StatusError(resp.StatusCode, b))
 			}
-			return nil, fmt.Errorf("%s: gave up after %d attempt(s): %w", c.Pkg, attempts, err)
+			return nil, fmt.Errorf("%s: gave up after %d attempt(s): %w", c.pkg, attempts, err)
 		},
 	}
 }
@@ -131,7 +131,7 @@ func (c *Conn) checkRetry(ctx context.Context, resp *http.Response, err error) (
 		return true, err
 	}
 	if httpsafe.RetryAfterExceedsDeadline(ctx, resp, httpsafe.MaxRetryAfter) {
-		return false, fmt.Errorf("%s: %w", c.Pkg, errRetryAfterPastDeadline)
+		return false, fmt.Errorf("%s: %w", c.pkg, errRetryAfterPastDeadline)
 	}
 	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
 		return true, nil

@@ -115,8 +115,8 @@ type Config struct {
 	// NoteRetryAfter makes Get's error, when an answer's Retry-After
 	// would outlast the call's deadline, say so and quote the header.
 	NoteRetryAfter bool
-	// ErrResent is the adapter's sentinel that Send's Resent warning
-	// wraps.
+	// ErrResent is the adapter's sentinel that the warning of a request
+	// written again on a new connection (Send) wraps.
 	ErrResent error
 	// Logger receives debug records. Nil means silent.
 	Logger *slog.Logger
@@ -129,19 +129,19 @@ type Config struct {
 // credentials and the clients that carry its requests. It is safe for
 // concurrent use.
 //
-// Benchmark requests (Bench) never follow a redirect; control-plane calls
-// (Control) follow one to the same origin only.
+// Benchmark requests (Bench, Send, Prewarm) never follow a redirect;
+// control-plane calls (Get) follow one to the same origin only.
 type Conn struct {
-	Pkg     string
-	Base    string   // scheme://host[:port][/prefix], without the API prefix
-	Key     string   // the bearer token, "" for none
-	Secrets []string // Key and the credentials of Header, for redaction
-	Header  http.Header
-	Bench   *http.Client // benchmark path: no redirects
-	Control *http.Client // control plane: same-origin redirects
-	Log     *slog.Logger // never nil
-	Now     func() time.Time
+	Base  string           // scheme://host[:port][/prefix], without the API prefix
+	Bench *http.Client     // benchmark path: no redirects
+	Log   *slog.Logger     // never nil
+	Now   func() time.Time // the trace's clock, never nil
 
+	pkg     string       // the adapter's name, the prefix of messages
+	key     string       // the bearer token, "" for none
+	secrets []string     // key and the credentials of header, for redaction
+	header  http.Header  // sent with every request (a copy of Config.Header)
+	control *http.Client // control plane: same-origin redirects
 	// arrivals: the clock is the real one, so reads are stamped with
 	// their kernel receive instants.
 	arrivals       bool
@@ -174,15 +174,15 @@ func New(cfg Config) *Conn {
 		secrets = append(secrets, cfg.Key)
 	}
 	secrets = append(secrets, httpsafe.HeaderSecrets(h)...)
-	tr := Transport(cfg.TLSConfig, cfg.InsecureSkipVerify, cfg.MaxBurst)
+	tr := transport(cfg.TLSConfig, cfg.InsecureSkipVerify, cfg.MaxBurst)
 	return &Conn{
-		Pkg:            cfg.Pkg,
+		pkg:            cfg.Pkg,
 		Base:           cfg.Base,
-		Key:            cfg.Key,
-		Secrets:        secrets,
-		Header:         h,
+		key:            cfg.Key,
+		secrets:        secrets,
+		header:         h,
 		Bench:          &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: httpsafe.NoRedirects(secrets...)},
-		Control:        &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: httpsafe.SameOrigin(secrets...)},
+		control:        &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: httpsafe.SameOrigin(secrets...)},
 		Log:            log,
 		Now:            now,
 		arrivals:       cfg.Now == nil,
@@ -195,11 +195,11 @@ func New(cfg Config) *Conn {
 	}
 }
 
-// Transport returns the transport of a benchmark client keeping burst idle
+// transport returns the transport of a benchmark client keeping burst idle
 // connections: reads stamped with their arrival (rxstamp), one connection
 // per request in flight, no compression. tlsConf is cloned; insecure
 // turns certificate verification off.
-func Transport(tlsConf *tls.Config, insecure bool, burst int) *http.Transport {
+func transport(tlsConf *tls.Config, insecure bool, burst int) *http.Transport {
 	if tlsConf != nil {
 		tlsConf = tlsConf.Clone()
 	}

@@ -24,7 +24,7 @@ func (c *Conn) NewRequest(ctx context.Context, method, path string, body []byte,
 		req, err = http.NewRequestWithContext(ctx, method, c.Base+path, nil)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s %s: %w", c.Pkg, method, c.Base+path, err)
+		return nil, fmt.Errorf("%s: %s %s: %w", c.pkg, method, c.Base+path, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -32,10 +32,10 @@ func (c *Conn) NewRequest(ctx context.Context, method, path string, body []byte,
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	if c.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Key)
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
-	for _, h := range []http.Header{c.Header, extra} {
+	for _, h := range []http.Header{c.header, extra} {
 		for k, vs := range h {
 			req.Header.Del(k)
 			for _, v := range vs {
@@ -49,12 +49,12 @@ func (c *Conn) NewRequest(ctx context.Context, method, path string, body []byte,
 // RedactBytes returns b with every credential the Conn sends replaced by
 // httpsafe.Redacted, as sent or escaped.
 func (c *Conn) RedactBytes(b []byte) []byte {
-	return httpsafe.RedactBytes(b, c.Secrets...)
+	return httpsafe.RedactBytes(b, c.secrets...)
 }
 
 // RedactString is RedactBytes of a string.
 func (c *Conn) RedactString(s string) string {
-	return httpsafe.Redact(s, c.Secrets...)
+	return httpsafe.Redact(s, c.secrets...)
 }
 
 // StatusError is the *engine.StatusError of an answer with status code
@@ -63,8 +63,8 @@ func (c *Conn) RedactString(s string) string {
 // into plain text.
 func (c *Conn) StatusError(code int, b []byte) *engine.StatusError {
 	se := engine.NewStatusError(code, c.RedactBytes(b))
-	se.Message = httpsafe.Redact(se.Message, c.Secrets...)
-	se.Body = httpsafe.Redact(se.Body, c.Secrets...)
+	se.Message = httpsafe.Redact(se.Message, c.secrets...)
+	se.Body = httpsafe.Redact(se.Body, c.secrets...)
 	return se
 }
 
@@ -72,25 +72,25 @@ func (c *Conn) StatusError(code int, b []byte) *engine.StatusError {
 // its type where callers branch on it (*engine.Error, *engine.StatusError)
 // and its chain for errors.Is and errors.As.
 func (c *Conn) Redact(err error) error {
-	if err == nil || !httpsafe.Contains(err.Error(), c.Secrets...) {
+	if err == nil || !httpsafe.Contains(err.Error(), c.secrets...) {
 		return err
 	}
 	var se *engine.StatusError
 	if errors.As(err, &se) && err == error(se) {
 		cp := *se
-		cp.Message = httpsafe.Redact(cp.Message, c.Secrets...)
-		cp.Body = httpsafe.Redact(cp.Body, c.Secrets...)
+		cp.Message = httpsafe.Redact(cp.Message, c.secrets...)
+		cp.Body = httpsafe.Redact(cp.Body, c.secrets...)
 		return &cp
 	}
 	var ee *engine.Error
 	if errors.As(err, &ee) && err == error(ee) {
 		return &engine.Error{
 			Kind: ee.Kind,
-			Op:   httpsafe.Redact(ee.Op, c.Secrets...),
-			Err:  httpsafe.RedactError(ee.Err, c.Secrets...),
+			Op:   httpsafe.Redact(ee.Op, c.secrets...),
+			Err:  httpsafe.RedactError(ee.Err, c.secrets...),
 		}
 	}
-	return httpsafe.RedactError(err, c.Secrets...)
+	return httpsafe.RedactError(err, c.secrets...)
 }
 
 // Excerpt returns the start of b for an error message: its first 200

@@ -89,7 +89,7 @@ func (c *Conn) Send(ctx context.Context, op string, hreq *http.Request, res *eng
 	if err != nil {
 		res.Trace.End = c.Now()
 		err = c.Redact(engine.Wrap(ctx, DialKind(err), op, err))
-		c.Log.LogAttrs(ctx, slog.LevelDebug, c.Pkg+": request failed", slog.String("op", op), slog.String("error", err.Error()))
+		c.Log.LogAttrs(ctx, slog.LevelDebug, c.pkg+": request failed", slog.String("op", op), slog.String("error", err.Error()))
 		return nil, nil, err
 	}
 	// The response's reads are stamped with their arrival where the
@@ -113,7 +113,7 @@ func (c *Conn) Finish(ctx context.Context, what, op string, resp *http.Response,
 	if err != nil {
 		err = c.Redact(engine.Wrap(ctx, engine.KindTruncated, op, err))
 	}
-	c.Log.LogAttrs(ctx, slog.LevelDebug, c.Pkg+": "+what,
+	c.Log.LogAttrs(ctx, slog.LevelDebug, c.pkg+": "+what,
 		slog.String("op", op), slog.Int("status", resp.StatusCode), slog.Bool("stream", stream),
 		slog.Int("chunks", len(res.Trace.Chunks)), slog.Duration("elapsed", res.Trace.End.Sub(res.Trace.Start)),
 		slog.Int("warnings", len(res.Warnings)), slog.Any("kind", engine.KindOf(err)))
