@@ -17,7 +17,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/inferbench/inferbench/engine"
-	"github.com/inferbench/inferbench/engine/internal/rxstamp"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 	"github.com/inferbench/inferbench/internal/httpsafe"
 )
 
@@ -212,10 +212,7 @@ func newTransport(idle int) *http.Transport {
 		Proxy: http.ProxyFromEnvironment,
 		// Reads carry the kernel's receive instants where the platform
 		// gives them, so chunk instants do not wait for the scheduler.
-		DialContext: rxstamp.Dialer((&net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext),
+		DialContext:           httpconn.Dialer(),
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   idle,
 		IdleConnTimeout:       90 * time.Second,

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
-	"github.com/inferbench/inferbench/engine/internal/rxstamp"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -223,7 +223,7 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	}
 	// The response's reads are stamped with their arrival where the
 	// platform tells it; the headers' instant is their read's.
-	read := c.readClock(conn, res.Trace.Start)
+	read := httpconn.ReadClock(c.arrivals, c.now, conn, res.Trace.Start)
 	res.Trace.Headers = read()
 
 	if resp.StatusCode >= 300 {
@@ -379,16 +379,6 @@ func parseCompletion(data []byte, res *engine.Result) error {
 		}
 	}
 	return nil
-}
-
-// readClock returns the clock that stamps the reads of a response on
-// conn, never before start: the kernel's receive instants (rxstamp) when
-// the client keeps the real clock, else c.now.
-func (c *Client) readClock(conn net.Conn, start time.Time) func() time.Time {
-	if !c.arrivals {
-		return c.now
-	}
-	return rxstamp.Clock(rxstamp.Of(conn), start)
 }
 
 // readStream reads a Server-Sent Events answer.

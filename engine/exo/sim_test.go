@@ -3,7 +3,6 @@ package exo
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 
@@ -11,27 +10,14 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/enginetest"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 	"github.com/inferbench/inferbench/engine/sim"
 )
 
-func newSim(t testing.TB, o sim.Options) *sim.Server {
-	t.Helper()
-	if o.Preset.Name == "" {
-		o.Preset = sim.Fast()
-	}
-	s := sim.NewServer(o)
-	t.Cleanup(s.Close)
-	return s
-}
+func newSim(t testing.TB, o sim.Options) *sim.Server { return adaptertest.NewSim(t, o) }
 
 func simClient(t testing.TB, s *sim.Server) *Client {
-	t.Helper()
-	c, err := New(s.URL, fastOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
-	return c
+	return adaptertest.NewClient(t, New, s.URL, fastOptions())
 }
 
 // TestConformance runs the engine conformance kit against the simulated
@@ -39,29 +25,7 @@ func simClient(t testing.TB, s *sim.Server) *Client {
 func TestConformance(t *testing.T) {
 	s := newSim(t, sim.Options{})
 	c := simClient(t, s)
-	type fault struct {
-		header           string
-		unstreamed, want engine.Kind // want: streamed
-	}
-	var faults []enginetest.Fault
-	for _, f := range []fault{
-		{"500", engine.KindStatus, engine.KindStatus},
-		{"503", engine.KindStatus, engine.KindStatus},
-		{"unknown-model", engine.KindStatus, engine.KindStatus},
-		{"reset-mid-stream; after=2", engine.KindTruncated, engine.KindTruncated},
-		{"cut-without-done; after=2", engine.KindMalformed, engine.KindTruncated}, // JSON: half a body
-		{"malformed-chunk; after=2", engine.KindMalformed, engine.KindMalformed},
-		{"error-event; after=2", engine.KindStatus, engine.KindStreamError}, // JSON: a 500
-		{"wrong-content-type", engine.KindMalformed, engine.KindMalformed},
-		{"oversized-line; after=1", "", engine.KindMalformed},
-		{"empty-body", engine.KindMalformed, engine.KindMalformed},
-	} {
-		h := http.Header{sim.FaultHeader: {f.header}}
-		if f.unstreamed != "" {
-			faults = append(faults, enginetest.Fault{Name: f.header, Header: h, Want: f.unstreamed})
-		}
-		faults = append(faults, enginetest.Fault{Name: f.header + " (streamed)", Header: h, Stream: true, Want: f.want})
-	}
+	faults := adaptertest.SimFaults()
 	enginetest.Run(t, enginetest.Config{
 		Engine:      c,
 		Model:       s.Model(),
@@ -71,14 +35,8 @@ func TestConformance(t *testing.T) {
 		Stats:       enginetest.Both,
 		Usage:       enginetest.Streamed,
 		SendHook:    true,
-		NewAt: func(base string) engine.Engine {
-			c, err := New(base, fastOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		},
-		Faults: faults,
+		NewAt:       adaptertest.NewAt(t, New, fastOptions()),
+		Faults:      faults,
 	})
 }
 

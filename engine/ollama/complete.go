@@ -2,29 +2,21 @@ package ollama
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
-	"net/http/httptrace"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 )
 
 // chatPath is Ollama's native chat endpoint under the server root.
 const chatPath = "/api/chat"
-
-// errorBodyBytes bounds what is read of an error response's body.
-const errorBodyBytes = 64 << 10
 
 // Complete sends req to /api/chat and reads the whole answer. It
 // implements engine.Engine.
@@ -84,9 +76,9 @@ func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	if req.Stream {
 		accept = "application/x-ndjson" // as Ollama's own client asks
 	}
-	hreq, err := c.newRequest(context.Background(), http.MethodPost, chatPath, body, accept, req.Header)
+	hreq, err := c.conn.NewRequest(context.Background(), http.MethodPost, chatPath, body, accept, req.Header)
 	if err != nil {
-		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.redact(err)}
+		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.conn.Redact(err)}
 	}
 	return &prepared{c: c, req: req, op: "POST " + hreq.URL.String(), hreq: hreq, warns: warns}, nil
 }
@@ -158,75 +150,19 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	var res engine.Result
 	res.Warnings = append([]error(nil), p.warns...)
 
-	// The send instant: httptrace reports the connection obtained just
-	// before the request is written, after any dial. GotConn fires again
-	// only when the transport resends on a new connection; the first
-	// instant stays and NotifySend is called once.
-	var (
-		mu      sync.Mutex
-		getConn time.Time
-		start   time.Time
-		conns   int
-		connect *time.Duration
-		conn    net.Conn
-	)
-	trace := &httptrace.ClientTrace{
-		GetConn: func(string) {
-			t := c.now()
-			mu.Lock()
-			if getConn.IsZero() {
-				getConn = t
-			}
-			mu.Unlock()
-		},
-		GotConn: func(info httptrace.GotConnInfo) {
-			t := c.now()
-			mu.Lock()
-			conns++
-			conn = info.Conn
-			first := conns == 1
-			if first {
-				start = t
-				if !info.Reused && !info.WasIdle && !getConn.IsZero() {
-					d := t.Sub(getConn)
-					connect = &d
-				}
-			}
-			mu.Unlock()
-			if first {
-				engine.NotifySend(ctx, t)
-			}
-		},
-	}
-	hreq := p.hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
-
-	resp, err := c.http.Do(hreq)
-	mu.Lock()
-	res.Trace.Start = start
-	res.Connect = connect
-	sent := conn
-	resent := conns > 1
-	mu.Unlock()
-	if resent {
-		res.Warnings = append(res.Warnings, fmt.Errorf("%w: the transport found a pooled connection closed and wrote the request on a new one; Start is the first attempt", ErrResent))
-	}
+	resp, read, err := c.conn.Send(ctx, op, p.hreq, &res)
 	if err != nil {
-		res.Trace.End = c.now()
-		err = c.redact(engine.Wrap(ctx, dialKind(err), op, err))
-		c.log.LogAttrs(ctx, slog.LevelDebug, "ollama: request failed", slog.String("op", op), slog.String("error", err.Error()))
 		return res, err
 	}
-	read := c.readClock(sent, res.Trace.Start)
-	res.Trace.Headers = read()
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 300 {
-		b, rerr := io.ReadAll(io.LimitReader(resp.Body, min(c.maxBody, errorBodyBytes)))
-		res.Trace.End = c.now()
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, min(c.maxBody, httpconn.ErrorBodyBytes)))
+		res.Trace.End = c.conn.Now()
 		if rerr != nil {
-			c.log.LogAttrs(ctx, slog.LevelDebug, "ollama: reading error body", slog.String("error", c.redact(rerr).Error()))
+			c.conn.Log.LogAttrs(ctx, slog.LevelDebug, "ollama: reading error body", slog.String("error", c.conn.Redact(rerr).Error()))
 		}
-		return res, c.statusError(resp.StatusCode, b)
+		return res, c.conn.StatusError(resp.StatusCode, b)
 	}
 
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -234,9 +170,9 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	case ct != "" && ct != "application/json" && ct != "application/x-ndjson":
 		// A proxy's login page, a dashboard: not Ollama's answer.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		res.Trace.End = c.now()
+		res.Trace.End = c.conn.Now()
 		err = &engine.Error{Kind: engine.KindMalformed, Op: "read response",
-			Err: fmt.Errorf("ollama: Content-Type %q, want application/x-ndjson or application/json; body starts %q", ct, excerpt(c.redactBytes(b)))}
+			Err: fmt.Errorf("ollama: Content-Type %q, want application/x-ndjson or application/json; body starts %q", ct, httpconn.Excerpt(c.conn.RedactBytes(b)))}
 	case req.Stream:
 		// Ollama answers a streaming request with application/x-ndjson,
 		// or, for a request without messages, with one JSON object
@@ -245,38 +181,14 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	default:
 		err = c.readBody(ctx, resp.Body, req, &res)
 	}
-	if err == nil {
-		// Let the connection go back to the pool.
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
-	}
-	if err != nil {
-		err = c.redact(engine.Wrap(ctx, engine.KindTruncated, op, err))
-	}
-	c.log.LogAttrs(ctx, slog.LevelDebug, "ollama: chat",
-		slog.String("op", op), slog.Int("status", resp.StatusCode), slog.Bool("stream", req.Stream),
-		slog.Int("chunks", len(res.Trace.Chunks)), slog.Duration("elapsed", res.Trace.End.Sub(res.Trace.Start)),
-		slog.Int("warnings", len(res.Warnings)), slog.Any("kind", engine.KindOf(err)))
+	err = c.conn.Finish(ctx, "chat", op, resp, req.Stream, &res, err)
 	return res, err
-}
-
-// dialKind is the kind of a failure before the response: KindConnect when
-// the TLS handshake failed, else KindReset.
-func dialKind(err error) engine.Kind {
-	var cv *tls.CertificateVerificationError
-	var rh tls.RecordHeaderError
-	var ua x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ci x509.CertificateInvalidError
-	if errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
-		return engine.KindConnect
-	}
-	return engine.KindReset
 }
 
 // readBody reads a non-streaming answer, one api.ChatResponse, into res.
 func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, res *engine.Result) error {
 	b, err := io.ReadAll(io.LimitReader(r, c.maxBody+1))
-	res.Trace.End = c.now()
+	res.Trace.End = c.conn.Now()
 	if err != nil {
 		return engine.Wrap(ctx, engine.KindTruncated, "read body", err)
 	}
@@ -287,7 +199,7 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 	var w chatWire
 	if err := decodeObject(b, &w); err != nil {
 		return &engine.Error{Kind: engine.KindMalformed, Op: "decode body",
-			Err: fmt.Errorf("ollama: want an /api/chat JSON object, found %q: %w", excerpt(c.redactBytes(b)), err)}
+			Err: fmt.Errorf("ollama: want an /api/chat JSON object, found %q: %w", httpconn.Excerpt(c.conn.RedactBytes(b)), err)}
 	}
 	if isError(w.Error) {
 		err := c.streamError(b).(*engine.Error)
@@ -296,7 +208,7 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 	}
 	if !w.Done {
 		return &engine.Error{Kind: engine.KindMalformed, Op: "decode body",
-			Err: fmt.Errorf(`ollama: a non-streaming answer with "done": false, want the final object (%q)`, excerpt(c.redactBytes(b)))}
+			Err: fmt.Errorf(`ollama: a non-streaming answer with "done": false, want the final object (%q)`, httpconn.Excerpt(c.conn.RedactBytes(b)))}
 	}
 	res.Model = w.Model
 	if w.Message != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 )
 
 // endless is a reader of an endless line: n bytes of 'x' per Read, with
@@ -28,7 +29,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // MaxLineBytes, having read no more than that and one read.
 func TestEndlessLine(t *testing.T) {
 	const max = 64 << 10
-	c := newClient(t, "http://127.0.0.1:9", &Options{MaxLineBytes: max, Now: newStepClock().Now})
+	c := newClient(t, "http://127.0.0.1:9", &Options{MaxLineBytes: max, Now: adaptertest.NewStepClock().Now})
 	src := &endless{}
 	var res engine.Result
 	err := c.readStream(context.Background(), src, nil, engine.Request{MaxTokens: 8, Stream: true}, &res)

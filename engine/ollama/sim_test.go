@@ -3,36 +3,20 @@ package ollama
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/enginetest"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 	"github.com/inferbench/inferbench/engine/sim"
 )
 
-func newSim(t *testing.T, o sim.Options) *sim.Server {
-	t.Helper()
-	if o.Preset.Name == "" {
-		o.Preset = sim.Fast()
-	}
-	s := sim.NewServer(o)
-	t.Cleanup(s.Close)
-	return s
-}
+func newSim(t *testing.T, o sim.Options) *sim.Server { return adaptertest.NewSim(t, o) }
 
 func newClient(t *testing.T, base string, o *Options) *Client {
-	t.Helper()
-	c, err := New(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
-	return c
+	return adaptertest.NewClient(t, New, base, o)
 }
-
-func faultHeader(f string) http.Header { return http.Header{sim.FaultHeader: {f}} }
 
 // simModel is the sim's model as Ollama names it in /api/tags.
 func simModel(s *sim.Server) string { return s.Model() + ":latest" }
@@ -46,28 +30,8 @@ func TestConformance(t *testing.T) {
 	// that the request the kit cancels is still running then.
 	s := newSim(t, sim.Options{NaturalLength: 1 << 16})
 	c := newClient(t, s.OllamaURL(), nil)
-	type fault struct {
-		header           string
-		unstreamed, want engine.Kind // want: streamed
-	}
-	var faults []enginetest.Fault
-	for _, f := range []fault{
-		{"500", engine.KindStatus, engine.KindStatus},
-		{"503", engine.KindStatus, engine.KindStatus},
-		{"unknown-model", engine.KindStatus, engine.KindStatus},
-		{"reset-mid-stream; after=2", engine.KindTruncated, engine.KindTruncated},
-		{"cut-without-done; after=2", engine.KindMalformed, engine.KindTruncated}, // JSON: half an object
-		{"malformed-chunk; after=2", engine.KindMalformed, engine.KindMalformed},
-		{"error-event; after=2", engine.KindStatus, engine.KindStreamError}, // JSON: a 500
-		{"wrong-content-type", engine.KindMalformed, engine.KindMalformed},
-		{"oversized-line; after=1", "", engine.KindMalformed},
-		{"empty-body", engine.KindMalformed, engine.KindTruncated}, // a stream of no lines has no final object
-	} {
-		if f.unstreamed != "" {
-			faults = append(faults, enginetest.Fault{Name: f.header, Header: faultHeader(f.header), Want: f.unstreamed})
-		}
-		faults = append(faults, enginetest.Fault{Name: f.header + " (streamed)", Header: faultHeader(f.header), Stream: true, Want: f.want})
-	}
+	// A stream of no lines has no final object: truncated.
+	faults := adaptertest.SimFaults(adaptertest.Fault("empty-body", engine.KindMalformed, engine.KindTruncated))
 	enginetest.Run(t, enginetest.Config{
 		Engine:      c,
 		Model:       simModel(s),
@@ -76,14 +40,8 @@ func TestConformance(t *testing.T) {
 		Stats:       enginetest.Both,
 		Usage:       enginetest.Both,
 		SendHook:    true,
-		NewAt: func(base string) engine.Engine {
-			c, err := New(base, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		},
-		Faults: faults,
+		NewAt:       adaptertest.NewAt(t, New, nil),
+		Faults:      faults,
 	})
 }
 

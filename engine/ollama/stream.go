@@ -8,11 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
-	"github.com/inferbench/inferbench/engine/internal/rxstamp"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -138,16 +137,6 @@ func (lr *lineReader) next() bool {
 	}
 }
 
-// readClock returns the clock that stamps the reads of a response on
-// conn, never before start: the kernel's receive instants (rxstamp) when
-// the client keeps the real clock, else c.now.
-func (c *Client) readClock(conn net.Conn, start time.Time) func() time.Time {
-	if c.opts.Now != nil {
-		return c.now
-	}
-	return rxstamp.Clock(rxstamp.Of(conn), start)
-}
-
 // readStream reads an NDJSON stream of /api/chat into res: one chunk per
 // line with content, the text, model, done_reason, usage, server stats
 // and warnings. It sets res.Trace.End when it stops; after an error res
@@ -156,14 +145,14 @@ func (c *Client) readClock(conn net.Conn, start time.Time) func() time.Time {
 // engine.KindImplausibleUsage, and then res has no chunks, no usage and
 // no stats.
 //
-// read stamps each read of r (nil: c.now).
+// read stamps each read of r (nil: the client's clock).
 func (c *Client) readStream(ctx context.Context, r io.Reader, read func() time.Time, req engine.Request, res *engine.Result) error {
 	if read == nil {
-		read = c.now
+		read = c.conn.Now
 	}
 	lr := newLineReader(r, read, c.maxLine)
 	err := c.scan(lr, req, res)
-	res.Trace.End = c.now()
+	res.Trace.End = c.conn.Now()
 	if engine.KindOf(err) == engine.KindImplausibleUsage {
 		res.Trace.Chunks, res.Usage, res.ServerStats = nil, nil, nil
 	}
@@ -195,10 +184,10 @@ func (c *Client) scan(lr *lineReader, req engine.Request, res *engine.Result) er
 		if err := decodeObject(lr.line, &w); err != nil {
 			if lr.partial {
 				return &engine.Error{Kind: engine.KindTruncated, Op: "read NDJSON stream",
-					Err: fmt.Errorf("ollama: line %d ends without a newline and is not a whole object (%q): %w", n, excerpt(c.redactBytes(lr.line)), err)}
+					Err: fmt.Errorf("ollama: line %d ends without a newline and is not a whole object (%q): %w", n, httpconn.Excerpt(c.conn.RedactBytes(lr.line)), err)}
 			}
 			return &engine.Error{Kind: engine.KindMalformed, Op: "read NDJSON stream",
-				Err: fmt.Errorf("ollama: line %d: want a JSON object of /api/chat, found %q: %w", n, excerpt(c.redactBytes(lr.line)), err)}
+				Err: fmt.Errorf("ollama: line %d: want a JSON object of /api/chat, found %q: %w", n, httpconn.Excerpt(c.conn.RedactBytes(lr.line)), err)}
 		}
 		if isError(w.Error) {
 			return c.streamError(lr.line)
@@ -242,7 +231,7 @@ func (c *Client) scan(lr *lineReader, req engine.Request, res *engine.Result) er
 // streamError is the error of an {"error": ...} object.
 func (c *Client) streamError(data []byte) error {
 	se := engine.Event{Type: engine.EventError, Data: data}.ServerError()
-	se.Message = c.redactString(se.Message)
+	se.Message = c.conn.RedactString(se.Message)
 	return &engine.Error{Kind: engine.KindStreamError, Op: "read NDJSON stream", Err: se}
 }
 

@@ -52,7 +52,7 @@ func testStampedOnArrival(t *testing.T, tls bool) {
 	}
 	t.Cleanup(srv.Close)
 	c := newClient(t, srv.URL, opts)
-	tr := c.http.Transport.(*http.Transport)
+	tr := c.conn.Bench.Transport.(*http.Transport)
 	tr.DialContext = ls.Dial(tr.DialContext)
 
 	res, err := c.Complete(context.Background(), engine.Request{Model: "m", MaxTokens: 4, Stream: true})
@@ -88,7 +88,7 @@ func TestInjectedClockStampsReads(t *testing.T) {
 	t.Cleanup(srv.Close)
 	fixed := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := newClient(t, srv.URL, &Options{Now: func() time.Time { return fixed }})
-	tr := c.http.Transport.(*http.Transport)
+	tr := c.conn.Bench.Transport.(*http.Transport)
 	tr.DialContext = ls.Dial(tr.DialContext)
 	res, err := c.Complete(context.Background(), engine.Request{Model: "m", MaxTokens: 4, Stream: true})
 	if err != nil {

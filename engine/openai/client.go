@@ -1,22 +1,15 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
-	"github.com/inferbench/inferbench/engine/internal/rxstamp"
-	"github.com/inferbench/inferbench/internal/httpsafe"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -154,17 +147,10 @@ type Options struct {
 // before it is kept in an error, in whatever escapes the server wrote
 // them (see httpsafe.Redact).
 type Client struct {
-	base    string // scheme://host[:port][/prefix], without a trailing /v1
-	key     string
-	secrets []string // key and the credentials of header, for redaction
-	header  http.Header
-	http    *http.Client // benchmark path: no redirects
-	ctl     *http.Client // control plane: same-origin redirects
+	conn    *httpconn.Conn // root (without /v1), credentials, clients, logger, clock
 	maxBody int64
 	burst   int
 	opts    Options // copy; Header, TLSConfig and Logger not used from here
-	log     *slog.Logger
-	now     func() time.Time
 }
 
 var (
@@ -183,24 +169,12 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	if opts != nil {
 		o = *opts
 	}
-	u, err := url.Parse(strings.TrimSpace(baseURL))
+	base, err := httpconn.ParseBase("openai", baseURL, "/v1")
 	if err != nil {
-		return nil, fmt.Errorf("openai: base URL %q: %w", baseURL, err)
+		return nil, err
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("openai: base URL %q: want scheme http or https, found %q", baseURL, u.Scheme)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("openai: base URL %q: want a host, found none", baseURL)
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("openai: base URL %s: want no user information in the URL (use Options.APIKeyEnv)", u.Redacted())
-	}
-	u.RawQuery, u.Fragment = "", ""
-	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
-	u.RawPath = ""
 
-	key, err := readKey(o.APIKeyEnv, o.APIKeyFile)
+	key, err := httpconn.ReadKey("openai", o.APIKeyEnv, o.APIKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -221,189 +195,29 @@ func New(baseURL string, opts *Options) (*Client, error) {
 		maxBody = DefaultMaxResponseBytes
 	}
 
-	var tlsConf *tls.Config
-	if o.TLSConfig != nil {
-		tlsConf = o.TLSConfig.Clone()
-	}
-	if o.InsecureSkipVerify {
-		if tlsConf == nil {
-			tlsConf = &tls.Config{}
-		}
-		tlsConf.InsecureSkipVerify = true
-	}
-	tr := &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		// Every read carries the kernel's receive instant where the
-		// platform gives one (rxstamp), so chunk instants do not wait
-		// for this process's scheduler.
-		DialContext: rxstamp.Dialer((&net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext),
-		TLSClientConfig:     tlsConf,
-		TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConns:        burst,
-		MaxIdleConnsPerHost: burst,
-		IdleConnTimeout:     90 * time.Second,
-		// One connection per request in flight, as a burst needs: no
-		// HTTP/2 multiplexing (an empty TLSNextProto disables it).
-		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
-		// A gzip-encoded event stream would be buffered by the decoder,
-		// moving chunk arrival instants.
-		DisableCompression: true,
-	}
-
-	h := http.Header{}
-	for k, vs := range o.Header {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
-	}
+	conn := httpconn.New(httpconn.Config{
+		Pkg:                "openai",
+		Base:               base,
+		Key:                key,
+		Header:             o.Header,
+		TLSConfig:          o.TLSConfig,
+		InsecureSkipVerify: o.InsecureSkipVerify,
+		Timeout:            o.Timeout,
+		MaxBurst:           burst,
+		MaxBody:            maxBody,
+		Retries:            o.Retries,
+		RetryWait:          o.RetryWait,
+		NoteRetryAfter:     true,
+		ErrResent:          ErrResent,
+		Logger:             o.Logger,
+		Now:                o.Now,
+	})
 	o.Header, o.TLSConfig, o.Logger = nil, nil, nil
-	var secrets []string
-	if key != "" {
-		secrets = append(secrets, key)
-	}
-	secrets = append(secrets, httpsafe.HeaderSecrets(h)...)
-	return &Client{
-		base:    u.String(),
-		key:     key,
-		secrets: secrets,
-		header:  h,
-		http:    &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: httpsafe.NoRedirects(secrets...)},
-		ctl:     &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: httpsafe.SameOrigin(secrets...)},
-		maxBody: maxBody,
-		burst:   burst,
-		opts:    o,
-		log:     log,
-		now:     now,
-	}, nil
-}
-
-// readKey reads the bearer token from the environment variable env, else
-// from the file at path. Its errors name where it looked, never the value.
-func readKey(env, path string) (string, error) {
-	switch {
-	case env != "":
-		v, ok := os.LookupEnv(env)
-		if !ok {
-			return "", fmt.Errorf("openai: APIKeyEnv names %s, which is not set", env)
-		}
-		v = strings.TrimSpace(v)
-		if v == "" {
-			return "", fmt.Errorf("openai: APIKeyEnv names %s, which is empty", env)
-		}
-		return v, nil
-	case path != "":
-		b, err := os.ReadFile(path)
-		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // the path is in our message; the cause alone suffices
-			}
-			return "", fmt.Errorf("openai: APIKeyFile %s: %w", path, err)
-		}
-		v := strings.TrimSpace(string(b))
-		if v == "" {
-			return "", fmt.Errorf("openai: APIKeyFile %s is empty, want a token", path)
-		}
-		return v, nil
-	}
-	return "", nil
+	return &Client{conn: conn, maxBody: maxBody, burst: burst, opts: o}, nil
 }
 
 // BaseURL returns the server root requests are made under (without /v1).
-func (c *Client) BaseURL() string { return c.base }
+func (c *Client) BaseURL() string { return c.conn.Base }
 
 // CloseIdleConnections closes the client's idle keep-alive connections.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
-
-// newRequest builds a request to path with the client's headers, then
-// extra's (which may replace them).
-func (c *Client) newRequest(ctx context.Context, method, path string, body []byte, accept string, extra http.Header) (*http.Request, error) {
-	var req *http.Request
-	var err error
-	if body != nil {
-		req, err = http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
-	} else {
-		req, err = http.NewRequestWithContext(ctx, method, c.base+path, nil)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("openai: %s %s: %w", method, c.base+path, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	for k, vs := range c.header {
-		req.Header.Del(k)
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	for k, vs := range extra {
-		req.Header.Del(k)
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	return req, nil
-}
-
-// redactedText is what replaces a credential in error text.
-const redactedText = httpsafe.Redacted
-
-// redactBytes returns b with every credential the client sends replaced
-// by httpsafe.Redacted, as sent or escaped.
-func (c *Client) redactBytes(b []byte) []byte {
-	return httpsafe.RedactBytes(b, c.secrets...)
-}
-
-// statusError is the *engine.StatusError of an answer with status code and
-// body b, redacted before its message is decoded and again after, so that
-// a credential escaped in the JSON (\/, \uXXXX) is not decoded back into
-// plain text.
-func (c *Client) statusError(code int, b []byte) *engine.StatusError {
-	se := engine.NewStatusError(code, c.redactBytes(b))
-	se.Message = httpsafe.Redact(se.Message, c.secrets...)
-	se.Body = httpsafe.Redact(se.Body, c.secrets...)
-	return se
-}
-
-// redact returns err with the credentials removed from its text, keeping
-// its type where callers branch on it (*engine.Error, *engine.StatusError)
-// and its chain for errors.Is and errors.As.
-func (c *Client) redact(err error) error {
-	if err == nil || !httpsafe.Contains(err.Error(), c.secrets...) {
-		return err
-	}
-	var se *engine.StatusError
-	if errors.As(err, &se) && err == error(se) {
-		cp := *se
-		cp.Message = httpsafe.Redact(cp.Message, c.secrets...)
-		cp.Body = httpsafe.Redact(cp.Body, c.secrets...)
-		return &cp
-	}
-	var ee *engine.Error
-	if errors.As(err, &ee) && err == error(ee) {
-		return &engine.Error{
-			Kind: ee.Kind,
-			Op:   httpsafe.Redact(ee.Op, c.secrets...),
-			Err:  httpsafe.RedactError(ee.Err, c.secrets...),
-		}
-	}
-	return httpsafe.RedactError(err, c.secrets...)
-}
+func (c *Client) CloseIdleConnections() { c.conn.CloseIdleConnections() }

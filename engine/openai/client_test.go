@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
+	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -78,13 +80,7 @@ func serve(t *testing.T, h http.Handler) *httptest.Server {
 }
 
 func newClient(t *testing.T, base string, o *Options) *Client {
-	t.Helper()
-	c, err := New(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
-	return c
+	return adaptertest.NewClient(t, New, base, o)
 }
 
 func TestCompleteStreamOverHTTP(t *testing.T) {
@@ -373,8 +369,8 @@ func TestAPIKeyNeverInErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), redactedText) {
-				t.Errorf("error %q: want the key replaced by %s", err, redactedText)
+			if strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), httpsafe.Redacted) {
+				t.Errorf("error %q: want the key replaced by %s", err, httpsafe.Redacted)
 			}
 			if got := engine.KindOf(err); got != tc.kind {
 				t.Errorf("kind %q, want %q (%v)", got, tc.kind, err)

@@ -2,22 +2,16 @@ package openai
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
-	"net/http/httptrace"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 )
 
 // The endpoints under the server root: chat completions, and text
@@ -26,9 +20,6 @@ const (
 	chatPath        = "/v1/chat/completions"
 	completionsPath = "/v1/completions"
 )
-
-// errorBodyBytes bounds what is read of an error response's body.
-const errorBodyBytes = 64 << 10
 
 // Complete sends req to /v1/chat/completions, or to /v1/completions when
 // req.Prompt is set, and reads the whole response. It implements
@@ -93,9 +84,9 @@ func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	if req.Prompt != nil {
 		path = completionsPath
 	}
-	hreq, err := c.newRequest(context.Background(), http.MethodPost, path, body, accept, req.Header)
+	hreq, err := c.conn.NewRequest(context.Background(), http.MethodPost, path, body, accept, req.Header)
 	if err != nil {
-		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.redact(err)}
+		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.conn.Redact(err)}
 	}
 	return &prepared{c: c, req: req, op: "POST " + hreq.URL.String(), hreq: hreq, warns: warns}, nil
 }
@@ -110,82 +101,21 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	var res engine.Result
 	res.Warnings = p.warns
 
-	// The send instant: httptrace reports the connection obtained just
-	// before the request is written, after any dial. GotConn fires again
-	// only when the transport resends on a new connection (a pooled one
-	// was found closed before anything was written); the first instant
-	// stays, and NotifySend is called once. A first connection that had
-	// never carried a request was opened for this one: GetConn to GotConn
-	// is then its dial (Result.Connect).
-	var (
-		mu      sync.Mutex
-		getConn time.Time
-		start   time.Time
-		conns   int
-		connect *time.Duration
-		conn    net.Conn // the connection the request went out on
-	)
-	trace := &httptrace.ClientTrace{
-		GetConn: func(string) {
-			t := c.now()
-			mu.Lock()
-			if getConn.IsZero() {
-				getConn = t
-			}
-			mu.Unlock()
-		},
-		GotConn: func(info httptrace.GotConnInfo) {
-			t := c.now()
-			mu.Lock()
-			conns++
-			conn = info.Conn
-			first := conns == 1
-			if first {
-				start = t
-				if !info.Reused && !info.WasIdle && !getConn.IsZero() {
-					d := t.Sub(getConn)
-					connect = &d
-				}
-			}
-			mu.Unlock()
-			if first {
-				engine.NotifySend(ctx, t)
-			}
-		},
-	}
-	hreq := p.hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
-
-	resp, err := c.http.Do(hreq)
-	mu.Lock()
-	res.Trace.Start = start
-	res.Connect = connect
-	sent := conn
-	resent := conns > 1
-	mu.Unlock()
-	if resent {
-		res.Warnings = append(res.Warnings, fmt.Errorf("%w: the transport found a pooled connection closed and wrote the request on a new one; Start is the first attempt", ErrResent))
-	}
+	resp, read, err := c.conn.Send(ctx, op, p.hreq, &res)
 	if err != nil {
-		res.Trace.End = c.now()
-		err = c.redact(engine.Wrap(ctx, dialKind(err), op, err))
-		c.log.LogAttrs(ctx, slog.LevelDebug, "openai: request failed", slog.String("op", op), slog.String("error", err.Error()))
 		return res, err
 	}
-	// The response's reads are stamped with their arrival where the
-	// platform tells it; the headers' instant is their read's.
-	read := c.readClock(sent, res.Trace.Start)
-	res.Trace.Headers = read()
 	defer resp.Body.Close()
 
 	if resp.StatusCode >= 300 {
 		// A redirect is refused before it is followed (CheckRedirect); a
 		// 3xx reaches here only without a Location, and is no success.
-		b, rerr := io.ReadAll(io.LimitReader(resp.Body, min(c.maxBody, errorBodyBytes)))
-		res.Trace.End = c.now()
-		se := c.statusError(resp.StatusCode, b)
-		c.log.LogAttrs(ctx, slog.LevelDebug, "openai: error status", slog.String("op", op), slog.Int("status", resp.StatusCode))
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, min(c.maxBody, httpconn.ErrorBodyBytes)))
+		res.Trace.End = c.conn.Now()
+		se := c.conn.StatusError(resp.StatusCode, b)
+		c.conn.Log.LogAttrs(ctx, slog.LevelDebug, "openai: error status", slog.String("op", op), slog.Int("status", resp.StatusCode))
 		if rerr != nil {
-			c.log.LogAttrs(ctx, slog.LevelDebug, "openai: reading error body", slog.String("error", c.redact(rerr).Error()))
+			c.conn.Log.LogAttrs(ctx, slog.LevelDebug, "openai: reading error body", slog.String("error", c.conn.Redact(rerr).Error()))
 		}
 		return res, se
 	}
@@ -196,9 +126,9 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		// A dashboard page, a proxy's login form: not a stream. (No
 		// Content-Type at all is read as a stream.)
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		res.Trace.End = c.now()
+		res.Trace.End = c.conn.Now()
 		err = &engine.Error{Kind: engine.KindMalformed, Op: "read response",
-			Err: fmt.Errorf("openai: Content-Type %q, want text/event-stream; body starts %q", ct, excerpt(c.redactBytes(b)))}
+			Err: fmt.Errorf("openai: Content-Type %q, want text/event-stream; body starts %q", ct, httpconn.Excerpt(c.conn.RedactBytes(b)))}
 	case req.Stream && ct != "application/json":
 		err = c.readStream(ctx, resp.Body, read, req, &res)
 	default:
@@ -212,34 +142,8 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 			res.Warnings = append(res.Warnings, warns...)
 		}
 	}
-	if err == nil {
-		// Let the connection go back to the pool: read what may follow
-		// [DONE] (normally nothing) before Close.
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
-	}
-	if err != nil {
-		err = c.redact(engine.Wrap(ctx, engine.KindTruncated, op, err))
-	}
-	c.log.LogAttrs(ctx, slog.LevelDebug, "openai: completion",
-		slog.String("op", op), slog.Int("status", resp.StatusCode), slog.Bool("stream", req.Stream),
-		slog.Int("chunks", len(res.Trace.Chunks)), slog.Duration("elapsed", res.Trace.End.Sub(res.Trace.Start)),
-		slog.Int("warnings", len(res.Warnings)), slog.Any("kind", engine.KindOf(err)))
+	err = c.conn.Finish(ctx, "completion", op, resp, req.Stream, &res, err)
 	return res, err
-}
-
-// dialKind is the kind of a failure before the response: KindConnect when
-// the TLS handshake failed (no connection could be opened), else
-// KindReset.
-func dialKind(err error) engine.Kind {
-	var cv *tls.CertificateVerificationError
-	var rh tls.RecordHeaderError
-	var ua x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ci x509.CertificateInvalidError
-	if errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
-		return engine.KindConnect
-	}
-	return engine.KindReset
 }
 
 // requestBody encodes req as a chat completions body, or a completions
@@ -353,7 +257,7 @@ type completionWire struct {
 // readBody reads a non-streaming response into res.
 func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, res *engine.Result) error {
 	b, err := io.ReadAll(io.LimitReader(r, c.maxBody+1))
-	res.Trace.End = c.now()
+	res.Trace.End = c.conn.Now()
 	if err != nil {
 		// A body cut by the request's deadline is a timeout, not a
 		// truncation.
@@ -370,11 +274,11 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 			what = "text_completion"
 		}
 		return &engine.Error{Kind: engine.KindMalformed, Op: "decode body",
-			Err: fmt.Errorf("openai: want a %s JSON object, found %q: %w", what, excerpt(c.redactBytes(b)), err)}
+			Err: fmt.Errorf("openai: want a %s JSON object, found %q: %w", what, httpconn.Excerpt(c.conn.RedactBytes(b)), err)}
 	}
 	if isError(w.Error) {
 		return &engine.Error{Kind: engine.KindStreamError, Op: "decode body",
-			Err: streamError(c.redactBytes(b))}
+			Err: streamError(c.conn.RedactBytes(b))}
 	}
 	res.ResponseID, res.Model = w.ID, w.Model
 	if u := w.Usage.usage(); u != nil {
@@ -439,13 +343,4 @@ func shortWarnings(req engine.Request, res *engine.Result) []error {
 // and not null).
 func isError(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
-}
-
-// excerpt returns the start of b for an error message.
-func excerpt(b []byte) string {
-	const max = 200
-	if len(b) <= max {
-		return string(b)
-	}
-	return string(b[:max]) + "…"
 }

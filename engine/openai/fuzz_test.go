@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 )
 
 // seedEvents returns every recorded stream and the data of every event in
@@ -153,7 +154,7 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte(": keep-alive\r\n\r\ndata: [DONE]\r\n\r\n"), true, false)
 	f.Add([]byte("data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\ndata: {\"choices\":[{\"index\":0,\"text\":\" ab\",\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":5}}}\n\ndata: [DONE]\n\n"), false, true)
 	f.Fuzz(func(t *testing.T, body []byte, doneOptional, completion bool) {
-		clk := newStepClock()
+		clk := adaptertest.NewStepClock()
 		c, err := New("http://127.0.0.1:9", &Options{Now: clk.Now, DoneOptional: doneOptional,
 			CountText: func(_ context.Context, s string) (int, error) { return len(strings.Fields(s)), nil }})
 		if err != nil {
@@ -164,7 +165,7 @@ func FuzzReadStream(f *testing.F) {
 		if completion {
 			req.Prompt = &engine.Prompt{Tokens: []int{1, 2, 3, 4}}
 		}
-		err = c.readStream(context.Background(), &eventReader{rest: body}, nil, req, &res)
+		err = c.readStream(context.Background(), adaptertest.NewFeeder(body, "\n\n"), nil, req, &res)
 		switch k := engine.KindOf(err); k {
 		case engine.KindNone, engine.KindTruncated, engine.KindMalformed, engine.KindStreamError, engine.KindImplausibleUsage:
 		default:

@@ -1,90 +1,40 @@
 package openai
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// stepClock is a controlled clock: each reading is the previous one plus
-// step, starting at base.
-type stepClock struct {
-	mu   sync.Mutex
-	base time.Time
-	n    int
-	step time.Duration
-}
-
-func newStepClock() *stepClock {
-	return &stepClock{base: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), step: time.Millisecond}
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.base.Add(time.Duration(c.n) * c.step)
-	c.n++
-	return t
-}
-
-// eventReader returns one SSE event (through its blank line) per Read, so
-// that the reader's clock is read once per event.
-type eventReader struct{ rest []byte }
-
-func (r *eventReader) Read(p []byte) (int, error) {
-	if len(r.rest) == 0 {
-		return 0, io.EOF
-	}
-	n := len(r.rest)
-	if i := bytes.Index(r.rest, []byte("\n\n")); i >= 0 {
-		n = i + 2
-	}
-	n = copy(p, r.rest[:n])
-	r.rest = r.rest[n:]
-	return n, nil
-}
-
-type goldenChunk struct {
-	AtMS   int64 `json:"at_ms"`
-	Tokens int   `json:"tokens"`
-}
-
 // golden is what a recorded stream parses into, times in milliseconds of
 // the step clock.
 type golden struct {
-	Text         string              `json:"text"`
-	ResponseID   string              `json:"response_id"`
-	Model        string              `json:"model"`
-	FinishReason string              `json:"finish_reason"`
-	Usage        *engine.Usage       `json:"usage"`
-	Stats        *engine.ServerStats `json:"stats,omitempty"`
-	Chunks       []goldenChunk       `json:"chunks"`
-	EndMS        int64               `json:"end_ms"`
-	Warnings     []string            `json:"warnings"`
-	ErrorKind    engine.Kind         `json:"error_kind,omitempty"`
-	Error        string              `json:"error,omitempty"`
+	Text         string                    `json:"text"`
+	ResponseID   string                    `json:"response_id"`
+	Model        string                    `json:"model"`
+	FinishReason string                    `json:"finish_reason"`
+	Usage        *engine.Usage             `json:"usage"`
+	Stats        *engine.ServerStats       `json:"stats,omitempty"`
+	Chunks       []adaptertest.GoldenChunk `json:"chunks"`
+	EndMS        int64                     `json:"end_ms"`
+	Warnings     []string                  `json:"warnings"`
+	ErrorKind    engine.Kind               `json:"error_kind,omitempty"`
+	Error        string                    `json:"error,omitempty"`
 }
 
 // parseRecorded reads a recorded stream through readStream with a step
 // clock and returns what it produced.
 func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request) (engine.Result, golden, error) {
 	t.Helper()
-	clk := newStepClock()
+	clk := adaptertest.NewStepClock()
 	o := Options{}
 	if opts != nil {
 		o = *opts
@@ -95,17 +45,11 @@ func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request)
 		t.Fatal(err)
 	}
 	var res engine.Result
-	rerr := c.readStream(context.Background(), &eventReader{rest: body}, nil, req, &res)
+	rerr := c.readStream(context.Background(), adaptertest.NewFeeder(body, "\n\n"), nil, req, &res)
 	g := golden{
 		Text: res.Text, ResponseID: res.ResponseID, Model: res.Model, FinishReason: res.FinishReason,
-		Usage: res.Usage, Stats: res.ServerStats, EndMS: res.Trace.End.Sub(clk.base).Milliseconds(), Warnings: []string{},
-		Chunks: []goldenChunk{},
-	}
-	for _, ch := range res.Trace.Chunks {
-		g.Chunks = append(g.Chunks, goldenChunk{AtMS: ch.At.Sub(clk.base).Milliseconds(), Tokens: ch.Tokens})
-	}
-	for _, w := range res.Warnings {
-		g.Warnings = append(g.Warnings, w.Error())
+		Usage: res.Usage, Stats: res.ServerStats, EndMS: res.Trace.End.Sub(clk.Base).Milliseconds(),
+		Chunks: adaptertest.GoldenChunks(clk.Base, res), Warnings: adaptertest.Strings(res.Warnings),
 	}
 	if rerr != nil {
 		g.ErrorKind = engine.KindOf(rerr)
@@ -183,41 +127,8 @@ func TestGoldenStreams(t *testing.T) {
 			if got := engine.KindOf(rerr); got != tc.kind {
 				t.Fatalf("error kind %q (%v), want %q", got, rerr, tc.kind)
 			}
-			var got []int
-			for _, ch := range res.Trace.Chunks {
-				got = append(got, ch.Tokens)
-			}
-			if diff := cmp.Diff(tc.tokens, got); diff != "" {
-				t.Errorf("chunk tokens (-want +got):\n%s", diff)
-			}
-			if len(res.Warnings) != len(tc.warns) {
-				t.Errorf("warnings %v, want %d wrapping %v", res.Warnings, len(tc.warns), tc.warns)
-			}
-			for i, w := range tc.warns {
-				if i < len(res.Warnings) && !errors.Is(res.Warnings[i], w) {
-					t.Errorf("warning %d = %v, want one wrapping %v", i, res.Warnings[i], w)
-				}
-			}
-
-			path := filepath.Join("testdata", tc.name+".golden.json")
-			out, err := json.MarshalIndent(g, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, '\n')
-			if *update {
-				if err := os.WriteFile(path, out, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(out)); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-			}
+			adaptertest.CheckChunks(t, res, tc.tokens, tc.warns)
+			adaptertest.CheckGolden(t, tc.name, g, *update)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 )
 
 // dumper answers every request with a canned body and keeps the wire dump
@@ -90,7 +91,7 @@ func TestPrepareSendsWhatCompleteSends(t *testing.T) {
 			srv := serve(t, d)
 			run := func(send func(c *Client, ctx context.Context) (engine.Result, error)) (string, engine.Result, []time.Time) {
 				o := tc.opts
-				o.Now = newStepClock().Now
+				o.Now = adaptertest.NewStepClock().Now
 				c := newClient(t, srv.URL, &o)
 				before := len(d.got())
 				var hooked []time.Time
@@ -139,7 +140,7 @@ func TestPrepareSendsWhatCompleteSends(t *testing.T) {
 func TestPrepareDoesNoIO(t *testing.T) {
 	d := &dumper{ctype: "application/json", body: readTestdata(t, "vllm_nonstream.json")}
 	srv := serve(t, d)
-	clk := newStepClock()
+	clk := adaptertest.NewStepClock()
 	c := newClient(t, srv.URL, &Options{Now: clk.Now})
 	hooks := 0
 	ctx := engine.WithSendHook(context.Background(), func(time.Time) { hooks++ })
@@ -151,9 +152,7 @@ func TestPrepareDoesNoIO(t *testing.T) {
 		}
 		ps[i] = p
 	}
-	clk.mu.Lock()
-	reads := clk.n
-	clk.mu.Unlock()
+	reads := clk.Readings()
 	if n := len(d.got()); n != 0 || reads != 0 || hooks != 0 {
 		t.Fatalf("after 3 Prepare calls: %d requests sent, %d clock readings, %d hook calls; want 0, 0, 0", n, reads, hooks)
 	}

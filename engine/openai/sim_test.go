@@ -10,19 +10,12 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/enginetest"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
-func newSim(t *testing.T, o sim.Options) *sim.Server {
-	t.Helper()
-	if o.Preset.Name == "" {
-		o.Preset = sim.Fast()
-	}
-	s := sim.NewServer(o)
-	t.Cleanup(s.Close)
-	return s
-}
+func newSim(t *testing.T, o sim.Options) *sim.Server { return adaptertest.NewSim(t, o) }
 
 func faultHeader(f string) http.Header { return http.Header{sim.FaultHeader: {f}} }
 
@@ -34,28 +27,7 @@ func TestConformance(t *testing.T) {
 	// The sim's reset-before-headers flushes a 200 status line before it
 	// resets, so the reset is seen while reading the body (truncated);
 	// TestResetBeforeHeaders covers a real reset with a raw listener.
-	type fault struct {
-		header           string
-		unstreamed, want engine.Kind // want: streamed
-	}
-	var faults []enginetest.Fault
-	for _, f := range []fault{
-		{"500", engine.KindStatus, engine.KindStatus},
-		{"503", engine.KindStatus, engine.KindStatus},
-		{"unknown-model", engine.KindStatus, engine.KindStatus},
-		{"reset-mid-stream; after=2", engine.KindTruncated, engine.KindTruncated},
-		{"cut-without-done; after=2", engine.KindMalformed, engine.KindTruncated}, // JSON: half a body
-		{"malformed-chunk; after=2", engine.KindMalformed, engine.KindMalformed},
-		{"error-event; after=2", engine.KindStatus, engine.KindStreamError}, // JSON: a 500
-		{"wrong-content-type", engine.KindMalformed, engine.KindMalformed},
-		{"oversized-line; after=1", "", engine.KindMalformed}, // JSON: a large field, within MaxResponseBytes
-		{"empty-body", engine.KindMalformed, engine.KindMalformed},
-	} {
-		if f.unstreamed != "" {
-			faults = append(faults, enginetest.Fault{Name: f.header, Header: faultHeader(f.header), Want: f.unstreamed})
-		}
-		faults = append(faults, enginetest.Fault{Name: f.header + " (streamed)", Header: faultHeader(f.header), Stream: true, Want: f.want})
-	}
+	faults := adaptertest.SimFaults()
 	enginetest.Run(t, enginetest.Config{
 		Engine:      c,
 		Model:       s.Model(),
@@ -64,14 +36,8 @@ func TestConformance(t *testing.T) {
 		Bench:       true,
 		Usage:       enginetest.Both,
 		SendHook:    true,
-		NewAt: func(base string) engine.Engine {
-			c, err := New(base, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		},
-		Faults: faults,
+		NewAt:       adaptertest.NewAt(t, New, nil),
+		Faults:      faults,
 	})
 }
 

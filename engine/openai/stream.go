@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
-	"github.com/inferbench/inferbench/engine/internal/rxstamp"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -263,16 +262,6 @@ type streamState struct {
 	stats  *engine.ServerStats
 }
 
-// readClock returns the clock that stamps the reads of a response on
-// conn, never before start: the kernel's receive instants (rxstamp) when
-// the client keeps the real clock, else c.now.
-func (c *Client) readClock(conn net.Conn, start time.Time) func() time.Time {
-	if c.opts.Now != nil {
-		return c.now
-	}
-	return rxstamp.Clock(rxstamp.Of(conn), start)
-}
-
 // readStream reads an event stream into res: the content chunks of its
 // trace, text, id, model, finish reason, usage and warnings. It sets
 // res.Trace.End when it stops; after an error, res keeps what was read
@@ -280,15 +269,15 @@ func (c *Client) readClock(conn net.Conn, start time.Time) func() time.Time {
 // true ends the stream with an error of kind engine.KindImplausibleUsage,
 // and then res has no chunks and no usage: nothing in it can be trusted.
 //
-// read stamps each read of r (nil: c.now).
+// read stamps each read of r (nil: the client's clock).
 func (c *Client) readStream(ctx context.Context, r io.Reader, read func() time.Time, req engine.Request, res *engine.Result) error {
 	if read == nil {
-		read = c.now
+		read = c.conn.Now
 	}
 	sr := engine.NewSSEReader(r, &engine.SSEOptions{Now: read, DoneOptional: c.opts.DoneOptional})
 	st := newStreamState(req)
 	err := c.scan(sr, &st, res)
-	res.Trace.End = c.now()
+	res.Trace.End = c.conn.Now()
 	res.Text = st.text.String()
 	if engine.KindOf(err) == engine.KindImplausibleUsage {
 		res.Trace.Chunks = nil
@@ -377,17 +366,17 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 			return nil
 		case engine.EventError:
 			se := streamError(ev.Data)
-			se.Message = string(c.redactBytes([]byte(se.Message)))
+			se.Message = string(c.conn.RedactBytes([]byte(se.Message)))
 			return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
 		}
 		n++
 		if err := dec.decode(ev.Data, &p, st.completion); err != nil {
 			if se, ok := err.(*engine.StreamError); ok {
-				se.Message = string(c.redactBytes([]byte(se.Message)))
+				se.Message = string(c.conn.RedactBytes([]byte(se.Message)))
 				return &engine.Error{Kind: engine.KindStreamError, Op: "read SSE stream", Err: se}
 			}
 			return &engine.Error{Kind: engine.KindMalformed, Op: "read SSE stream",
-				Err: fmt.Errorf("openai: event %d: want a %s JSON object, found %q: %w", n, st.chunkObject(), excerpt(c.redactBytes(ev.Data)), err)}
+				Err: fmt.Errorf("openai: event %d: want a %s JSON object, found %q: %w", n, st.chunkObject(), httpconn.Excerpt(c.conn.RedactBytes(ev.Data)), err)}
 		}
 		if res.ResponseID == "" {
 			res.ResponseID = string(p.id)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/httpconn"
 )
 
 // tgiHeaders are the timing headers text-generation-inference sets on a
@@ -47,7 +48,7 @@ func tgiStats(h http.Header, maxTokens int) (*engine.ServerStats, []error, error
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			warns = append(warns, fmt.Errorf("openai: header %s = %q, want a whole number ≥ 0; left out", name, excerpt([]byte(v))))
+			warns = append(warns, fmt.Errorf("openai: header %s = %q, want a whole number ≥ 0; left out", name, httpconn.Excerpt([]byte(v))))
 			return 0, false
 		}
 		return n, true

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 )
 
 // sseBody is a stream of content chunks, each with its cumulative
@@ -126,21 +125,7 @@ func TestAttributeUsesWhatTheStreamStates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []int
-			for _, ch := range res.Trace.Chunks {
-				got = append(got, ch.Tokens)
-			}
-			if diff := cmp.Diff(tc.tokens, got); diff != "" {
-				t.Errorf("chunk tokens (-want +got):\n%s", diff)
-			}
-			if len(res.Warnings) != len(tc.warns) {
-				t.Errorf("warnings %v, want %d wrapping %v", res.Warnings, len(tc.warns), tc.warns)
-			}
-			for i, w := range tc.warns {
-				if i < len(res.Warnings) && !errors.Is(res.Warnings[i], w) {
-					t.Errorf("warning %d = %v, want one wrapping %v", i, res.Warnings[i], w)
-				}
-			}
+			adaptertest.CheckChunks(t, res, tc.tokens, tc.warns)
 			if tc.noCount && asked > 0 {
 				t.Errorf("the counter was asked %d times; the stream states every count", asked)
 			}
