@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,6 +128,16 @@ type Sessions struct {
 	// saw over the whole run; Summarize's ByRun group carries it.
 	ServerMetrics *ServerMetrics
 	Server        *ServerView
+	// TrimReplies carries each reply into the history without the white
+	// space around it. A chat template may trim a message (Llama 3's
+	// Hugging Face template does) where the server's own does not
+	// (Ollama's Go templates): a reply that begins or ends in white space
+	// is then counted one way by the client and another by the server.
+	// Trimmed, both count it alike; but the history then differs from the
+	// tokens the server generated, which a server that does not trim
+	// cannot reuse from its prefix cache. Off by default: the reply goes
+	// back as it came, as a chat client sends it.
+	TrimReplies bool
 
 	barrier *rounds
 	sinkMu  sync.Mutex
@@ -351,7 +362,11 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		case src.carry && src.recorded:
 			history = p.Messages
 		case src.carry:
-			history = append(p.Messages, promptsize.Message{Role: "assistant", Content: q.Value.Text})
+			reply := q.Value.Text
+			if s.TrimReplies {
+				reply = strings.TrimSpace(reply)
+			}
+			history = append(p.Messages, promptsize.Message{Role: "assistant", Content: reply})
 		}
 		if s.barrier != nil {
 			s.barrier.set(i, k)

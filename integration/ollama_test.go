@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
@@ -327,6 +326,42 @@ func TestLoadClosedLoop(t *testing.T) {
 	checkStreams(t, tg, c)
 }
 
+// TestSessions runs multi-turn sessions (benchkit.Sessions): each turn's
+// prompt carries the whole history, the server's own replies included, and
+// must still be exactly as long as the client counted it, every reply as
+// long as asked; the server's cached tokens, if it says any, never exceed
+// the history. The replies go back trimmed (TrimReplies): Llama 3's
+// Hugging Face template trims each message and Ollama's template cannot,
+// so a reply that begins or ends in white space would otherwise be
+// counted one token apart (TestTrailingWhitespace).
+func TestSessions(t *testing.T) {
+	tg := needServer(t)
+	ctx := timeout(t, 4*time.Minute)
+	c := newClient(t, tg, tg.url)
+	s := &benchkit.Sessions{Engine: c.e, Model: tg.model, Stream: true, Builder: tg.builder(),
+		Count: 3, Turns: 3, UserTokens: 48, Output: 16, MaxActive: 2, RequestTimeout: 2 * time.Minute, TrimReplies: true}
+	rows, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 9 {
+		t.Fatalf("%d rows for 3 sessions of 3 turns", len(rows))
+	}
+	for _, r := range rows {
+		checkRow(t, tg, r)
+		if r.Turn > 1 && s.HistoryTokens(r) <= 0 {
+			t.Errorf("session %s turn %d: no history counted", r.Session, r.Turn)
+		}
+		if r.CachedTokens != nil && *r.CachedTokens > s.HistoryTokens(r) {
+			t.Errorf("session %s turn %d: %d cached tokens of a %d-token history", r.Session, r.Turn, *r.CachedTokens, s.HistoryTokens(r))
+		}
+	}
+	checkStreams(t, tg, c)
+	for _, sum := range s.Summarize(rows, benchkit.ByTurn, timing.SLO{}) {
+		t.Logf("turn %d: %d/%d ok, prompt tokens %d, TTFT p50 %.1f ms", sum.Labels.Turn, sum.Completed, sum.Requests, sum.TotalInputTokens, 1e3*derefF(sum.TTFT.P50))
+	}
+}
+
 // TestOffline is the offline example's load: every request at once, random
 // exact lengths, not streamed, so the counts are the usage's alone.
 func TestOffline(t *testing.T) {
@@ -544,31 +579,36 @@ func TestServeLoadExample(t *testing.T) {
 // disagree. Llama 3's Hugging Face template trims each message's content
 // (message['content'] | trim), so the client counts "… a a " as "… a a";
 // Ollama's Go templates have no trim and send the space, one token more.
-// promptsize's default atoms therefore end the content in a letter, and
-// the server counts the default Builder's prompt as the client does; exo's
-// atom "a " (promptsize.ExoAtoms, for exo's own server) shows the
-// disagreement.
+// promptsize's Builder therefore writes content with no white space around
+// it, which both count alike; the same content with a space after it shows
+// the disagreement.
 func TestTrailingWhitespace(t *testing.T) {
 	tg := needOllama(t)
 	ctx := timeout(t, 2*time.Minute)
 	c := newClient(t, tg, tg.url)
+	p, err := tg.builder().BuildSalted(ctx, 64, "trailing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(p.Content) != p.Content {
+		t.Fatalf("the Builder's content %q has white space around it", p.Content)
+	}
 	for _, tc := range []struct {
-		name  string
-		atoms []string
-		extra int // the tokens Ollama counts beyond the client
-	}{{"default atoms", nil, 0}, {"exo's atoms", promptsize.ExoAtoms, 1}} {
-		p, err := (&promptsize.Builder{Counter: tg.tok, Atoms: tc.atoms}).BuildSalted(ctx, 64, "trailing")
+		name    string
+		content string
+		extra   int // the tokens Ollama counts beyond the client
+	}{{"the Builder's content", p.Content, 0}, {"with a space after it", p.Content + " ", 1}} {
+		msgs := []engine.Message{{Role: "user", Content: tc.content}}
+		client, err := tg.tok.Count(ctx, msgs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.e.Complete(ctx, engine.Request{Model: tg.model, Messages: p.Messages, MaxTokens: 2, Stream: true})
+		res, err := c.e.Complete(ctx, engine.Request{Model: tg.model, Messages: msgs, MaxTokens: 2, Stream: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		trailing := strings.TrimRightFunc(p.Content, unicode.IsSpace) != p.Content
-		if server := res.Usage.PromptTokens; server != p.Tokens+tc.extra || trailing != (tc.extra > 0) {
-			t.Errorf("%s: content ends %q (trailing white space: %v); client %d, Ollama %d; want Ollama %d", tc.name,
-				p.Content[len(p.Content)-3:], trailing, p.Tokens, server, p.Tokens+tc.extra)
+		if server := res.Usage.PromptTokens; server != client+tc.extra {
+			t.Errorf("%s (ends %q): client %d, Ollama %d; want Ollama %d", tc.name, tc.content[len(tc.content)-3:], client, server, client+tc.extra)
 		}
 	}
 }

@@ -12,21 +12,9 @@ import (
 )
 
 // DefaultAtoms are the atoms a Builder tries, in order, when Builder.Atoms is
-// empty: " a" first, so that a prompt's content ends in a letter, then exo's
-// "a " and the alternatives exo's error message suggests. Each is also tried
-// as a tail to repair an overshoot of another.
-//
-// Content that ends in white space is counted differently by servers that
-// render the same chat template: Llama 3's Hugging Face template trims each
-// message (message['content'] | trim), so a client counting with it drops
-// the trailing space, while Ollama's Go templates have no trim and send it,
-// one token more. Ending in a letter leaves nothing to trim.
-var DefaultAtoms = []string{" a", "a ", "0 ", "\n"}
-
-// ExoAtoms are exo's own atoms in exo's order, "a " first, for prompts that
-// must be the ones exo's benchmark sends (exo's server renders Hugging Face
-// templates, which trim the trailing space before counting).
-var ExoAtoms = []string{"a ", " a", "0 ", "\n"}
+// empty: exo's "a " first, then the alternatives exo's error message
+// suggests. Each is also tried as a tail to repair an overshoot of another.
+var DefaultAtoms = []string{"a ", " a", "0 ", "\n"}
 
 // Fill says what a Builder fills the user message with.
 type Fill int
@@ -427,6 +415,8 @@ func (b *Builder) build(ctx context.Context, target int, salt string, head []Mes
 	}
 	tails := b.atoms()
 	var tried []string
+	var spaced *outcome
+	var spacedSrc source
 	for _, src := range srcs {
 		if err := ctx.Err(); err != nil {
 			return Prompt{}, fmt.Errorf("promptsize: build of pp=%d stopped after %d counter calls: %w", target, s.calls, err)
@@ -459,6 +449,25 @@ func (b *Builder) build(ctx context.Context, target int, salt string, head []Mes
 			tried = append(tried, out.note)
 			continue
 		}
+		if out.spaced {
+			// Exact, but ending in white space: the next source may
+			// do without it.
+			if spaced == nil {
+				spaced, spacedSrc = &out, src
+			}
+			continue
+		}
+		return b.prompt(ctx, s, src, out, target, salt, pre, overhead), nil
+	}
+	if spaced != nil {
+		return b.prompt(ctx, s, spacedSrc, *spaced, target, salt, pre, overhead), nil
+	}
+	return Prompt{}, &UnreachableError{Target: target, Tried: tried}
+}
+
+// prompt is the Prompt of what a source's search found.
+func (b *Builder) prompt(ctx context.Context, s *searcher, src source, out outcome, target int, salt, pre string, overhead int) Prompt {
+	{
 		content := pre + out.content
 		p := Prompt{
 			Target:   target,
@@ -481,7 +490,6 @@ func (b *Builder) build(ctx context.Context, target int, salt string, head []Mes
 				slog.Int("target", target), slog.String("salt", salt), slog.String("fill", p.Fill),
 				slog.Int("units", p.Units), slog.String("repair", p.Repair), slog.Int("calls", p.Calls))
 		}
-		return p, nil
+		return p
 	}
-	return Prompt{}, &UnreachableError{Target: target, Tried: tried}
 }

@@ -84,7 +84,13 @@ func wholeAtomCounts(t *testing.T, c promptsize.Counter, atom string, max int) m
 	t.Helper()
 	hit := make(map[int]bool)
 	for n := 0; n <= max; n++ {
-		got, err := c.Count(context.Background(), []promptsize.Message{{Role: "user", Content: strings.Repeat(atom, n)}})
+		// n whole atoms as the Builder writes them: without the white
+		// space around them.
+		content := strings.Repeat(atom, n)
+		if trimmed := strings.TrimSpace(content); trimmed != "" {
+			content = trimmed
+		}
+		got, err := c.Count(context.Background(), []promptsize.Message{{Role: "user", Content: content}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,17 +127,17 @@ func TestBuilderRepairsOvershoot(t *testing.T) {
 }
 
 func TestBuilderOneAboveOverhead(t *testing.T) {
-	// On the BPE fake "a " costs 2 tokens alone ("a" and a trailing " "),
-	// so overhead+1 needs a repair when it comes first (exo's order).
+	// One atom, written without its trailing space, is one token on the
+	// BPE fake: overhead+1 is one whole atom, with no repair.
 	c := newBPE()
-	b := &promptsize.Builder{Counter: c, Atoms: promptsize.ExoAtoms}
+	b := &promptsize.Builder{Counter: c}
 	p, err := b.Build(context.Background(), fakeOverhead+1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkPrompt(t, c, b, p, fakeOverhead+1, "")
-	if p.Repair == "" || p.Content == "" {
-		t.Errorf("pp=overhead+1: content %q, repair %q; expected a repaired one-token content", p.Content, p.Repair)
+	if p.Repair != "" || p.Content != "a" || p.Units != 1 {
+		t.Errorf("pp=overhead+1: content %q, %d units, repair %q; expected the one atom \"a\"", p.Content, p.Units, p.Repair)
 	}
 	p, err = b.Build(context.Background(), fakeOverhead)
 	if err != nil {
@@ -541,4 +547,38 @@ func TestFakesPassCounterKit(t *testing.T) {
 
 func countertestCheck(c promptsize.Counter) error {
 	return countertest.Check(context.Background(), c, nil)
+}
+
+// TestBuilderContentHasNoOuterSpace: with the default atoms a built
+// prompt's content neither begins nor ends in white space, with or without
+// a salt, whole atoms or repaired, so that a chat template that trims a
+// message and one that does not count it alike. (A content of the salt
+// alone, at the salted template's own count, ends in the salt's newline.)
+// One atom alone may have nothing but such a repair to offer, which the
+// Builder then takes rather than fail.
+func TestBuilderContentHasNoOuterSpace(t *testing.T) {
+	spaced := 0
+	for _, c := range []*fakeTokenizer{newBPE(), newMerging(), newDouble()} {
+		for _, atoms := range [][]string{nil, {"a "}} {
+			b := &promptsize.Builder{Counter: c, Atoms: atoms}
+			for target := fakeOverhead + 1; target < fakeOverhead+90; target++ {
+				for _, salt := range []string{"", "s1"} {
+					p, err := b.BuildSalted(context.Background(), target, salt)
+					if err != nil {
+						continue // a count the fake cannot reach
+					}
+					if strings.TrimSpace(p.Content) == p.Content || p.Content == salt+"\n" {
+						continue
+					}
+					if atoms == nil {
+						t.Errorf("pp=%d salt %q: content %q (repair %q) has white space around it", target, salt, p.Content, p.Repair)
+					}
+					spaced++
+				}
+			}
+		}
+	}
+	if spaced == 0 {
+		t.Error("the one atom \"a \" never needed a repair ending in white space on the merging fake: the test shows nothing")
+	}
 }

@@ -37,10 +37,10 @@ func ExampleBuilder() {
 	_, err = b.Build(context.Background(), 8)
 	fmt.Println(err, errors.Is(err, promptsize.ErrBelowOverhead))
 	// Output:
-	// 64 54 atom " a"
-	// " a a a a a "
+	// 64 54 atom "a "
+	// "a a a a a a"
 	// 64
-	// "#3\n a a a a"
+	// "#3\na a a a "
 	// pp=8 is below the chat template's overhead of 10 tokens true
 }
 

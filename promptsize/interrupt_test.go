@@ -40,7 +40,7 @@ func TestBuildHearsCancelBetweenSteps(t *testing.T) {
 		inner  func() promptsize.Counter
 		atoms  []string
 	}{
-		{"atoms", promptsize.FillAtoms, 5000, false, func() promptsize.Counter { return newBPE() }, promptsize.ExoAtoms},
+		{"atoms", promptsize.FillAtoms, 5000, false, func() promptsize.Counter { return newMerging() }, nil},
 		{"corpus", promptsize.FillCorpus, 5000, false, func() promptsize.Counter { return newBPE() }, nil},
 		{"corpus-repair", promptsize.FillCorpus, 4000, true, func() promptsize.Counter { return newMerging() }, nil},
 		{"atoms-repair", promptsize.FillAtoms, fakeOverhead, true, func() promptsize.Counter { return newMerging() }, []string{"a "}},

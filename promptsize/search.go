@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // maxCallsPerBuild bounds the Counter calls of one Build, so that a counter
@@ -80,6 +82,10 @@ type outcome struct {
 	repair  string // how the count was made exact after an overshoot; "" if not needed
 	rate    float64
 	note    string // for an UnreachableError when !found
+	// spaced marks a found content that ends in white space, the only
+	// repair this source found: the Builder takes it only when no other
+	// source does better.
+	spaced bool
 }
 
 // solve looks for n units of src (plus a repair at the end) such that the
@@ -175,6 +181,19 @@ func (s *searcher) solve(src source, pre string, target, base int, rate float64,
 	high := src.text(hi)
 	below, fbelow := low, flo // the longest content known to count below target
 	above := fhi
+	// A repair whose content ends in white space is kept only as a last
+	// resort: a chat template that trims a message and one that does not
+	// count it differently (see atomSource.text).
+	var spaced *outcome
+	exact := func(o outcome) (outcome, bool) {
+		if !endsInSpace(o.content) {
+			return o, true
+		}
+		if spaced == nil {
+			spaced = &o
+		}
+		return outcome{}, false
+	}
 	// (a) Cut inside unit hi.
 	a, b := len(low), len(high)
 	for {
@@ -187,8 +206,12 @@ func (s *searcher) solve(src source, pre string, target, base int, rate float64,
 			return outcome{}, err
 		}
 		if f == target {
-			return outcome{found: true, content: high[:c], units: lo, rate: rate,
-				repair: fmt.Sprintf("cut inside unit %d of %s", hi, src.describe())}, nil
+			if o, ok := exact(outcome{found: true, content: high[:c], units: lo, rate: rate,
+				repair: fmt.Sprintf("cut inside unit %d of %s", hi, src.describe())}); ok {
+				return o, nil
+			}
+			b = c // look for a shorter cut that counts as much
+			continue
 		}
 		if f < target {
 			a = c
@@ -220,8 +243,11 @@ func (s *searcher) solve(src source, pre string, target, base int, rate float64,
 					return outcome{}, err
 				}
 				if f == target {
-					return outcome{found: true, content: content, units: lo, rate: rate,
-						repair: fmt.Sprintf("tail %q×%d", t, k)}, nil
+					if o, ok := exact(outcome{found: true, content: content, units: lo, rate: rate,
+						repair: fmt.Sprintf("tail %q×%d", t, k)}); ok {
+						return o, nil
+					}
+					continue
 				}
 				if f > target {
 					above = min(above, f)
@@ -230,6 +256,11 @@ func (s *searcher) solve(src source, pre string, target, base int, rate float64,
 				fbelow = max(fbelow, f)
 			}
 		}
+	}
+	if spaced != nil {
+		o := *spaced
+		o.spaced = true
+		return o, nil
 	}
 	note := fmt.Sprintf("%s: %d %s count %d and %d count %d", src.describe(), lo, src.unitName(), flo, hi, fhi)
 	if len(high)-len(low) > 1 {
@@ -240,4 +271,10 @@ func (s *searcher) solve(src source, pre string, target, base int, rate float64,
 	}
 	note += fmt.Sprintf(" came no closer than %d and %d", fbelow, above)
 	return outcome{note: note, rate: rate}, nil
+}
+
+// endsInSpace reports whether s ends in white space.
+func endsInSpace(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && unicode.IsSpace(r)
 }

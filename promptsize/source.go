@@ -24,10 +24,23 @@ type source interface {
 // atomSource repeats one atom.
 type atomSource struct{ atom string }
 
-func (s atomSource) describe() string  { return fmt.Sprintf("atom %q", s.atom) }
-func (s atomSource) unitName() string  { return "atoms" }
-func (s atomSource) rateKey() string   { return "atom:" + s.atom }
-func (s atomSource) text(n int) string { return strings.Repeat(s.atom, n) }
+func (s atomSource) describe() string { return fmt.Sprintf("atom %q", s.atom) }
+func (s atomSource) unitName() string { return "atoms" }
+func (s atomSource) rateKey() string  { return "atom:" + s.atom }
+
+// text is n atoms without the white space around them ("a a a" for n = 3
+// of "a " or of " a"), unless they are nothing but white space. A chat
+// template may trim a message (Llama 3's Hugging Face template does) where
+// the server's own does not (Ollama's Go templates): content that begins
+// or ends in white space would be counted one way by the client and
+// another by such a server.
+func (s atomSource) text(n int) string {
+	t := strings.Repeat(s.atom, n)
+	if trimmed := strings.TrimSpace(t); trimmed != "" {
+		return trimmed
+	}
+	return t
+}
 
 // corpusSource cuts a corpus at word ends. The corpus is unbounded: more is
 // asked of more() when the words run out, so the last word of what is held

@@ -261,7 +261,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return err
 	}
 	defer c.Close()
-	builder := &promptsize.Builder{Counter: c.Counter, Atoms: promptsize.ExoAtoms}
+	builder := &promptsize.Builder{Counter: c.Counter}
 	overhead, err := benchkit.Overhead(ctx, builder)
 	if err != nil {
 		return err

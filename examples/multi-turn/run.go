@@ -41,6 +41,7 @@ type options struct {
 	rows               *rowsFile
 	source             cli.WorkloadFlags
 	recorded, barrier  bool
+	trim               bool
 }
 
 // arm is one run of the sessions: the cache mode it ran with ("" for a
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o.source.AddFlags(fs)
 	fs.BoolVar(&o.recorded, "recorded-replies", false, "with --dataset: carry the dataset's recorded replies into the history instead of the server's")
 	fs.BoolVar(&o.barrier, "round-barrier", false, "hold every session's next turn until every session has ended the current one")
+	fs.BoolVar(&o.trim, "trim-replies", false, "carry each reply into the history without the white space around it, for a server whose chat template keeps what the tokenizer's trims (Ollama with Llama 3)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -145,7 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case failed > 0:
 		return fmt.Errorf("%w: %d of %d turns; their rows say why", cli.ErrRequestsFailed, failed, total)
 	case mismatched > 0:
-		return fmt.Errorf("%d of %d turns' prompt counts differ from the server's", mismatched, total)
+		return fmt.Errorf("%d of %d turns' prompt counts differ from the server's: its chat template is not the tokenizer's (one that keeps white space the tokenizer's trims counts a reply differently: --trim-replies)", mismatched, total)
 	}
 	return nil
 }
@@ -169,7 +171,7 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		Builder: &promptsize.Builder{Counter: tg.Counter, System: systemPrompt},
 		Count:   o.sessions, Turns: o.turns, UserTokens: o.userTokens, Output: o.output,
 		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,
-		Header: o.header, RequestTimeout: tg.Timeout, RecordedReplies: o.recorded, Barrier: o.barrier,
+		Header: o.header, RequestTimeout: tg.Timeout, RecordedReplies: o.recorded, Barrier: o.barrier, TrimReplies: o.trim,
 		TurnsMax: o.turnsMax, UserTokensMax: o.userMax, OutputMax: o.outputMax,
 		ServerMetrics: tg.Metrics,
 	}

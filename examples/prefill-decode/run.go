@@ -365,7 +365,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 	if err != nil {
 		return fmt.Errorf("resolve the prefill model %q: %w", c.prefill.model, err)
 	}
-	builder := &promptsize.Builder{Counter: c.Counter, Atoms: promptsize.ExoAtoms}
+	builder := &promptsize.Builder{Counter: c.Counter}
 	overhead, err := benchkit.Overhead(ctx, builder)
 	if err != nil {
 		return err
