@@ -33,6 +33,7 @@ func TestProbeMetrics(t *testing.T) {
 	}{
 		{"root answers", srv.URL + "/root/", "", false, srv.URL + "/root/metrics", "the server's own view from"},
 		{"root has none", srv.URL + "/none", "", false, "", ""},
+		{"root given as its /v1", srv.URL + "/root/v1/", "", false, srv.URL + "/root/metrics", "the server's own view from"},
 		{"named and answers", srv.URL + "/none", srv.URL + "/root/metrics", false, srv.URL + "/root/metrics", "the server's own view from"},
 		{"named and fails", srv.URL + "/root", srv.URL + "/none/metrics", false, "", "404 Not Found; no server figures"},
 		{"named and empty", srv.URL, srv.URL + "/empty/metrics", false, "", "serves no metric families"},

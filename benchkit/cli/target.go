@@ -275,7 +275,10 @@ func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *benchkit.S
 	}
 	url := t.ServerMetricsURL
 	if url == "" {
-		url = strings.TrimRight(t.URL, "/") + "/metrics"
+		// The server root's, whether --base-url named the root or its
+		// OpenAI API under /v1 (vLLM and SGLang serve /metrics beside
+		// /v1, not under it).
+		url = strings.TrimSuffix(strings.TrimRight(t.URL, "/"), "/v1") + "/metrics"
 	}
 	m := &benchkit.ServerMetrics{URL: url, Timeout: 3 * time.Second, SampleEvery: t.ServerSamples}
 	// The token goes only where the requests go: the server's own origin.
