@@ -36,7 +36,7 @@ type options struct {
 	seeded                                          bool
 	sharedPrefix                                    int
 	gcPercent                                       cli.GCPercent
-	stream, allowSaturated                          bool
+	stream, allowSaturated, allowEOS                bool
 	sloTTFT, sloTPOT, sloITL, sloE2E                float64
 	attainment                                      float64
 	findMaxRate                                     bool
@@ -87,6 +87,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
+	fs.BoolVar(&o.allowEOS, "allow-eos", false, "let the server stop at an end of sequence before the drawn output length (no ignore_eos; Ollama has none, and a real model may stop early)")
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	addSplitFlags(fs, &o.split)
@@ -290,6 +291,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		StartAt:        o.split.start,
 		GCPercent:      int(o.gcPercent),
 		ServerMetrics:  tg.Metrics,
+		AllowEOS:       o.allowEOS,
 	}
 	if meta.Segment = o.split.header(traffic(o), rates); meta.Segment != nil {
 		fmt.Fprintf(stderr, "serve-load: segment %s of the plan, shared start %q\n", o.split.seg, meta.Segment.StartAt)
