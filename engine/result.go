@@ -124,7 +124,8 @@ type ServerStats struct {
 	Queue *time.Duration
 	// Prefill is the server's prompt processing time (llama.cpp's
 	// timings.prompt_ms, Ollama's prompt_eval_duration). Both exclude the
-	// cached part of the prompt.
+	// cached part of the prompt; Ollama's includes the wait for one of its
+	// parallel slots and the tokenization.
 	Prefill *time.Duration
 	// Decode is the server's generation time (llama.cpp's
 	// timings.predicted_ms, from the first sampled token to the last;

@@ -368,11 +368,11 @@ type Client interface {
 }
 
 // Client returns a client of the target's API (--api): OpenAI's with
-// opts (see OpenAI), or Ollama's native API with the target's token and
-// timeout.
+// opts (see OpenAI), or Ollama's native API with the target's token,
+// timeout and opts.MaxBurst.
 func (t *Target) Client(opts openai.Options) (Client, error) {
 	if t.API == APIOllama {
-		return ollama.New(t.URL, &ollama.Options{APIKeyEnv: t.APIKeyEnv, Timeout: t.Timeout})
+		return ollama.New(t.URL, &ollama.Options{APIKeyEnv: t.APIKeyEnv, Timeout: t.Timeout, MaxBurst: opts.MaxBurst})
 	}
 	return t.OpenAI(opts)
 }

@@ -124,7 +124,7 @@ func requestBody(req engine.Request) ([]byte, []error, error) {
 		m["options"] = opts
 	}
 	if req.IgnoreEOS {
-		warns = append(warns, fmt.Errorf("%w: the request asks for IgnoreEOS; Ollama has no ignore_eos, so generation may end at an end of sequence before max_tokens=%d", ErrUnsupported, req.MaxTokens))
+		warns = append(warns, fmt.Errorf("%w: the request asks for IgnoreEOS; Ollama has no ignore_eos, so generation may end at an end of sequence before max_tokens", ErrUnsupported))
 	}
 	if req.MinTokens > 0 {
 		warns = append(warns, fmt.Errorf("%w: the request asks for MinTokens=%d; Ollama has no min_tokens, it was not sent", ErrUnsupported, req.MinTokens))

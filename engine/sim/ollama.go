@@ -263,8 +263,14 @@ func (or *ollamaResponse) text(e event) string {
 // final is the last object, its durations from the request's schedule:
 //
 //	load_duration        = max(arrival, instance ready) − handler start
-//	prompt_eval_duration = first token − admission (the prefill and the
-//	                       decode step that computes the first token)
+//	prompt_eval_duration = first token − max(arrival, instance ready): the
+//	                       wait for a batch slot, the prefill and the decode
+//	                       step that computes the first token (Ollama's
+//	                       runner starts the clock when it creates the
+//	                       sequence, before it waits for one of its
+//	                       parallel slots: ollama/ollama@v0.6.5
+//	                       runner/llamarunner/runner.go, NewSequence and
+//	                       seqsSem.Acquire)
 //	eval_duration        = last token − first token
 //	total_duration       = now − handler start
 func (or *ollamaResponse) final(st *finalStats, content string) ollamaChatResponse {
@@ -276,7 +282,7 @@ func (or *ollamaResponse) final(st *finalStats, content string) ollamaChatRespon
 		TotalDuration:      max(s.elapsed()-or.start, 0),
 		LoadDuration:       max(loaded-or.start, 0),
 		PromptEvalCount:    st.promptTokens,
-		PromptEvalDuration: max(st.first-st.admitted, 0),
+		PromptEvalDuration: max(st.first-loaded, 0),
 		EvalCount:          st.generated,
 		EvalDuration:       max(st.last-st.first, 0),
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +132,58 @@ func TestOllamaErrors(t *testing.T) {
 		if !strings.HasPrefix(string(b), want) {
 			t.Errorf("GET %s: %s, want it to start %s", path, b, want)
 		}
+	}
+}
+
+// TestOllamaPromptEvalIncludesTheWait: prompt_eval_duration starts when
+// the request reaches a loaded instance and ends at its first token, so a
+// request that waited for a batch slot has the wait in it, as Ollama's
+// runner starts its clock before waiting for a parallel slot.
+func TestOllamaPromptEvalIncludesTheWait(t *testing.T) {
+	s := NewServer(Options{Preset: Fast(), MaxRunning: 1})
+	defer s.Close()
+	tr := traced(s)
+	const n = 4
+	got := make(chan int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp, err := http.Post(s.OllamaURL()+"/api/chat", "application/json", strings.NewReader(fmt.Sprintf(
+				`{"model":%q,"stream":false,"messages":[{"role":"user","content":"request %d"}],"options":{"num_predict":8}}`, s.Model(), i)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var v struct {
+				PromptEvalDuration int64 `json:"prompt_eval_duration"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+				t.Error(err)
+				return
+			}
+			got <- v.PromptEvalDuration
+		})
+	}
+	wg.Wait()
+	close(got)
+	var server, want []int64
+	for d := range got {
+		server = append(server, d)
+	}
+	waited := 0
+	for _, r := range tr.take() {
+		want = append(want, int64(r.f.first-r.f.arrival))
+		if r.f.admitted > r.f.arrival {
+			waited++
+		}
+	}
+	slices.Sort(server)
+	slices.Sort(want)
+	if !slices.Equal(server, want) {
+		t.Errorf("prompt_eval_duration %v; want first token − arrival %v", server, want)
+	}
+	if waited == 0 {
+		t.Error("no request waited for the one batch slot: the test shows nothing")
 	}
 }

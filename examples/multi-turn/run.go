@@ -161,7 +161,7 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		return arm{mode: mode}, err
 	}
 	defer tg.Close()
-	client, err := tg.OpenAI(openai.Options{})
+	client, err := tg.Client(openai.Options{})
 	if err != nil {
 		return arm{mode: mode}, err
 	}

@@ -41,6 +41,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	seed := fs.Uint64("seed", 0, "seed of the lengths and, when given, of the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
 	sharedPrefix := fs.Int("shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none)")
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
+	allowEOS := fs.Bool("allow-eos", false, "let the server stop at an end of sequence before the drawn output length (no ignore_eos; Ollama has none, and a real model may stop early)")
 	allowSaturated := fs.Bool("allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	gcPercent := cli.GCPercent(cli.DefaultGCPercent)
 	fs.Var(&gcPercent, "gc-percent", cli.GCPercentUsage)
@@ -122,7 +123,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return err
 	}
 	defer tg.Close()
-	client, err := tg.OpenAI(openai.Options{MaxBurst: max(*numSeqs, openai.DefaultMaxBurst)})
+	client, err := tg.Client(openai.Options{MaxBurst: max(*numSeqs, openai.DefaultMaxBurst)})
 	if err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	keeper := newReplyKeeper()
 	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: tg.Timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
-		GCPercent: int(gcPercent), ServerMetrics: tg.Metrics}
+		GCPercent: int(gcPercent), ServerMetrics: tg.Metrics, AllowEOS: *allowEOS}
 	if seg.Split() || !start.IsZero() {
 		fmt.Fprintf(stderr, "offline: segment %s of the plan, shared start %s\n", seg, meta.Segment.StartAt)
 	}
