@@ -158,8 +158,9 @@ type ServerView struct {
 	// the server has no such family: TTFT (vLLM's from the request's
 	// arrival at the frontend: tokenization and queue included, HTTP and
 	// network not), ITL (vLLM: one sample per engine step; SGLang: per
-	// token), TPOT (vLLM's per-request decode time / (n − 1)), E2E, Queue,
-	// Prefill and Decode.
+	// token), TPOT (vLLM's per-request decode time / (n − 1); TGI's
+	// inference time / n, prefill included), E2E, Queue, Prefill and
+	// Decode.
 	TTFT    *ServerFigure `json:"ttft_s,omitempty"`
 	ITL     *ServerFigure `json:"itl_s,omitempty"`
 	TPOT    *ServerFigure `json:"tpot_s,omitempty"`
@@ -167,6 +168,9 @@ type ServerView struct {
 	Queue   *ServerFigure `json:"queue_s,omitempty"`
 	Prefill *ServerFigure `json:"prefill_s,omitempty"`
 	Decode  *ServerFigure `json:"decode_s,omitempty"`
+	// Inference is prefill and decode together, from the request's first
+	// scheduling (vLLM's inference time, TGI's inference duration).
+	Inference *ServerFigure `json:"inference_s,omitempty"`
 	// Token counters over the window: prompt tokens (vLLM and SGLang the
 	// whole prompts, llama.cpp only those evaluated), generated tokens,
 	// and cached prompt tokens (SGLang).
@@ -241,6 +245,9 @@ const (
 	containsTTFT = "the HTTP request and response path, response framing and the network (the server's clock starts at its frontend)"
 	containsStep = "network jitter and read batching; vLLM's ITL is one sample per engine step, so several tokens per step widen it"
 	containsE2E  = "the HTTP request and response path and the network"
+	// TGI's mean time per token is its inference time over n, prefill
+	// included; the client's TPOT is (E2E − TTFT) / (n − 1).
+	containsTGITPOT = "TGI's prefill, which its mean time per token includes (inference time / n) and the client's TPOT leaves out, against one gap fewer"
 )
 
 // withDefaults returns m with zero fields at their defaults.
@@ -418,7 +425,7 @@ func (v *ServerView) fill(w metrics.Window) {
 	}
 	v.TTFT, v.ITL, v.E2E = hist(w.TTFT), hist(w.ITL), hist(w.E2E)
 	v.Queue, v.Prefill, v.Decode = hist(w.Queue), hist(w.Prefill), hist(w.Decode)
-	v.TPOT = hist(func() (metrics.Hist, bool) { return w.Histogram("vllm:request_time_per_output_token_seconds") })
+	v.TPOT, v.Inference = hist(w.TPOT), hist(w.Inference)
 	counter := func(get func() (float64, bool)) *float64 {
 		if x, ok := get(); ok {
 			return finite(x)
@@ -473,7 +480,11 @@ func (v *ServerView) compare(s Summary) {
 			Difference: *client - server.Mean, Contains: contains})
 	}
 	add("ttft_s", s.TTFT.Mean, v.TTFT, containsTTFT)
-	add("tpot_s", s.TPOT.Mean, v.TPOT, containsStep)
+	tpot := containsStep
+	if v.TPOT != nil && strings.HasPrefix(v.TPOT.Family, "tgi_") {
+		tpot = containsTGITPOT
+	}
+	add("tpot_s", s.TPOT.Mean, v.TPOT, tpot)
 	add("itl_s", s.ITL.Mean, v.ITL, containsStep)
 	add("e2e_s", s.E2E.Mean, v.E2E, containsE2E)
 }

@@ -135,20 +135,26 @@ func (w Window) Counter(names ...string) (float64, bool) {
 
 // Family names read by the helpers, newest first; both old and new names.
 var (
-	TTFTNames         = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
-	ITLNames          = []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds", "sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"}
-	E2ENames          = []string{"vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"}
-	QueueNames        = []string{"vllm:request_queue_time_seconds", "sglang:queue_time_seconds"}
-	PrefillNames      = []string{"vllm:request_prefill_time_seconds"}
-	DecodeNames       = []string{"vllm:request_decode_time_seconds"}
-	PromptTokenNames  = []string{"vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "llamacpp:prompt_tokens_total"}
-	OutputTokenNames  = []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total", "llamacpp:tokens_predicted_total"}
-	CachedTokenNames  = []string{"sglang:cached_tokens_total"}
-	PrefixQueryNames  = []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}
-	PrefixHitNames    = []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}
-	RequestNames      = []string{"vllm:request_success_total", "sglang:num_requests_total"}
-	PromptSecondNames = []string{"llamacpp:prompt_seconds_total"}
-	OutputSecondNames = []string{"llamacpp:tokens_predicted_seconds_total"}
+	TTFTNames        = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
+	ITLNames         = []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds", "sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"}
+	E2ENames         = []string{"vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds", "tgi_request_duration"}
+	QueueNames       = []string{"vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "tgi_request_queue_duration"}
+	PrefillNames     = []string{"vllm:request_prefill_time_seconds"}
+	DecodeNames      = []string{"vllm:request_decode_time_seconds"}
+	InferenceNames   = []string{"vllm:request_inference_time_seconds", "tgi_request_inference_duration"}
+	TPOTNames        = []string{"vllm:request_time_per_output_token_seconds", "tgi_request_mean_time_per_token_duration"}
+	PromptTokenNames = []string{"vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "llamacpp:prompt_tokens_total"}
+	OutputTokenNames = []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total", "llamacpp:tokens_predicted_total"}
+	CachedTokenNames = []string{"sglang:cached_tokens_total"}
+	PrefixQueryNames = []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}
+	PrefixHitNames   = []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}
+	RequestNames     = []string{"vllm:request_success_total", "sglang:num_requests_total", "tgi_request_success"}
+	// TGI counts a request's tokens in histograms (their sums are the
+	// totals), and its counters carry no _total.
+	PromptTokenHistNames = []string{"tgi_request_input_length"}
+	OutputTokenHistNames = []string{"tgi_request_generated_tokens"}
+	PromptSecondNames    = []string{"llamacpp:prompt_seconds_total"}
+	OutputSecondNames    = []string{"llamacpp:tokens_predicted_seconds_total"}
 )
 
 // TTFT is the server's time-to-first-token histogram (vLLM, SGLang).
@@ -170,12 +176,43 @@ func (w Window) Prefill() (Hist, bool) { return w.Histogram(PrefillNames...) }
 // Decode is vLLM's per-request decode time histogram.
 func (w Window) Decode() (Hist, bool) { return w.Histogram(DecodeNames...) }
 
-// PromptTokens is the prompt token counter's delta. llama.cpp counts only
-// tokens evaluated (the cached prefix excluded); vLLM the full prompt.
-func (w Window) PromptTokens() (float64, bool) { return w.Counter(PromptTokenNames...) }
+// Inference is the per-request time from its first scheduling to its last
+// token (vLLM's inference time, TGI's inference duration: prefill and
+// decode together).
+func (w Window) Inference() (Hist, bool) { return w.Histogram(InferenceNames...) }
 
-// OutputTokens is the generated token counter's delta.
-func (w Window) OutputTokens() (float64, bool) { return w.Counter(OutputTokenNames...) }
+// TPOT is the per-request time per output token: vLLM's decode time over
+// n − 1; TGI's mean time per token, its inference time (prefill included)
+// over n.
+func (w Window) TPOT() (Hist, bool) { return w.Histogram(TPOTNames...) }
+
+// PromptTokens is the prompt token counter's delta (TGI: the sum of its
+// input length histogram). llama.cpp counts only tokens evaluated (the
+// cached prefix excluded); vLLM the full prompt.
+func (w Window) PromptTokens() (float64, bool) {
+	if v, ok := w.Counter(PromptTokenNames...); ok {
+		return v, true
+	}
+	return w.histSum(PromptTokenHistNames)
+}
+
+// OutputTokens is the generated token counter's delta (TGI: the sum of
+// its generated tokens histogram).
+func (w Window) OutputTokens() (float64, bool) {
+	if v, ok := w.Counter(OutputTokenNames...); ok {
+		return v, true
+	}
+	return w.histSum(OutputTokenHistNames)
+}
+
+// histSum is the delta of a histogram's sum.
+func (w Window) histSum(names []string) (float64, bool) {
+	h, ok := w.Histogram(names...)
+	if !ok {
+		return 0, false
+	}
+	return h.Sum, true
+}
 
 // CachedTokens is SGLang's cached prompt token counter's delta.
 func (w Window) CachedTokens() (float64, bool) { return w.Counter(CachedTokenNames...) }
