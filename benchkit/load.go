@@ -451,10 +451,7 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	cpu0, cpuOK := processCPU()
 	gc0 := readGC()
 	wall0 := time.Now()
-	var smp *sampler
-	if scr != nil {
-		smp = startSampler(ctx, l.ServerMetrics, wall0)
-	}
+	smp := startSampler(ctx, scr, wall0)
 	run := r.start(dispatchCtx, reqCtx)
 	rows, lags, sinkErr := r.collect(dispatchCtx, run, stopDispatch)
 	smp.stop()

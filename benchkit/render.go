@@ -492,7 +492,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if err := writeRows(&b, md, head, lines); err != nil {
 		return err
 	}
-	for _, grid := range []func([]Summary) ([]string, [][]string, string){serverGrid, responseGrid} {
+	for _, grid := range serverGrids {
 		head, lines, legend := grid(sums)
 		if len(lines) == 0 {
 			continue

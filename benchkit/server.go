@@ -88,12 +88,13 @@ type sampler struct {
 	failed int
 }
 
-// startSampler begins sampling, nil when m takes no samples.
-func startSampler(ctx context.Context, m *ServerMetrics, t0 time.Time) *sampler {
-	if m == nil || m.URL == "" || m.SampleEvery <= 0 {
+// startSampler begins sampling with the run's scraper, nil when there is
+// none or it takes no samples.
+func startSampler(ctx context.Context, scr *serverScrape, t0 time.Time) *sampler {
+	if scr == nil || scr.m.SampleEvery <= 0 {
 		return nil
 	}
-	mm := m.withDefaults()
+	m := scr.m
 	sp := &sampler{stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(sp.done)
@@ -106,7 +107,7 @@ func startSampler(ctx context.Context, m *ServerMetrics, t0 time.Time) *sampler 
 			case <-tick.C:
 			}
 			at := time.Since(t0).Seconds()
-			snap, err := mm.scrape(ctx)
+			snap, err := m.scrape(ctx)
 			if err != nil {
 				sp.failed++
 				continue
@@ -262,7 +263,10 @@ func (m ServerMetrics) withDefaults() ServerMetrics {
 		m.Settle = DefaultSettle
 	}
 	if m.Client == nil {
-		m.Client = &http.Client{CheckRedirect: httpsafe.NoRedirects(), Transport: &http.Transport{MaxIdleConns: 1}}
+		// One kept-alive connection for a run's scrapes, closed when
+		// idle so that a sweep's runs leave none open behind them.
+		m.Client = &http.Client{CheckRedirect: httpsafe.NoRedirects(),
+			Transport: &http.Transport{MaxIdleConns: 1, IdleConnTimeout: 5 * time.Second}}
 	}
 	if len(m.Header) > 0 {
 		c := *m.Client
@@ -377,7 +381,7 @@ func countRange(completed, sent int) string {
 
 // afterIdle waits, within IdleWait, for the server to hold no requests,
 // settles, and scrapes. A server without the gauges is scraped after the
-// settle alone.
+// settle alone; a run whose ctx has ended (interrupted) is scraped at once.
 func (m ServerMetrics) afterIdle(ctx context.Context) (metrics.Snapshot, error) {
 	deadline := time.Now().Add(m.IdleWait)
 	for {
@@ -392,26 +396,16 @@ func (m ServerMetrics) afterIdle(ctx context.Context) (metrics.Snapshot, error) 
 		if time.Now().After(deadline) {
 			return metrics.Snapshot{}, fmt.Errorf("the server still held %v requests %v after the run", n, m.IdleWait)
 		}
-		if !sleepCtx(context.WithoutCancel(ctx), 100*time.Millisecond) {
-			break
+		// An interrupted run stops waiting: the scrape below still
+		// comes, bounded by its own timeout.
+		if !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			return m.scrape(ctx)
 		}
 	}
 	if m.Settle > 0 {
-		sleepCtx(context.WithoutCancel(ctx), m.Settle)
+		sleepUntil(ctx, time.Now().Add(m.Settle))
 	}
 	return m.scrape(ctx)
-}
-
-// sleepCtx sleeps d unless ctx ends first; false when it ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // fill sets the view's figures from the window.
@@ -490,16 +484,17 @@ func (v *ServerView) compare(s Summary) {
 }
 
 // reachedServer counts the requests the server can have finished: all
-// but those that never connected.
+// but those that never connected and those never sent (a session's turns
+// after it gave up).
 func reachedServer(rows []Request) int {
-	n := 0
-	for _, r := range rows {
-		if r.ErrorKind != string(engine.KindConnect) {
-			n++
-		}
-	}
-	return n
+	return countIf(rows, func(r Request) bool {
+		return r.ErrorKind != string(engine.KindConnect) && r.ErrorKind != errNotSent
+	})
 }
+
+// serverGrids are the tables of the server's figures beside the client's,
+// in the order they are printed.
+var serverGrids = []func([]Summary) (head []string, lines [][]string, legend string){serverGrid, responseGrid}
 
 // serverGrid is the table of the server's own figures beside the
 // client's, one line per run that has them; no lines when none has.
@@ -756,7 +751,7 @@ func responseGrid(sums []Summary) (head []string, lines [][]string, legend strin
 // writes nothing when the summary has neither.
 func WriteServerView(w io.Writer, s Summary) error {
 	var b strings.Builder
-	for _, grid := range []func([]Summary) ([]string, [][]string, string){serverGrid, responseGrid} {
+	for _, grid := range serverGrids {
 		head, lines, legend := grid([]Summary{s})
 		if len(lines) == 0 {
 			continue

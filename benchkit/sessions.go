@@ -185,16 +185,8 @@ func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
 	rows, err := s.run(ctx)
 	s.Server = nil
 	if scr != nil {
-		completed, reached := 0, 0
-		for _, r := range rows {
-			if !r.Failed() {
-				completed++
-			}
-			if r.ErrorKind != errNotSent && r.ErrorKind != string(engine.KindConnect) {
-				reached++
-			}
-		}
-		s.Server = scr.finish(ctx, completed, reached)
+		completed := countIf(rows, func(r Request) bool { return !r.Failed() })
+		s.Server = scr.finish(ctx, completed, reachedServer(rows))
 	}
 	return rows, err
 }
