@@ -401,20 +401,32 @@ func (s *Server) preFault(w http.ResponseWriter, r *http.Request, d dialect, f F
 		d.fail(w, http.StatusInternalServerError, "simulated runner error (fault injection: 500)")
 	case FaultStatus503:
 		d.fail(w, http.StatusServiceUnavailable, "simulated overload (fault injection: 503)")
-	case FaultResetBeforeHeader:
-		resetConn(w, false)
 	case FaultUnknownModel:
 		if d == dialectVLLM {
 			vllmError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", model))
 		} else {
 			exoError(w, http.StatusNotFound, "No instance found for model "+model)
 		}
+	default:
+		return writeFault(w, f.Kind, "<!doctype html><html><head><title>exo (simulated)</title></head><body>dashboard</body></html>\n", "application/json")
+	}
+	return true
+}
+
+// writeFault writes the faults that look alike in every dialect: a reset
+// before the headers, a page of HTML in place of the answer (page), an
+// empty body of JSON's content type (jsonType). It reports whether kind
+// was one of them.
+func writeFault(w http.ResponseWriter, kind FaultKind, page, jsonType string) bool {
+	switch kind {
+	case FaultResetBeforeHeader:
+		resetConn(w, false)
 	case FaultWrongContentType:
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "<!doctype html><html><head><title>exo (simulated)</title></head><body>dashboard</body></html>\n")
+		io.WriteString(w, page)
 	case FaultEmptyBody:
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", jsonType)
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusOK)
 	default:

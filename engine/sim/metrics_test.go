@@ -117,33 +117,36 @@ func scrape(t *testing.T, url string) metrics.Snapshot {
 // gauge sums a gauge family's series.
 func gauge(t *testing.T, snap metrics.Snapshot, name string) float64 {
 	t.Helper()
-	f, ok := snap.Families[name]
-	if !ok || f.Kind != metrics.Gauge {
+	v, ok := snap.GaugeSum(name)
+	if !ok {
 		t.Fatalf("no gauge %s in the scrape", name)
 	}
-	v := 0.0
-	for _, s := range f.Series {
-		v += s.Value
-	}
 	return v
+}
+
+// waitGauges scrapes until the gauges running and waiting read r and w,
+// and returns that scrape.
+func waitGauges(t *testing.T, url string, running, waiting string, r, w float64) metrics.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap := scrape(t, url)
+		gr, gw := gauge(t, snap, running), gauge(t, snap, waiting)
+		if gr == r && gw == w {
+			return snap
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s %s=%v %s=%v; want %v and %v", running, gr, waiting, gw, r, w)
+		}
+		time.Sleep(2 * time.Millisecond) // the scheduler moves on its own clock
+	}
 }
 
 // waitIdle scrapes until the server's gauges say no request is running or
 // waiting (the window method's idle condition) and returns that scrape.
 func waitIdle(t *testing.T, url string, running, waiting string) metrics.Snapshot {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		snap := scrape(t, url)
-		r, w := gauge(t, snap, running), gauge(t, snap, waiting)
-		if r == 0 && w == 0 {
-			return snap
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not idle after 10 s: %s=%v %s=%v", running, r, waiting, w)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return waitGauges(t, url, running, waiting, 0, 0)
 }
 
 func relClose(a, b float64) bool {
@@ -296,10 +299,7 @@ func TestMetricsMatchSchedule(t *testing.T) {
 				return
 			}
 			get := func(n string) float64 {
-				v := 0.0
-				for _, s := range snap.Families[n].Series {
-					v += s.Value
-				}
+				v, _ := snap.GaugeSum(n)
 				return v
 			}
 			p.running = max(p.running, get("vllm:num_requests_running"))
@@ -421,17 +421,7 @@ func TestMetricsGaugesAfterCancel(t *testing.T) {
 	// waitFor polls the gauges until they read running r and waiting w.
 	waitFor := func(r, w float64) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			snap := scrape(t, url)
-			if gauge(t, snap, "vllm:num_requests_running") == r && gauge(t, snap, "vllm:num_requests_waiting") == w {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("never saw %v running and %v waiting", r, w)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		waitGauges(t, url, "vllm:num_requests_running", "vllm:num_requests_waiting", r, w)
 	}
 	var cancels []context.CancelFunc
 	var wg sync.WaitGroup

@@ -443,20 +443,10 @@ func (s *Server) ollamaPreFault(w http.ResponseWriter, r *http.Request, f Fault,
 		ollamaError(w, http.StatusInternalServerError, "simulated runner error (fault injection: 500)")
 	case FaultStatus503:
 		ollamaError(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded")
-	case FaultResetBeforeHeader:
-		resetConn(w, false)
 	case FaultUnknownModel:
 		ollamaError(w, http.StatusNotFound, fmt.Sprintf("model %q not found, try pulling it first", model))
-	case FaultWrongContentType:
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "<!doctype html><html><head><title>ollama (simulated)</title></head><body>proxy</body></html>\n")
-	case FaultEmptyBody:
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Header().Set("Content-Length", "0")
-		w.WriteHeader(http.StatusOK)
 	default:
-		return false
+		return writeFault(w, f.Kind, "<!doctype html><html><head><title>ollama (simulated)</title></head><body>proxy</body></html>\n", "application/json; charset=utf-8")
 	}
 	return true
 }
