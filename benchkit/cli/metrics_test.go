@@ -87,11 +87,13 @@ func TestTargetOllama(t *testing.T) {
 	if res.ServerStats == nil || res.ServerStats.Source != "ollama" || res.ServerStats.Prefill == nil {
 		t.Errorf("stats %+v; want Ollama's durations", res.ServerStats)
 	}
-	bad := &Target{Program: "prog"}
-	parseTarget(t, bad, "--api", "grpc")
-	var ue *UsageError
-	if err := bad.Check(ctx, nil, 0); !errors.As(err, &ue) {
-		t.Errorf("--api grpc: %v; want a usage error", err)
+	for _, args := range [][]string{{"--api", "grpc"}, {"--server-samples", "-1s"}} {
+		bad := &Target{Program: "prog"}
+		parseTarget(t, bad, args...)
+		var ue *UsageError
+		if err := bad.Check(ctx, nil, 0); !errors.As(err, &ue) {
+			t.Errorf("%q: %v; want a usage error", args, err)
+		}
 	}
 }
 

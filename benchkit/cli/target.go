@@ -163,6 +163,9 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 	if t.API != "" && t.API != APIOpenAI && t.API != APIOllama {
 		return &UsageError{Err: fmt.Errorf("--api %q: want %s or %s", t.API, APIOpenAI, APIOllama)}
 	}
+	if t.ServerSamples < 0 {
+		return &UsageError{Err: fmt.Errorf("--server-samples %v: want an interval > 0, or 0 for none", t.ServerSamples)}
+	}
 	switch {
 	case t.envErr != nil:
 		return &UsageError{Err: t.envErr}
