@@ -23,23 +23,40 @@ func (w Warning) String() string { return w.Family + ": " + w.Reason }
 // per family and label set (the RankLabel dropped and summed over).
 type Window struct {
 	Families map[string]*Family
+	// server is the second scrape's.
+	server Server
 }
 
 // Delta subtracts before from after per family and label set (label order
-// does not matter), then sums the data-parallel ranks. A label set absent
-// from before counts as zero (prometheus_client creates children lazily);
-// one absent from after is a reset. Families refused come back as warnings,
-// sorted by family name.
+// does not matter), then sums the data-parallel ranks.
+//
+// What a fresh server serves is not a restart: a family or label set absent
+// from before, or declared there with no sample, counts as zero
+// (prometheus_client makes a labelled series at its first observation, and
+// through a multiprocess collector serves no family until then). A restart
+// is refused: a value that went down, a series present before and gone
+// after (a family gone altogether too), or a series whose _created time
+// changed (a restarted server that has already counted past the old
+// values). Families refused come back as warnings, sorted by family name.
 func Delta(before, after Snapshot) (Window, []Warning) {
-	w := Window{Families: map[string]*Family{}}
+	w := Window{Families: map[string]*Family{}, server: after.Server()}
 	var warns []Warning
 	names := make([]string, 0, len(after.Families))
 	for n := range after.Families {
 		names = append(names, n)
 	}
+	for n, bf := range before.Families {
+		if _, ok := after.Families[n]; !ok && (bf.Kind == Counter || bf.Kind == Histogram) && len(bf.Series) > 0 {
+			names = append(names, n)
+		}
+	}
 	sort.Strings(names)
 	for _, name := range names {
-		af := after.Families[name]
+		af, ok := after.Families[name]
+		if !ok {
+			warns = append(warns, Warning{Family: name, Reason: "present before, absent after: a restart, or another server"})
+			continue
+		}
 		if af.Kind != Counter && af.Kind != Histogram {
 			continue
 		}
@@ -55,6 +72,20 @@ func Delta(before, after Snapshot) (Window, []Warning) {
 		w.Families[name] = f
 	}
 	return w, warns
+}
+
+// Server is the kind of server of the window's second scrape
+// ([Snapshot.Server]); ServerUnknown for a Window not made by Delta.
+func (w Window) Server() Server { return w.server }
+
+// HasRequestCounter reports whether the window holds a finished-request
+// counter (one of RequestNames, declared with no sample counting as zero),
+// so that [Window.Requests] can be set beside the client's count. False for
+// llama.cpp, which has none ([Server.CountsRequests]), and where the
+// counter was refused.
+func (w Window) HasRequestCounter() bool {
+	f, ok := w.lookup(RequestNames)
+	return ok && f.Kind == Counter
 }
 
 func deltaFamily(bf, af *Family) (*Family, string) {
@@ -156,6 +187,9 @@ func checkSeries(k Kind, s *Series) string {
 // sub returns a−p (p nil counts as zero).
 func sub(k Kind, p, a *Series) (Series, string) {
 	d := Series{Labels: a.Labels}
+	if p != nil && p.Created != 0 && a.Created != 0 && p.Created != a.Created {
+		return d, fmt.Sprintf("series made anew (_created %v, before %v): a restart", a.Created, p.Created)
+	}
 	if k == Counter {
 		d.Value = a.Value
 		if p != nil {

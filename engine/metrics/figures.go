@@ -2,9 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"math"
-	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -27,63 +24,6 @@ func (h Hist) Mean() (float64, bool) {
 		return 0, false
 	}
 	return h.Sum / h.Count, true
-}
-
-// Percentile is a histogram_quantile estimate and its error bar: the true
-// order statistic lies in (Lower, Upper]. AtLeast marks a rank in the +Inf
-// bucket: Value is then only a lower bound and Upper is +Inf.
-type Percentile struct {
-	Q       float64
-	Value   float64
-	Lower   float64
-	Upper   float64
-	AtLeast bool
-}
-
-func (p Percentile) String() string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-	if p.AtLeast {
-		return "≥ " + f(p.Value)
-	}
-	return fmt.Sprintf("%s [%s, %s]", f(p.Value), f(p.Lower), f(p.Upper))
-}
-
-// Quantile estimates the q-quantile (0 ≤ q ≤ 1) as Prometheus's
-// histogram_quantile does: rank q·N, the first bucket whose cumulative count
-// reaches it, linear interpolation inside that bucket (the lowest bucket from
-// 0 when its bound is positive). False for an empty window or q outside [0, 1].
-func (h Hist) Quantile(q float64) (Percentile, bool) {
-	n := len(h.Buckets)
-	if math.IsNaN(q) || q < 0 || q > 1 || n == 0 || !math.IsInf(h.Buckets[n-1].UpperBound, 1) {
-		return Percentile{}, false
-	}
-	total := h.Buckets[n-1].Count
-	if total <= 0 {
-		return Percentile{}, false
-	}
-	rank := q * total
-	b := sort.Search(n, func(i int) bool { return h.Buckets[i].Count >= rank })
-	if b == n-1 {
-		lo := 0.0
-		if n >= 2 {
-			lo = h.Buckets[n-2].UpperBound
-		}
-		return Percentile{Q: q, Value: lo, Lower: lo, Upper: math.Inf(1), AtLeast: true}, true
-	}
-	end := h.Buckets[b].UpperBound
-	if b == 0 && end <= 0 {
-		return Percentile{Q: q, Value: end, Lower: end, Upper: end}, true
-	}
-	start, below := 0.0, 0.0
-	if b > 0 {
-		start, below = h.Buckets[b-1].UpperBound, h.Buckets[b-1].Count
-	}
-	in := h.Buckets[b].Count - below
-	v := start
-	if in > 0 {
-		v = start + (end-start)*(rank-below)/in
-	}
-	return Percentile{Q: q, Value: v, Lower: start, Upper: end}, true
 }
 
 // lookup finds the first of names in the window, also with "_total" added
@@ -145,7 +85,7 @@ var (
 	TPOTNames        = []string{"vllm:request_time_per_output_token_seconds", "tgi_request_mean_time_per_token_duration"}
 	PromptTokenNames = []string{"vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "llamacpp:prompt_tokens_total"}
 	OutputTokenNames = []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total", "llamacpp:tokens_predicted_total"}
-	CachedTokenNames = []string{"sglang:cached_tokens_total"}
+	CachedTokenNames = []string{"sglang:cached_tokens_total", "llamacpp:prompt_tokens_cached_total", "vllm:prompt_tokens_cached_total"}
 	PrefixQueryNames = []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"}
 	PrefixHitNames   = []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}
 	RequestNames     = []string{"vllm:request_success_total", "sglang:num_requests_total", "tgi_request_success"}
@@ -188,7 +128,8 @@ func (w Window) TPOT() (Hist, bool) { return w.Histogram(TPOTNames...) }
 
 // PromptTokens is the prompt token counter's delta (TGI: the sum of its
 // input length histogram). llama.cpp counts only tokens evaluated (the
-// cached prefix excluded); vLLM the full prompt.
+// cached prefix excluded, counted apart in its prompt_tokens_cached_total);
+// vLLM and SGLang the full prompt.
 func (w Window) PromptTokens() (float64, bool) {
 	if v, ok := w.Counter(PromptTokenNames...); ok {
 		return v, true
@@ -214,18 +155,38 @@ func (w Window) histSum(names []string) (float64, bool) {
 	return h.Sum, true
 }
 
-// CachedTokens is SGLang's cached prompt token counter's delta.
+// CachedTokens is the delta of the prompt tokens served from the prefix
+// cache: SGLang's cached_tokens_total, llama.cpp's
+// prompt_tokens_cached_total, vLLM's prompt_tokens_cached_total.
 func (w Window) CachedTokens() (float64, bool) { return w.Counter(CachedTokenNames...) }
 
-// PrefixHitRate is vLLM's Δhits/Δqueries (in tokens); false when absent or
-// no query was made.
+// PrefixHitRate is the share of prompt tokens served from the prefix cache:
+// vLLM's Δhits/Δqueries (in tokens); else Δcached over the prompt tokens,
+// which are Δprompt for SGLang and vLLM (their prompt counters hold the
+// cached tokens) and Δprompt + Δcached for llama.cpp (its counter holds
+// only the tokens evaluated). False when absent or no prompt token came.
 func (w Window) PrefixHitRate() (float64, bool) {
 	q, ok1 := w.Counter(PrefixQueryNames...)
 	h, ok2 := w.Counter(PrefixHitNames...)
-	if !ok1 || !ok2 || q <= 0 {
+	if ok1 && ok2 && q > 0 {
+		return h / q, true
+	}
+	f, ok := w.lookup(CachedTokenNames)
+	if !ok || f.Kind != Counter {
 		return 0, false
 	}
-	return h / q, true
+	cached, _ := w.Counter(f.Name)
+	prompt, ok := w.Counter(PromptTokenNames...)
+	if !ok {
+		return 0, false
+	}
+	if strings.HasPrefix(f.Name, "llamacpp:") {
+		prompt += cached
+	}
+	if prompt <= 0 {
+		return 0, false
+	}
+	return cached / prompt, true
 }
 
 // Requests is the finished request count over the window, all finish
@@ -239,9 +200,31 @@ func (w Window) LlamaCppPromptSpeed() (float64, bool) {
 	return w.ratio("llamacpp:prompt_tokens_total", "llamacpp:prompt_seconds_total")
 }
 
-// LlamaCppOutputSpeed is llama.cpp's Δtokens_predicted/Δtokens_predicted_seconds, per slot.
+// LlamaCppOutputSpeed is llama.cpp's Δtokens_predicted/Δtokens_predicted_seconds,
+// per slot, as its /metrics gives it. It runs high: a request's seconds
+// run from its first token to its last, n − 1 decode steps, while its
+// tokens count all n, so the figure is the per-step speed times n/(n − 1)
+// averaged over the requests (90.8 tok/s beside a per-step 89.3 at 60
+// tokens a request). [Window.LlamaCppStepSpeed] corrects it when the
+// requests are known.
 func (w Window) LlamaCppOutputSpeed() (float64, bool) {
 	return w.ratio("llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total")
+}
+
+// LlamaCppStepSpeed is llama.cpp's per-slot decode speed per step, the
+// figure its own timings give (predicted_per_second): (Δtokens_predicted −
+// requests)/Δtokens_predicted_seconds, each of the requests finished in the
+// window having taken one token fewer steps than it counts. requests is the
+// client's count of the requests the server finished (llama.cpp counts
+// none); false when it is not positive, exceeds the tokens, or the window
+// has no time.
+func (w Window) LlamaCppStepSpeed(requests int) (float64, bool) {
+	n, ok1 := w.Counter("llamacpp:tokens_predicted_total")
+	d, ok2 := w.Counter("llamacpp:tokens_predicted_seconds_total")
+	if !ok1 || !ok2 || requests <= 0 || float64(requests) > n || d <= 0 {
+		return 0, false
+	}
+	return (n - float64(requests)) / d, true
 }
 
 func (w Window) ratio(num, den string) (float64, bool) {
@@ -255,7 +238,8 @@ func (w Window) ratio(num, den string) (float64, bool) {
 
 // CheckRequests refuses a window whose server-side request count is not
 // the client's: foreign traffic, or requests straddling a scrape. It
-// returns nil when the server exposes no request counter.
+// returns nil when the server exposes no request counter
+// ([Window.HasRequestCounter]; llama.cpp never does).
 func (w Window) CheckRequests(client int) error {
 	n, ok := w.Requests()
 	if !ok {
