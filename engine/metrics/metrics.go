@@ -294,7 +294,7 @@ func isTypeLine(l []byte) bool {
 func parseTypeLine(l string) (name, typ string, ok bool) {
 	l = strings.TrimLeft(l, " \t")
 	l, found := strings.CutPrefix(l, "TYPE")
-	if !found {
+	if !found || l == "" || l[0] != ' ' && l[0] != '\t' {
 		return "", "", false
 	}
 	l = strings.TrimLeft(l, " \t")

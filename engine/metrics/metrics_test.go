@@ -379,9 +379,17 @@ func FuzzScrape(f *testing.F) {
 				if h, ok := w.Histogram(name); ok {
 					h.Mean()
 					for _, q := range []float64{0, 0.5, 0.99, 1} {
-						if p, ok := h.Quantile(q); ok && !p.AtLeast && (p.Value < p.Lower || p.Value > p.Upper) {
+						p, ok := h.Quantile(q)
+						if !ok {
+							continue
+						}
+						if !p.AtLeast && (p.Value < p.Lower || p.Value > p.Upper) {
 							t.Fatalf("%s q%v = %v outside its bucket", name, q, p)
 						}
+						if !(p.Lower <= p.Min && p.Min <= p.Max && p.Max <= p.Upper) || p.Point && (p.Value < p.Min || p.Value > p.Max) {
+							t.Fatalf("%s q%v = %+v: the feasible interval or the point out of place", name, q, p)
+						}
+						p.Format(1000, 3)
 					}
 				}
 				w.Counter(name)

@@ -69,8 +69,10 @@ const nearlyAll = 0.9
 // terms are finite (an observation in the +Inf bucket lifts the first).
 // The interval is intersected with the bucket and widened by 10⁻⁹ of the
 // terms, the rounding of a sum the server adds in floating point and of a
-// difference of two scrapes. Both bounds are sharp: observations can be
-// placed at them. With fractional counts the bucket alone is kept.
+// difference of two scrapes. Each bound is the best the counts and the
+// sum allow: observations can be placed at it, or as near as a bucket's
+// open lower bound lets them. With fractional counts the bucket alone is
+// kept.
 func (h Hist) Quantile(q float64) (Percentile, bool) {
 	n := len(h.Buckets)
 	if math.IsNaN(q) || q < 0 || q > 1 || n == 0 || !math.IsInf(h.Buckets[n-1].UpperBound, 1) {
@@ -110,10 +112,11 @@ func (h Hist) Quantile(q float64) (Percentile, bool) {
 	p.Min, p.Max = p.Lower, p.Upper
 	if h.integral() && !math.IsNaN(h.Sum) && !math.IsInf(h.Sum, 0) {
 		lo, hi := h.sumBounds(b, k-below, in)
+		lo, hi = max(p.Min, lo), min(p.Max, hi)
 		if lo > hi {
 			p.Inconsistent = true
 		} else {
-			p.Min, p.Max = max(p.Min, lo), min(p.Max, hi)
+			p.Min, p.Max = lo, hi
 		}
 	}
 	p.Point = !p.AtLeast && p.Value >= p.Min && p.Value <= p.Max && in < nearlyAll*total

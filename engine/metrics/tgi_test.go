@@ -73,6 +73,9 @@ func TestTGIWindow(t *testing.T) {
 	if len(warns) != 0 {
 		t.Fatalf("warnings %v", warns)
 	}
+	if w.Server() != ServerTGI || !w.HasRequestCounter() {
+		t.Errorf("server %q, request counter %v; want TGI's", w.Server(), w.HasRequestCounter())
+	}
 	if n, ok := w.Requests(); !ok || n != 3 {
 		t.Errorf("Requests = %v, %v; want tgi_request_success's 3", n, ok)
 	}
