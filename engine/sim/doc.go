@@ -407,7 +407,11 @@
 // without it. LlamaCppOptions.NoAddBOS imitates a GGUF whose vocabulary
 // adds none: the template keeps its BOS and both counts agree.
 // Server.Counter counts as the server does. A completion prompt of text
-// gets the BOS (add_special), one of token ids none.
+// gets the BOS (add_special), one of token ids none. With Options.Counter
+// a chat's prompt_tokens are that Counter's count (a text prompt's: its
+// TokenEnds and the BOS), the slots hold the built-in token identities,
+// and cache_n is their reuse scaled to the Counter's count; /tokenize and
+// /apply-template speak the built-in tokenizer and template.
 //
 // Streams: the headers go out when a slot takes the prompt (an error
 // before that is an ordinary JSON answer); the chat's role chunk

@@ -404,9 +404,11 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // TestLlamaCppSlotQueue sends a burst three times the slot count: the
 // requests beyond the slots wait, deferred, for a slot, and that wait is
-// in no timing: the client's time to the first token less prompt_ms grows
-// by about one wave (the first wave's generation) per wave, while
-// prompt_ms stays a batch or two.
+// in no timing: the client's time from the burst to the first token less
+// prompt_ms grows by at least a wave (a slot is held for its request's
+// whole generation) per wave, while prompt_ms stays a batch or two. From
+// the burst's start, not each request's send, so that a goroutine sent
+// late cannot look like an early wave.
 func TestLlamaCppSlotQueue(t *testing.T) {
 	slow := Fast()
 	slow.Hardware.StepOverhead = 8 * time.Millisecond
@@ -422,11 +424,11 @@ func TestLlamaCppSlotQueue(t *testing.T) {
 	errs := make([]error, len(got))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
+	var burst time.Time
 	for i := range got {
 		wg.Go(func() {
 			<-start
 			body := fmt.Sprintf(`{"messages":[{"role":"user","content":"request %d"}],"max_tokens":%d,"ignore_eos":true,"stream":true}`, i, gen)
-			sent := time.Now()
 			resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 			if err != nil {
 				errs[i] = err
@@ -440,7 +442,7 @@ func TestLlamaCppSlotQueue(t *testing.T) {
 				l, err := br.ReadString('\n')
 				if d, ok := strings.CutPrefix(strings.TrimSpace(l), "data: "); ok && d != "[DONE]" {
 					if ttft == 0 && strings.Contains(d, `"content":"`) {
-						ttft = time.Since(sent)
+						ttft = time.Since(burst)
 					}
 					var r lcResp
 					if json.Unmarshal([]byte(d), &r) == nil && r.Timings != nil {
@@ -458,6 +460,7 @@ func TestLlamaCppSlotQueue(t *testing.T) {
 			got[i] = obs{wait: ttft - time.Duration(tm.PromptMS*float64(time.Millisecond)), promptMS: tm.PromptMS}
 		})
 	}
+	burst = time.Now()
 	close(start)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -466,8 +469,8 @@ func TestLlamaCppSlotQueue(t *testing.T) {
 	slices.SortFunc(got, func(a, b obs) int { return int(a.wait - b.wait) })
 	for i, o := range got {
 		w := i / slots
-		if o.wait < time.Duration(w)*wave*3/4 {
-			t.Errorf("request %d (wave %d): waited %v, want at least %v (its wave's share of the waves before it)", i, w, o.wait, time.Duration(w)*wave*3/4)
+		if o.wait < time.Duration(w)*wave {
+			t.Errorf("request %d (wave %d): waited %v, want at least %v (the waves before it)", i, w, o.wait, time.Duration(w)*wave)
 		}
 		if o.promptMS > float64(3*slow.Hardware.StepOverhead)/1e6 {
 			t.Errorf("request %d (wave %d): prompt_ms %v, want a batch or two (the slot wait is in no timing)", i, w, o.promptMS)
@@ -893,4 +896,27 @@ func FuzzLlamaCppTokenize(f *testing.F) {
 			t.Errorf("%q: a chat of %d ids, want the built-in %d and the BOS", text, got, n)
 		}
 	})
+}
+
+// TestLlamaCppCallerCounter: with a caller's Counter a chat's
+// prompt_tokens are its count, and cache_n is the slot's reuse scaled to
+// it; prompt_n is the rest.
+func TestLlamaCppCallerCounter(t *testing.T) {
+	double := promptsize.CounterFunc(func(ctx context.Context, msgs []promptsize.Message) (int, error) {
+		n, err := llamaCppCounter{}.Count(ctx, msgs)
+		return 2 * n, err
+	})
+	s := newFast(t, Options{Profile: LlamaCpp, Counter: double, LlamaCpp: LlamaCppOptions{Slots: 1}})
+	msgs := []promptsize.Message{{Role: "user", Content: strings.Repeat("word ", 40)}}
+	body, _ := json.Marshal(map[string]any{"messages": msgs, "max_tokens": 2})
+	lcPost(t, s, "/v1/chat/completions", string(body), 200)
+	r := lcPost(t, s, "/v1/chat/completions", string(body), 200)
+	want, _ := double.Count(context.Background(), msgs)
+	ids := len(lcChatIDs(msgs, true))
+	if r.Usage.PromptTokens != want || r.Timings.CacheN != (ids-1)*want/ids || r.Timings.CacheN+r.Timings.PromptN != want {
+		t.Errorf("usage %+v, timings %+v; want %d prompt tokens, %d of them cached", *r.Usage, *r.Timings, want, (ids-1)*want/ids)
+	}
+	if got, _ := s.Counter().Count(context.Background(), msgs); got != want {
+		t.Errorf("Server.Counter counts %d, want the caller's %d", got, want)
+	}
 }
