@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
 )
 
 // TestProbeMetrics: the server root's /metrics is read when it answers
@@ -98,12 +100,13 @@ func TestTargetOllama(t *testing.T) {
 }
 
 // TestSimMetricsFlag: --sim-metrics picks the embedded engine's /metrics:
-// vLLM's by default, SGLang's, or none; a mode it does not know is a
-// usage error at parse time.
+// vLLM's by default, SGLang's (whose histograms appear with their first
+// request, its gauges from the start), or none; a mode it does not know
+// is a usage error at parse time.
 func TestSimMetricsFlag(t *testing.T) {
 	for _, tc := range []struct {
 		mode, family string
-	}{{"", "vllm:time_to_first_token_seconds"}, {"sglang", "sglang:time_to_first_token_seconds"}, {"off", ""}} {
+	}{{"", "vllm:time_to_first_token_seconds"}, {"sglang", "sglang:num_running_reqs"}, {"off", ""}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			tg := &Target{Program: "prog"}
 			args := []string{}
@@ -142,5 +145,92 @@ func TestSimMetricsFlag(t *testing.T) {
 	(&Target{}).AddFlags(fs)
 	if err := fs.Parse([]string{"--sim-metrics", "prometheus"}); err == nil {
 		t.Error("--sim-metrics prometheus parsed")
+	}
+}
+
+// TestSimProfileFlag: --sim-profile picks the server the embedded engine
+// behaves as: llamacpp serves llama-server at the root (its Server
+// header, its metrics, the BOS in its counter), sglang SGLang's metrics,
+// ollama Ollama's native API; a profile it does not know, or llamacpp
+// with --api ollama or another server's metrics, is a usage error.
+func TestSimProfileFlag(t *testing.T) {
+	ctx := context.Background()
+	start := func(t *testing.T, args ...string) *Target {
+		t.Helper()
+		tg := &Target{Program: "prog"}
+		parseTarget(t, tg, args...)
+		if err := tg.Check(ctx, args, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Start(ctx, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tg.Close)
+		return tg
+	}
+	t.Run("llamacpp", func(t *testing.T) {
+		tg := start(t, "--sim-profile", "llamacpp")
+		if tg.URL != tg.Server.URL {
+			t.Errorf("URL %s, want the server root %s (llama-server serves /v1 there)", tg.URL, tg.Server.URL)
+		}
+		resp, err := http.Get(tg.URL + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("Server") != "llama.cpp" {
+			t.Errorf("Server header %q, want llama.cpp", resp.Header.Get("Server"))
+		}
+		if tg.Metrics == nil {
+			t.Fatal("no metrics from the llama.cpp profile")
+		}
+		snap, err := tg.Metrics.Probe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := snap.Families["llamacpp:prompt_tokens_total"]; !ok {
+			t.Error("no llamacpp:prompt_tokens_total in the profile's /metrics")
+		}
+		msgs := []promptsize.Message{{Role: "user", Content: "hello"}}
+		got, _ := tg.Counter.Count(ctx, msgs)
+		builtin, _ := sim.Counter{}.Count(ctx, msgs)
+		if got != builtin+1 {
+			t.Errorf("counter %d, want the built-in %d and the BOS", got, builtin)
+		}
+	})
+	t.Run("sglang", func(t *testing.T) {
+		tg := start(t, "--sim-profile", "sglang")
+		snap, err := tg.Metrics.Probe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := snap.Families["sglang:num_running_reqs"]; !ok {
+			t.Errorf("families %v, want SGLang's", snap.Families)
+		}
+	})
+	t.Run("ollama", func(t *testing.T) {
+		tg := start(t, "--sim-profile", "ollama")
+		if tg.API != APIOllama || tg.URL != tg.Server.OllamaURL() {
+			t.Errorf("API %q at %s, want ollama at %s", tg.API, tg.URL, tg.Server.OllamaURL())
+		}
+	})
+	for _, args := range [][]string{{"--sim-profile", "tgi"}} {
+		fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		(&Target{}).AddFlags(fs)
+		if err := fs.Parse(args); err == nil {
+			t.Errorf("%q parsed", args)
+		}
+	}
+	for _, args := range [][]string{
+		{"--sim-profile", "llamacpp", "--api", "ollama"},
+		{"--sim-profile", "llamacpp", "--sim-metrics", "sglang"},
+	} {
+		tg := &Target{Program: "prog"}
+		parseTarget(t, tg, args...)
+		var ue *UsageError
+		if err := tg.Check(ctx, args, 0); !errors.As(err, &ue) {
+			t.Errorf("%q: %v; want a usage error", args, err)
+		}
 	}
 }

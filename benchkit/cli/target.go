@@ -74,6 +74,10 @@ type Target struct {
 	// Sim is the embedded engine's configuration (its Preset and Counter
 	// are the Target's).
 	Sim sim.Options
+	// SimProfile is --sim-profile, the server the embedded engine
+	// behaves as: SimVLLM (the default), SimSGLang, SimLlamaCpp or
+	// SimOllama.
+	SimProfile string
 	// DefaultPreset is the preset without --sim-preset; zero: sim.Fast().
 	DefaultPreset sim.Preset
 
@@ -122,6 +126,15 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 		t.Sim.Metrics = m
 		return err
 	})
+	fs.Func("sim-profile", "the server the embedded engine behaves as (without --base-url): vllm (vLLM's OpenAI API and metrics), sglang (SGLang's metrics), llamacpp (llama.cpp's llama-server: its slots, streams, connections and metrics), or ollama (Ollama's native API; implies --api ollama) (default vllm)", func(v string) error {
+		v = strings.ToLower(strings.TrimSpace(v))
+		switch v {
+		case SimVLLM, SimSGLang, SimLlamaCpp, SimOllama:
+			t.SimProfile = v
+			return nil
+		}
+		return fmt.Errorf("want %s, %s, %s or %s", SimVLLM, SimSGLang, SimLlamaCpp, SimOllama)
+	})
 	fs.Func("prefix-cache", "the embedded engine's prefix cache (without --base-url): radix reuses cached blocks, naive reuses nothing (default radix)", func(v string) error {
 		m, err := sim.ParsePrefixCacheMode(v)
 		t.Sim.PrefixCache = m
@@ -135,6 +148,14 @@ func (t *Target) defaultPreset() sim.Preset {
 	}
 	return sim.Fast()
 }
+
+// The embedded engine's profiles (--sim-profile).
+const (
+	SimVLLM     = "vllm"
+	SimSGLang   = "sglang"
+	SimLlamaCpp = "llamacpp"
+	SimOllama   = "ollama"
+)
 
 // Embedded reports whether the target is the embedded engine.
 func (t *Target) Embedded() bool {
@@ -173,6 +194,19 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 		return Usagef("--api-key-env %s: the variable is unset or empty", t.APIKeyEnv)
 	case t.Timeout < 0:
 		return Usagef("--timeout must not be negative, got %v", t.Timeout)
+	}
+	if t.Embedded() && !t.Exo {
+		switch t.SimProfile {
+		case SimOllama:
+			t.API = APIOllama
+		case SimLlamaCpp:
+			if t.API == APIOllama {
+				return Usagef("--sim-profile llamacpp serves llama.cpp's OpenAI-compatible API: drop --api ollama")
+			}
+			if m := t.Sim.Metrics; m != "" && m != sim.MetricsOff {
+				return Usagef("--sim-metrics %s: the llamacpp profile serves llama.cpp's metrics (or none with off)", m)
+			}
+		}
 	}
 	if t.Embedded() && t.Preset != "" {
 		if _, err := sim.PresetByName(t.Preset); err != nil {
@@ -314,11 +348,19 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	if t.Counter != nil {
 		opts.Counter = t.Counter
 	}
+	switch t.SimProfile {
+	case SimSGLang:
+		if opts.Metrics == "" {
+			opts.Metrics = sim.MetricsSGLang
+		}
+	case SimLlamaCpp:
+		opts.Profile = sim.LlamaCpp
+	}
 	srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", opts)
 	if err != nil {
 		return fmt.Errorf("start the embedded engine: %w", err)
 	}
-	t.Server, t.URL = srv, srv.VLLMURL
+	t.Server, t.URL = srv, srv.OpenAIURL()
 	switch {
 	case t.Exo:
 		t.URL = srv.URL
@@ -340,7 +382,11 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	if t.Exo {
 		flag = "--host"
 	}
-	fmt.Fprintf(stderr, "%s: no %s: measuring the embedded simulated engine; every figure is simulated\n%s: the embedded engine at %s, preset %s\n", t.Program, flag, t.Program, t.URL, opts.Preset.Name)
+	as := ""
+	if t.SimProfile != "" && t.SimProfile != SimVLLM && !t.Exo {
+		as = ", as " + t.SimProfile
+	}
+	fmt.Fprintf(stderr, "%s: no %s: measuring the embedded simulated engine; every figure is simulated\n%s: the embedded engine at %s, preset %s%s\n", t.Program, flag, t.Program, t.URL, opts.Preset.Name, as)
 	return nil
 }
 

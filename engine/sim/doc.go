@@ -1,7 +1,8 @@
 // Package sim is an embedded reference inference engine: a real HTTP server
 // on loopback that speaks exo's API, the OpenAI API as vLLM serves it and
-// Ollama's native API, with timing from a roofline cost model of a model
-// on a machine. It is the default target of the example programs and a
+// Ollama's native API, or behaves as llama.cpp's llama-server (the
+// LlamaCpp profile), with timing from a roofline cost model of a model on
+// a machine. It is the default target of the example programs and a
 // test double for anyone's harness: sim.NewServer works like
 // httptest.NewServer.
 //
@@ -273,7 +274,8 @@
 // (two scrapes, engine/metrics.Delta) with no real server. Every request
 // counts, on either API. Options.Metrics picks the families:
 // MetricsVLLM (the default), MetricsSGLang, or MetricsOff (404
-// {"detail":"Not Found"}, as SGLang without --enable-metrics).
+// {"detail":"Not Found"}, as SGLang without --enable-metrics); the
+// LlamaCpp profile serves llama-server's own (see llama.cpp).
 // Server.ResetMetrics zeroes every counter and histogram, as a restart
 // would.
 //
@@ -325,6 +327,139 @@
 // deleted) leaves the gauges and adds no per-request observation and no
 // finish, but its tokens and TTFT were counted as they happened.
 // Options.StreamChunk changes what is streamed, not the metrics.
+//
+// Series exist as each server creates them. vLLM creates its children up
+// front (make_per_engine, vllm/v1/metrics/loggers.py): every family has
+// its series at zero before any request. SGLang's histograms and counters
+// are prometheus_client children created by .labels() as a value is
+// recorded (sglang/srt/metrics/collector.py), exposed by a
+// MultiProcessCollector that shows only what was written: a fresh server
+// has none of them, a family appears with its first observation (TTFT at
+// a first token, queue time at an admission, the counters and e2e at a
+// finish, cached_tokens_total only once something was cached), and
+// ResetMetrics removes them again. Its gauges are present from the start
+// (SGLang's scheduler writes them at its first stats log: the first batch,
+// or an idle check every 30 s). SGLang's launch sends one warmup request
+// unless --skip-server-warmup, which would create the series before the
+// first user request; the sim is the server without it.
+//
+// # llama.cpp
+//
+// Options.Profile = LlamaCpp makes the server a llama.cpp llama-server
+// (ggml-org/llama.cpp tools/server: server-context.cpp, server-task.cpp,
+// server-common.h, server-http.cpp; common/chat.cpp), configured by
+// Options.LlamaCpp as its command line would be, and only that: exo's,
+// vLLM's and Ollama's routes are gone. Its routes, all at Server.URL (also
+// OpenAIURL):
+//
+//	POST /v1/chat/completions, /chat/completions   OpenAI chat
+//	POST /v1/completions                           OpenAI text completion
+//	POST /completion, /completions                 llama.cpp's native completion
+//	POST /tokenize        {"content", "add_special", "parse_special", "with_pieces"} → {"tokens": [...]};
+//	                      a body without content → {"tokens": []}
+//	POST /apply-template  {"messages"} → {"prompt"}
+//	GET  /health, /v1/health   {"status": "ok"}
+//	GET  /v1/models, /models   one model: id = LlamaCppOptions.Alias (the preset's model id),
+//	                           meta.n_ctx the slot context, meta.n_ctx_train the model's
+//	GET  /metrics              llamacpp:* (below); 501 with MetricsOff, as without --metrics
+//
+// Every response carries "Server: llama.cpp" and, unless the client asked
+// to close, "Keep-Alive: timeout=5, max=100" (cpp-httplib's; an idle
+// connection closes after 5 s, the 100th request of a connection is
+// answered with Connection: close). A request's model is not checked and
+// every answer names the served model. Any other route is 404 {"error":
+// {"message": "File Not Found", "type": "not_found_error", "code": 404}};
+// errors are format_error_response's {"error": {"code", "message",
+// "type"}} with the code as the HTTP status.
+//
+// The connection after a stream: llama-server ends every stream by closing
+// the connection (cpp-httplib closes when the content provider returns
+// false, which llama-server's does after its last chunk), although its
+// headers offered keep-alive. A whole (non-streamed) answer keeps the
+// connection. So a client that pools connections gets the closed one back
+// and may send its next request on it: that request fails before any
+// byte, with an EOF ("server closed idle connection") or a reset.
+//
+// Slots: LlamaCppOptions.Slots (-np, 4) slots serve requests in parallel;
+// a request that finds none free is deferred, in order, until one is
+// released. The scheduler is llama-server's loop (see llamacpp_sched.go):
+// each iteration hands queued requests to free slots (by prompt
+// similarity above SlotPromptSimilarity, 0.1, else the least recently
+// used, the last of equals), then decodes one batch of at most Batch
+// (2048) tokens: each generating slot's next token and as many prompt
+// tokens as fit, slot by slot. A slot reuses the longest common token
+// prefix of its new prompt with what it holds (cache_n; at least one
+// prompt token is always computed); it holds its last prompt and reply
+// but the reply's last token. The host prompt cache (--cache-ram) and
+// idle-slot saving are not modelled (as --cache-ram 0). A prompt of
+// SlotContext tokens or more is answered, once a slot takes it, with 400
+// "request (N tokens) exceeds the available context size (M tokens), try
+// increasing it" (type exceed_context_size_error, with n_prompt_tokens
+// and n_ctx); a generation stops, finish_reason "length", when the slot's
+// context is full.
+//
+// Counting: the built-in tokenizer with llama.cpp's special tokens parsed
+// whole, and a ChatML template with a BOS (llamacpp_tokens.go). As
+// common/chat.cpp does, /apply-template drops the template's leading BOS
+// when the vocabulary adds one, and the server adds it back: a chat's
+// prompt_tokens is the built-in count + 1, which /tokenize of the
+// /apply-template prompt gives with add_special and is one short of
+// without it. LlamaCppOptions.NoAddBOS imitates a GGUF whose vocabulary
+// adds none: the template keeps its BOS and both counts agree.
+// Server.Counter counts as the server does. A completion prompt of text
+// gets the BOS (add_special), one of token ids none. With Options.Counter
+// a chat's prompt_tokens are that Counter's count (a text prompt's: its
+// TokenEnds and the BOS), the slots hold the built-in token identities,
+// and cache_n is their reuse scaled to the Counter's count; /tokenize and
+// /apply-template speak the built-in tokenizer and template.
+//
+// Streams: the headers go out when a slot takes the prompt (an error
+// before that is an ordinary JSON answer); the chat's role chunk
+// ({"role": "assistant", "content": null}) is written together with the
+// first token's chunk, then one chunk per token (Options.StreamChunk
+// tokens); an end of sequence is counted in completion_tokens and never
+// sent; then a chunk with finish_reason and an empty delta and, with
+// stream_options.include_usage, a chunk with empty choices and usage
+// (prompt_tokens_details.cached_tokens); the last of them carries
+// timings; then data: [DONE]. A text completion's last chunk has the
+// finish_reason, usage and timings; the native /completion stream ends
+// with its final object and no [DONE]. Whole answers carry usage and
+// timings.
+//
+// Timings, on the schedule's instants in whole µs as ggml_time_us gives
+// them: cache_n, prompt_n (the tokens prefilled), prompt_ms from the
+// batch holding the slot's first prompt tokens to its first token (the
+// wait for a slot is in no timing), predicted_n, predicted_ms from the
+// first token to the last (at least 1 µs), prompt_per_token_ms =
+// prompt_ms / prompt_n, prompt_per_second = prompt_n / prompt_ms · 1000,
+// predicted_per_token_ms = predicted_ms / (predicted_n − 1) and
+// predicted_per_second = (predicted_n − 1) / predicted_ms · 1000 (the
+// first token is free: it comes with the prompt's last batch).
+//
+// /metrics, as server_task_result_metrics::to_metrics writes it: no
+// request counter, no KV usage, no labels, values printed by a C++ stream
+// (six significant digits):
+//
+//	llamacpp:prompt_tokens_total             prefilled prompt tokens (cached ones excluded), per batch
+//	llamacpp:prompt_tokens_cached_total      cache_n of each request, as its slot starts it
+//	llamacpp:prompt_seconds_total            from the first batch holding prompt tokens not yet timed to
+//	                                         the next batch with output (llama_decode is asynchronous)
+//	llamacpp:tokens_predicted_total          each request's predicted_n, at its end
+//	llamacpp:tokens_predicted_seconds_total  each request's predicted_ms: its n − 1 steps
+//	llamacpp:n_decode_total                  batches decoded
+//	llamacpp:n_tokens_max                    the longest slot seen (a counter, as llama-server types it)
+//	llamacpp:spec_decode_num_draft_tokens_total, …_accepted_tokens_total, …_drafts_total   0
+//	llamacpp:prompt_tokens_seconds           prompt tokens per second since the last scrape (the
+//	                                         scrape resets it)
+//	llamacpp:predicted_tokens_seconds        decode steps per second since the last scrape (reset too)
+//	llamacpp:requests_processing             slots busy
+//	llamacpp:requests_deferred               requests waiting for a slot
+//	llamacpp:n_busy_slots_per_decode         busy slots per batch, on average
+//
+// Faults and NaturalLength work as on the other APIs. Not modelled on this
+// profile: context shift, speculative decoding, n > 1, slot save and
+// restore, /props, /slots, /detokenize, embeddings and reranking, and
+// the chat format's parser (a reply is always plain content).
 //
 // # What is not modelled
 //

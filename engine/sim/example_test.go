@@ -97,3 +97,40 @@ func ExampleServer_CacheStats() {
 	// naive: 6656 of 6656 prompt tokens prefilled, 0 cached
 	// radix: 656 of 6656 prompt tokens prefilled, 6000 cached
 }
+
+// The llama.cpp profile: llama-server at the root, any model name, the
+// BOS counted, and a slot that reuses a prompt's tokens: the second
+// request shares all but its last token with the first.
+func Example_llamaCpp() {
+	s := sim.NewServer(sim.Options{Preset: sim.Fast(), Profile: sim.LlamaCpp})
+	defer s.Close()
+	for range 2 {
+		body := `{"model": "any", "messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 4}`
+		resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		var out struct {
+			Model string `json:"model"`
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			} `json:"usage"`
+			Timings struct {
+				CacheN  int `json:"cache_n"`
+				PromptN int `json:"prompt_n"`
+			} `json:"timings"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s (%s): prompt_tokens=%d cache_n=%d prompt_n=%d\n", out.Model, resp.Header.Get("Server"),
+			out.Usage.PromptTokens, out.Timings.CacheN, out.Timings.PromptN)
+	}
+	// Output:
+	// sim/tiny-1b-8bit (llama.cpp): prompt_tokens=11 cache_n=0 prompt_n=11
+	// sim/tiny-1b-8bit (llama.cpp): prompt_tokens=11 cache_n=10 prompt_n=1
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,22 +29,28 @@ const (
 	// default buckets, as SGLang with --enable-metrics does.
 	MetricsSGLang MetricsMode = "sglang"
 	// MetricsOff serves no metrics: GET /metrics is 404, as SGLang
-	// without --enable-metrics.
+	// without --enable-metrics (501 with the LlamaCpp profile, as
+	// llama-server without --metrics).
 	MetricsOff MetricsMode = "off"
+	// MetricsLlamaCpp serves llama-server's families (llamacpp:…); only
+	// with the LlamaCpp profile, whose default it is.
+	MetricsLlamaCpp MetricsMode = "llamacpp"
 )
 
 // ParseMetricsMode reads a mode as a flag gives it: "vllm" (or empty),
-// "sglang", "off" (or "none").
+// "sglang", "llamacpp" (or "llama.cpp"), "off" (or "none").
 func ParseMetricsMode(s string) (MetricsMode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "vllm":
 		return MetricsVLLM, nil
 	case "sglang":
 		return MetricsSGLang, nil
+	case "llamacpp", "llama.cpp":
+		return MetricsLlamaCpp, nil
 	case "off", "none":
 		return MetricsOff, nil
 	}
-	return "", fmt.Errorf("sim: metrics mode %q: expected vllm, sglang or off", s)
+	return "", fmt.Errorf("sim: metrics mode %q: expected vllm, sglang, llamacpp or off", s)
 }
 
 // Default bucket upper bounds (+Inf implicit), as the servers define them:
@@ -177,7 +184,7 @@ type serverMetrics struct {
 
 func newServerMetrics(mode MetricsMode) *serverMetrics {
 	switch mode {
-	case MetricsOff:
+	case MetricsOff, MetricsLlamaCpp:
 		return nil
 	case MetricsSGLang:
 		return &serverMetrics{mode: mode, spec: &sglangSpec}
@@ -213,22 +220,26 @@ func (m *serverMetrics) engine(model string, kv *blockCache) *engineMetrics {
 }
 
 // hist is a classic histogram: counts per bucket (not cumulative, the
-// last one +Inf) and the sum of the observations.
+// last one +Inf), the sum of the observations, and whether one was made
+// (SGLang's series exist from their first observation).
 type hist struct {
 	bounds []float64
 	counts []uint64
 	sum    float64
+	seen   bool
 }
 
 // observe adds v: a bucket search and two adds. The engine's lock is held.
 func (h *hist) observe(v float64) {
 	h.counts[sort.SearchFloat64s(h.bounds, v)]++
 	h.sum += v
+	h.seen = true
 }
 
 func (h *hist) reset() {
 	clear(h.counts)
 	h.sum = 0
+	h.seen = false
 }
 
 // engineMetrics is one engine's series. The schedulers update them under
@@ -244,7 +255,14 @@ type engineMetrics struct {
 	mu      sync.Mutex
 	h       [numHists]hist
 	c       [numCounters]float64
-	success [2]float64 // by finishReasons
+	cseen   [numCounters]bool // counters incremented (SGLang's exist from then)
+	success [2]float64        // by finishReasons
+}
+
+// add increments counter id by v and marks it observed. The lock is held.
+func (e *engineMetrics) add(id int, v float64) {
+	e.c[id] += v
+	e.cseen[id] = true
 }
 
 // Job gauge states.
@@ -304,8 +322,8 @@ func (e *engineMetrics) admit(j *job, now time.Duration, queried bool) {
 	switch e.mode {
 	case MetricsVLLM:
 		if queried {
-			e.c[cPrefixQueries] += float64(j.prompt)
-			e.c[cPrefixHits] += float64(j.cached)
+			e.add(cPrefixQueries, float64(j.prompt))
+			e.add(cPrefixHits, float64(j.cached))
 		}
 	case MetricsSGLang:
 		e.h[hQueue].observe((now - j.arrival).Seconds())
@@ -325,7 +343,7 @@ func (e *engineMetrics) token(j *job, now time.Duration) {
 	if j.generated == 0 {
 		e.h[hTTFT].observe((now - j.arrival).Seconds())
 		if e.mode == MetricsVLLM {
-			e.c[cPrompt] += float64(j.prompt)
+			e.add(cPrompt, float64(j.prompt))
 		}
 	} else {
 		// One new token a step: SGLang's token-weighted observation of
@@ -333,7 +351,7 @@ func (e *engineMetrics) token(j *job, now time.Duration) {
 		e.h[hITL].observe((now - j.last).Seconds())
 	}
 	if e.mode == MetricsVLLM {
-		e.c[cGeneration]++
+		e.add(cGeneration, 1)
 	}
 }
 
@@ -365,12 +383,12 @@ func (e *engineMetrics) finish(j *job, f *finalStats) {
 			}
 		}
 	case MetricsSGLang:
-		e.c[cPrompt] += float64(f.promptTokens)
-		e.c[cGeneration] += float64(f.generated)
+		e.add(cPrompt, float64(f.promptTokens))
+		e.add(cGeneration, float64(f.generated))
 		if f.cached > 0 {
-			e.c[cCached] += float64(f.cached)
+			e.add(cCached, float64(f.cached))
 		}
-		e.c[cRequests]++
+		e.add(cRequests, 1)
 	}
 }
 
@@ -378,6 +396,7 @@ func (e *engineMetrics) finish(j *job, f *finalStats) {
 type engineSnapshot struct {
 	h                [numHists]hist
 	c                [numCounters]float64
+	cseen            [numCounters]bool
 	success          [2]float64
 	running, waiting float64
 	kvUsage          float64
@@ -387,9 +406,9 @@ func (e *engineMetrics) snapshot() engineSnapshot {
 	var s engineSnapshot
 	e.mu.Lock()
 	for i := range e.h {
-		s.h[i] = hist{bounds: e.h[i].bounds, counts: append([]uint64(nil), e.h[i].counts...), sum: e.h[i].sum}
+		s.h[i] = hist{bounds: e.h[i].bounds, counts: append([]uint64(nil), e.h[i].counts...), sum: e.h[i].sum, seen: e.h[i].seen}
 	}
-	s.c, s.success = e.c, e.success
+	s.c, s.cseen, s.success = e.c, e.cseen, e.success
 	e.mu.Unlock()
 	s.running, s.waiting = float64(e.running.Load()), float64(e.waiting.Load())
 	if e.kv != nil && !e.stopped.Load() {
@@ -405,6 +424,7 @@ func (e *engineMetrics) reset() {
 		e.h[i].reset()
 	}
 	clear(e.c[:])
+	clear(e.cseen[:])
 	clear(e.success[:])
 }
 
@@ -437,6 +457,13 @@ func (m *serverMetrics) gather() []*dto.MetricFamily {
 	for i, e := range engines {
 		snaps[i] = e.snapshot()
 	}
+	// SGLang's series exist from their first observation: its
+	// prometheus_client children are created by .labels() as a value is
+	// recorded (sglang/srt/metrics/collector.py), and its
+	// MultiProcessCollector exposes only what was written, so a family
+	// without a series is absent. vLLM creates its children up front
+	// (make_per_engine in vllm/v1/metrics/loggers.py).
+	lazy := m.mode == MetricsSGLang
 	var out []*dto.MetricFamily
 	family := func(name, help string, t dto.MetricType) *dto.MetricFamily {
 		mf := &dto.MetricFamily{Name: new(name), Help: new(help), Type: t.Enum()}
@@ -447,6 +474,9 @@ func (m *serverMetrics) gather() []*dto.MetricFamily {
 		mf := family(hs.name, hs.help, dto.MetricType_HISTOGRAM)
 		for i, e := range engines {
 			h := snaps[i].h[hs.id]
+			if lazy && !h.seen {
+				continue
+			}
 			dh := &dto.Histogram{SampleSum: new(h.sum)}
 			cum := uint64(0)
 			for k, b := range h.bounds {
@@ -461,6 +491,9 @@ func (m *serverMetrics) gather() []*dto.MetricFamily {
 	for _, cs := range m.spec.counters {
 		mf := family(cs.name, cs.help, dto.MetricType_COUNTER)
 		for i, e := range engines {
+			if lazy && !snaps[i].cseen[cs.id] {
+				continue
+			}
 			mf.Metric = append(mf.Metric, &dto.Metric{Label: e.labels(false), Counter: &dto.Counter{Value: new(snaps[i].c[cs.id])}})
 		}
 	}
@@ -484,6 +517,9 @@ func (m *serverMetrics) gather() []*dto.MetricFamily {
 			}
 			mf.Metric = append(mf.Metric, &dto.Metric{Label: e.labels(true), Gauge: &dto.Gauge{Value: new(v)}})
 		}
+	}
+	if lazy {
+		out = slices.DeleteFunc(out, func(mf *dto.MetricFamily) bool { return len(mf.Metric) == 0 })
 	}
 	return out
 }
@@ -516,6 +552,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 // live state), so that a scraper's delta across it sees counts go down.
 // It does nothing when metrics are off.
 func (s *Server) ResetMetrics() {
+	if s.lc != nil {
+		s.lc.met.reset()
+		return
+	}
 	if s.metrics == nil {
 		return
 	}

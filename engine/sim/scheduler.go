@@ -22,6 +22,7 @@ const (
 	evToken
 	evDone
 	evError
+	evBegin // the LlamaCpp profile: a slot took the prompt
 )
 
 type event struct {
@@ -31,6 +32,7 @@ type event struct {
 	total      int
 	cumulative int // tokens generated so far (evToken)
 	stats      *finalStats
+	timings    *lcTimings // evDone of the LlamaCpp profile
 	err        error
 }
 
@@ -91,7 +93,8 @@ type job struct {
 	hit          string
 	promptTPS    float64
 	maxBatch     int
-	seq          blockSeq // the block cache's view of the request (blocks)
+	seq          blockSeq  // the block cache's view of the request (blocks)
+	lc           *lcParams // the LlamaCpp profile's request parameters
 
 	met   *engineMetrics // the home instance's metrics; set on arrival
 	gauge atomic.Int32   // gaugeNone, gaugeWaiting or gaugeRunning (metrics.go)

@@ -107,8 +107,19 @@ type Options struct {
 	NoPromptTokensDetails bool
 	// Metrics selects the Prometheus families of GET /metrics (and
 	// /vllm/metrics): MetricsVLLM (the zero value), MetricsSGLang, or
-	// MetricsOff (404). See the package documentation's Metrics section.
+	// MetricsOff (404). With the LlamaCpp profile: MetricsLlamaCpp (its
+	// zero value there) or MetricsOff (501, as llama-server without
+	// --metrics). See the package documentation's Metrics section.
 	Metrics MetricsMode
+	// Profile selects the server the Server behaves as: ProfileSim (the
+	// zero value: exo's API, vLLM's under /vllm, Ollama's under /ollama)
+	// or LlamaCpp (llama.cpp's llama-server at the root). See the package
+	// documentation's llama.cpp section.
+	Profile Profile
+	// LlamaCpp configures the LlamaCpp profile: its slots, their context,
+	// the batch, the slot choice, the served name and the vocabulary's
+	// BOS.
+	LlamaCpp LlamaCppOptions
 	// Logger receives the server's log; nil means none.
 	Logger *slog.Logger
 }
@@ -125,7 +136,23 @@ func (o Options) check() error {
 	if _, err := ParsePrefixCacheMode(string(o.PrefixCache)); err != nil {
 		return err
 	}
-	if _, err := ParseMetricsMode(string(o.Metrics)); err != nil {
+	m, err := ParseMetricsMode(string(o.Metrics))
+	if err != nil {
+		return err
+	}
+	p, err := ParseProfile(string(o.Profile))
+	if err != nil {
+		return err
+	}
+	switch {
+	case p == LlamaCpp && m != MetricsOff && m != MetricsLlamaCpp && o.Metrics != "":
+		return fmt.Errorf("sim: the llamacpp profile serves llama.cpp's metrics: Metrics %q, expected llamacpp, off or empty", o.Metrics)
+	case p != LlamaCpp && m == MetricsLlamaCpp:
+		return fmt.Errorf("sim: Metrics %q needs the llamacpp profile (its slots keep the figures)", o.Metrics)
+	case p == LlamaCpp && o.NoInstance:
+		return errors.New("sim: the llamacpp profile serves one loaded model: NoInstance is not for it")
+	}
+	if err := o.LlamaCpp.check(); err != nil {
 		return err
 	}
 	if o.BlockSize < 0 || o.KVCacheBlocks < 0 {
@@ -176,6 +203,7 @@ type Server struct {
 	log     *slog.Logger
 	ln      net.Listener
 	srv     *http.Server
+	lc      *llamaCpp // the LlamaCpp profile's state; nil otherwise
 
 	seq      atomic.Uint64 // ids
 	chats    atomic.Int64  // chat requests seen, for FaultEvery
@@ -250,6 +278,10 @@ func serve(ln net.Listener, opts Options) *Server {
 	}
 	opts.PrefixCache, _ = ParsePrefixCacheMode(string(opts.PrefixCache))
 	opts.Metrics, _ = ParseMetricsMode(string(opts.Metrics))
+	opts.Profile, _ = ParseProfile(string(opts.Profile))
+	if opts.Profile == LlamaCpp && opts.Metrics != MetricsOff {
+		opts.Metrics = MetricsLlamaCpp
+	}
 	s := &Server{
 		opts:    opts,
 		preset:  p,
@@ -280,6 +312,9 @@ func serve(ln net.Listener, opts Options) *Server {
 	host := ln.Addr().String()
 	s.URL = "http://" + host
 	s.VLLMURL = s.URL + "/vllm"
+	if opts.Profile == LlamaCpp {
+		s.lc = newLlamaCpp(s, opts.LlamaCpp)
+	}
 	if !opts.NoInstance {
 		spec := s.newSpec(p.Model, []int{0}, "Pipeline", "MlxRing")
 		s.mu.Lock()
@@ -287,6 +322,11 @@ func serve(ln net.Listener, opts Options) *Server {
 		s.mu.Unlock()
 	}
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	if s.lc != nil {
+		s.srv.Handler = s.lcRoutes()
+		s.srv.IdleTimeout = lcKeepAlive
+		s.srv.ConnContext = lcConnContext
+	}
 	go s.srv.Serve(ln)
 	s.log.Info("sim: serving (all figures simulated)", "url", s.URL, "preset", p.Name, "nodes", n)
 	return s
@@ -317,8 +357,14 @@ func (s *Server) Preset() Preset { return s.preset }
 func (s *Server) Model() string { return s.preset.Model.ID }
 
 // Counter returns the promptsize.Counter the server counts prompt tokens
-// with, so a client builds exact prompts without HTTP.
-func (s *Server) Counter() promptsize.Counter { return s.counter }
+// with, so a client builds exact prompts without HTTP. With the LlamaCpp
+// profile and the built-in tokenizer it counts the BOS the server adds.
+func (s *Server) Counter() promptsize.Counter {
+	if _, builtin := s.counter.(Counter); builtin && s.lc != nil {
+		return llamaCppCounter{}
+	}
+	return s.counter
+}
 
 func (s *Server) elapsed() time.Duration { return time.Since(s.epoch) }
 
@@ -446,7 +492,11 @@ func (s *Server) startInstance(sp spec, delay time.Duration) *instance {
 	in.met = s.metrics.engine(sp.model.ID, in.kv)
 	s.instances = append(s.instances, in)
 	s.events++
-	go in.run()
+	if s.lc != nil {
+		go in.runSlots()
+	} else {
+		go in.run()
+	}
 	return in
 }
 
