@@ -13,6 +13,10 @@
 //	INFERBENCH_OLLAMA_MODELS that server's OLLAMA_MODELS (the directory the model was created in)
 //	INFERBENCH_SERVER        ollama (the default) or openai: any other OpenAI-compatible server
 //	INFERBENCH_ALLOW_EOS     1 accepts replies that end before max_tokens (a real model on Ollama)
+//	INFERBENCH_SIM_PROFILE   llamacpp: no server is needed; the suite starts the embedded
+//	                         engine in that profile (engine/sim), counting with the tokenizer
+//	                         and serving INFERBENCH_OLLAMA_MODEL (default "tiny"), and measures
+//	                         it as INFERBENCH_SERVER=openai
 //
 // The tests need of the model only that its server counts prompts with the
 // tokenizer's chat template and streams one token per chunk; docs/INTEGRATION.md
@@ -82,8 +86,9 @@ var (
 func needServer(t *testing.T) *target {
 	t.Helper()
 	url, model := os.Getenv("INFERBENCH_OLLAMA_URL"), os.Getenv("INFERBENCH_OLLAMA_MODEL")
-	if url == "" || model == "" {
-		t.Skip("no server: set INFERBENCH_OLLAMA_URL and INFERBENCH_OLLAMA_MODEL (make integration does)")
+	profile := os.Getenv("INFERBENCH_SIM_PROFILE")
+	if profile == "" && (url == "" || model == "") {
+		t.Skip("no server: set INFERBENCH_OLLAMA_URL and INFERBENCH_OLLAMA_MODEL (make integration does), or INFERBENCH_SIM_PROFILE=llamacpp")
 	}
 	targetOnce.Do(func() {
 		dir := os.Getenv("INFERBENCH_TOKENIZER")
@@ -96,6 +101,16 @@ func needServer(t *testing.T) *target {
 			return
 		}
 		kind := os.Getenv("INFERBENCH_SERVER")
+		if profile != "" {
+			if model == "" {
+				model = "tiny"
+			}
+			url, targetErr = startSim(profile, model, tok)
+			if targetErr != nil {
+				return
+			}
+			kind = "openai"
+		}
 		switch kind {
 		case "":
 			kind = "ollama"
