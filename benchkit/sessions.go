@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 	"github.com/inferbench/inferbench/workload"
@@ -126,8 +127,8 @@ type Sessions struct {
 	// ServerMetrics, when set, scrapes the server's /metrics before the
 	// first session and after the last, and Run sets Server to what it
 	// saw over the whole run; Summarize's ByRun group carries it.
-	ServerMetrics *ServerMetrics
-	Server        *ServerView
+	ServerMetrics *view.Scraper
+	Server        *view.View
 	// TrimReplies carries each reply into the history without the white
 	// space around it. A chat template may trim a message (Llama 3's
 	// Hugging Face template does) where the server's own does not
@@ -180,13 +181,13 @@ func (r *rounds) wait(ctx context.Context, k int) {
 // in session and turn order. A run that ctx stops returns what it
 // measured, the turns left as "not_sent" rows, with ctx's error.
 func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
-	scr := startScrape(ctx, s.ServerMetrics)
-	scr.wait()
+	scr := s.ServerMetrics.Start(ctx)
+	scr.Ready()
 	rows, err := s.run(ctx)
 	s.Server = nil
 	if scr != nil {
 		completed := countIf(rows, func(r Request) bool { return !r.Failed() })
-		s.Server = scr.finish(ctx, completed, reachedServer(rows))
+		s.Server = scr.Finish(ctx, completed, reachedServer(rows))
 	}
 	return rows, err
 }
@@ -475,7 +476,7 @@ func (s *Sessions) Summarize(rows []Request, key Key, slo timing.SLO) []Summary 
 		}
 		if key == ByRun && s.Server != nil {
 			v := *s.Server
-			v.compare(sums[j])
+			compareServer(&v, sums[j])
 			sums[j].Server = &v
 			for _, w := range v.Warnings {
 				sums[j].Warnings = append(sums[j].Warnings, "server metrics: "+w)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -441,7 +442,7 @@ func TestSessionsServerView(t *testing.T) {
 	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true,
 		Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Count:   2, Turns: 3, UserTokens: 40, Output: 8,
-		ServerMetrics: &ServerMetrics{URL: srv.VLLMURL + "/metrics", Settle: -1}}
+		ServerMetrics: &view.Scraper{URL: srv.VLLMURL + "/metrics", Settle: -1}}
 	rows, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
