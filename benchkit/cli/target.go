@@ -197,7 +197,7 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 	if err := prov.HashTokenizerDir(t.Tokenizer); err != nil {
 		return Usagef("--tokenizer %s: %v", t.Tokenizer, err)
 	}
-	overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
+	overhead, err := (&promptsize.Builder{Counter: tok}).Overhead(ctx)
 	if err != nil {
 		return Usagef("--tokenizer %s: %v", t.Tokenizer, err)
 	}

@@ -262,7 +262,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	defer c.Close()
 	builder := &promptsize.Builder{Counter: c.Counter}
-	overhead, err := benchkit.Overhead(ctx, builder)
+	overhead, err := builder.Overhead(ctx)
 	if err != nil {
 		return err
 	}
