@@ -32,8 +32,8 @@ type Segment struct {
 	Index, Count int
 }
 
-// ParseSegment parses "i/N" (0 ≤ i < N). An empty string is the whole plan.
-func ParseSegment(s string) (Segment, error) {
+// parseSegment parses "i/N" (0 ≤ i < N). An empty string is the whole plan.
+func parseSegment(s string) (Segment, error) {
 	if strings.TrimSpace(s) == "" {
 		return Segment{}, nil
 	}
@@ -90,9 +90,11 @@ func (s Segment) String() string {
 // MarshalText writes "i/N".
 func (s Segment) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// UnmarshalText reads "i/N".
+// UnmarshalText reads "i/N" (0 ≤ i < N; spaces around either number
+// allowed), as --segment gives it; an empty text is the whole plan. A bad
+// one is an error wrapping ErrBadSegment.
 func (s *Segment) UnmarshalText(b []byte) error {
-	seg, err := ParseSegment(string(b))
+	seg, err := parseSegment(string(b))
 	if err != nil {
 		return err
 	}

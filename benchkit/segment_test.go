@@ -21,16 +21,17 @@ import (
 	"github.com/inferbench/inferbench/timing"
 )
 
-func TestParseSegment(t *testing.T) {
+func TestSegmentUnmarshalText(t *testing.T) {
 	for in, want := range map[string]Segment{"": {}, "0/1": {}, "2/4": {2, 4}, " 3 / 8 ": {3, 8}} {
-		got, err := ParseSegment(in)
-		if err != nil || got != want {
-			t.Errorf("ParseSegment(%q) = %v, %v; want %v", in, got, err, want)
+		got := Segment{Index: 9, Count: 10}
+		if err := got.UnmarshalText([]byte(in)); err != nil || got != want {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"4/4", "-1/4", "1/0", "x/2", "3", "1/2/3"} {
-		if _, err := ParseSegment(bad); !errors.Is(err, ErrBadSegment) {
-			t.Errorf("ParseSegment(%q) = %v; want ErrBadSegment", bad, err)
+		var got Segment
+		if err := got.UnmarshalText([]byte(bad)); !errors.Is(err, ErrBadSegment) {
+			t.Errorf("UnmarshalText(%q) = %v; want ErrBadSegment", bad, err)
 		}
 	}
 }
