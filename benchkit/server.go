@@ -298,12 +298,12 @@ func responseGrid(sums []Summary) (head []string, lines [][]string, legend strin
 	return head, lines, legend
 }
 
-// WriteServerView writes the server's own view of a summary's run beside
-// the client's, as the load table's server columns do, in lines for a
-// program that prints one run as text: the /metrics window (Server) and
-// the per-response timings (Responses), each with what it lacks. It
+// WriteServerView writes the server's own view of the summary's run
+// beside the client's, as the load table's server columns do, in lines
+// for a program that prints one run as text: the /metrics window (Server)
+// and the per-response timings (Responses), each with what it lacks. It
 // writes nothing when the summary has neither.
-func WriteServerView(w io.Writer, s Summary) error {
+func (s Summary) WriteServerView(w io.Writer) error {
 	var b strings.Builder
 	for _, grid := range serverGrids {
 		head, lines, legend := grid([]Summary{s})

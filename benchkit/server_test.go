@@ -204,14 +204,14 @@ func TestServerViewBesideClient(t *testing.T) {
 		t.Errorf("table lacks the server view (%s, %q, 12/12):\n%s", v.URL, want, out.String())
 	}
 	out.Reset()
-	if err := WriteServerView(&out, run.Summary); err != nil {
+	if err := run.Summary.WriteServerView(&out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), v.URL) || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "12/12") {
 		t.Errorf("WriteServerView lacks the server view (%s, %q, 12/12):\n%s", v.URL, want, out.String())
 	}
 	out.Reset()
-	if err := WriteServerView(&out, Summary{}); err != nil || out.Len() != 0 {
+	if err := (Summary{}).WriteServerView(&out); err != nil || out.Len() != 0 {
 		t.Errorf("WriteServerView of a summary without a server view wrote %q, %v", out.String(), err)
 	}
 }

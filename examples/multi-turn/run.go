@@ -247,7 +247,7 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 				pct(sum.PrefixHitRate), pct(sum.TheoreticalHitRate), ok, n)
 		}
 		tw.Flush()
-		benchkit.WriteServerView(w, all[len(all)-1])
+		all[len(all)-1].WriteServerView(w)
 	}
 	if len(arms) == 2 && arms[0].s != nil && arms[1].s != nil {
 		fmt.Fprintf(w, "\nTTFT p50 per turn, prefix cache %s against %s\n", arms[0].mode, arms[1].mode)
