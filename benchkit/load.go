@@ -325,9 +325,10 @@ type Load struct {
 	Model string
 	// Builder makes the prompts; its Counter must count as the engine does.
 	Builder *promptsize.Builder
-	// Stream asks for streamed responses: without it there is no TTFT,
-	// TPOT or ITL, only E2E.
-	Stream bool
+	// NoStream asks for whole, unstreamed responses: the client then
+	// measures E2E alone, no TTFT, TPOT or ITL. By default a Load streams,
+	// as every online benchmark does.
+	NoStream bool
 	// AllowEOS lets the engine stop before the drawn output length (no
 	// ignore_eos); by default every request asks for exactly its length.
 	AllowEOS bool
@@ -659,7 +660,7 @@ func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Resul
 		q.Index = r.own[j]
 		it := r.items[j]
 		asked := Request{Labels: it.Labels, Index: q.Index, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
-			Model: l.Model, Stream: l.Stream, Simulated: l.Simulated}
+			Model: l.Model, Stream: !l.NoStream, Simulated: l.Simulated}
 		asked.Run, asked.Rate = r.runIdx, r.rate
 		row := NewRequest(asked, it.Prompt, q, l.AllowEOS)
 		l.placeRow(&row, r.fields, it.Prompt, time.Duration(r.shift.Load()))
@@ -709,7 +710,7 @@ func timed(items []Item, own []int, sched []time.Duration) error {
 // request is the request of prompt p generating tg tokens.
 func (l *Load) request(p promptsize.Prompt, tg int) engine.Request {
 	req := promptRequest(l.Request, l.Model, p, tg, !l.AllowEOS)
-	req.Stream = l.Stream
+	req.Stream = !l.NoStream
 	return req
 }
 

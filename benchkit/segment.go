@@ -206,7 +206,7 @@ func (l *Load) PlanHash(runIdx int, w Workload, traffic Traffic) string {
 	req := l.Request
 	req.Header, req.Messages, req.Model, req.MaxTokens, req.Stream, req.IgnoreEOS = nil, nil, "", 0, false, false
 	rb, _ := json.Marshal(req)
-	spec := planSpec{Model: l.Model, Stream: l.Stream, AllowEOS: l.AllowEOS, NoSalt: l.NoSalt, Nonce: l.Nonce,
+	spec := planSpec{Model: l.Model, Stream: !l.NoStream, AllowEOS: l.AllowEOS, NoSalt: l.NoSalt, Nonce: l.Nonce,
 		SharedPrefix: l.SharedPrefix, Run: runIdx, Lengths: w, Traffic: traffic,
 		Rate: formatRate(traffic.Rate), Request: rb}
 	if traffic.Burst > 0 {

@@ -84,7 +84,7 @@ func (h *segmentHarness) load(t *testing.T, seg Segment, start time.Time, onRow 
 		t.Fatal(err)
 	}
 	t.Cleanup(c.CloseIdleConnections)
-	return &Load{Engine: c, Model: h.srv.Model(), Builder: &promptsize.Builder{Counter: h.counter}, Stream: true,
+	return &Load{Engine: c, Model: h.srv.Model(), Builder: &promptsize.Builder{Counter: h.counter},
 		Simulated: true, Nonce: "shared-nonce-7", Segment: seg, StartAt: start, Sinks: sinkOf(onRow)}
 }
 
@@ -247,7 +247,7 @@ func TestSegmentRefusals(t *testing.T) {
 
 // TestPlanHash checks what the plan hash covers.
 func TestPlanHash(t *testing.T) {
-	l := &Load{Model: "m", Nonce: "n1", Stream: true}
+	l := &Load{Model: "m", Nonce: "n1"}
 	lengths, traffic := Lengths{Input: 10, Output: 2, Seed: 1}, Traffic{Rate: 2, NumRequests: 4, Seed: 1}
 	base := l.PlanHash(0, lengths, traffic)
 	other := *l

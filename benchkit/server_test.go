@@ -137,7 +137,7 @@ func serverLoad(t *testing.T, f *fakeMetrics, onDone func(i int)) (*Load, *view.
 		return res, err
 	})
 	m := &view.Scraper{URL: ms.URL + "/metrics", Timeout: time.Second, IdleWait: time.Second, Settle: -1}
-	return &Load{Engine: e, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, ServerMetrics: m}, m
+	return &Load{Engine: e, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, ServerMetrics: m}, m
 }
 
 // TestServerViewBesideClient: the server's mean is its observations'
@@ -406,7 +406,7 @@ func TestServerViewOfTheEmbeddedEngine(t *testing.T) {
 				}
 				return nil
 			})
-			l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, Sinks: []Sink{sink},
+			l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Sinks: []Sink{sink},
 				ServerMetrics: &view.Scraper{URL: srv.VLLMURL + "/metrics", Settle: -1, SampleEvery: 5 * time.Millisecond}}
 			run, err := l.Run(context.Background(), Lengths{Input: 96, Output: 6}, Traffic{Users: 1, NumRequests: 5}, timing.SLO{})
 			if err != nil {

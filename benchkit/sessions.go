@@ -60,8 +60,9 @@ type Sessions struct {
 	// Request is the template of every turn (sampling, Extra, Header);
 	// Model, Messages and MaxTokens are the driver's.
 	Request engine.Request
-	// Stream streams the replies (TTFT and TPOT need it).
-	Stream bool
+	// NoStream asks for whole, unstreamed replies: each turn then has
+	// E2E alone, no TTFT, TPOT or ITL. By default the replies stream.
+	NoStream bool
 	// AllowEOS lets a reply end before Output tokens; otherwise the
 	// requests ask the server to ignore end-of-sequence.
 	AllowEOS bool
@@ -279,7 +280,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 	notSent := func(from int, why string) []Request {
 		for k := from; k <= src.turns; k++ {
 			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: src.index(k),
-				TGTarget: src.output(k), Model: s.Model, Stream: s.Stream, ErrorKind: errNotSent, Error: why})
+				TGTarget: src.output(k), Model: s.Model, Stream: !s.NoStream, ErrorKind: errNotSent, Error: why})
 			s.sink(rows[len(rows)-1])
 		}
 		return rows
@@ -325,7 +326,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		}
 		out := src.output(k)
 		req := promptRequest(s.Request, s.Model, p, out, !s.AllowEOS)
-		req.Stream = s.Stream
+		req.Stream = !s.NoStream
 		if h := s.header(); h != "" {
 			req.Header = req.Header.Clone()
 			if req.Header == nil {
@@ -342,7 +343,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		}
 		q.Done, q.Err = time.Since(t0), err
 		asked := Request{Labels: Labels{Session: id, Turn: k}, Index: q.Index, PPTarget: p.Target,
-			TGTarget: out, Model: s.Model, Stream: s.Stream}
+			TGTarget: out, Model: s.Model, Stream: !s.NoStream}
 		if asked.PPTarget == 0 {
 			asked.PPTarget = p.Tokens
 		}

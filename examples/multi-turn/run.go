@@ -167,7 +167,7 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 	}
 	defer client.CloseIdleConnections()
 	s := &benchkit.Sessions{
-		Engine: client, Model: tg.Model, Stream: true,
+		Engine: client, Model: tg.Model,
 		Builder: &promptsize.Builder{Counter: tg.Counter, System: systemPrompt},
 		Count:   o.sessions, Turns: o.turns, UserTokens: o.userTokens, Output: o.output,
 		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,

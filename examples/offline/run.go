@@ -136,7 +136,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	meta.Workload, meta.Traffic = w, traffic
 	keeper := newReplyKeeper()
-	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
+	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, NoStream: true, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: tg.Timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
 		GCPercent: int(gcPercent), ServerMetrics: tg.Metrics, AllowEOS: *allowEOS}
 	if seg.Split() || !start.IsZero() {
