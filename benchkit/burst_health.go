@@ -7,10 +7,9 @@ import (
 
 // BurstHealth is how well the client released one burst of a Runner's
 // plan (exo-bench): its dispatch skew, the spread of its requests' send
-// instants, against the bound of SaturationSkewPerRequest a request,
-// max(SaturationMinLag, SaturationSkewPerRequest × n). A skew beyond it
-// means the client could not hand the burst to the network at once, so
-// the burst's latencies include its own queueing.
+// instants, against the bound of 0.5 ms a request, max(5 ms, 0.5 ms × n).
+// A skew beyond it means the client could not hand the burst to the
+// network at once, so the burst's latencies include its own queueing.
 //
 // The bound is far above what a free client does: docs/PERFORMANCE.md
 // measures a p99 arrival skew of 0.16–0.25 ms for 8 requests, 1.3–2.3 ms
@@ -31,23 +30,23 @@ type BurstHealth struct {
 }
 
 // burstSkewBound is the dispatch skew allowed a burst of n requests:
-// max(SaturationMinLag, SaturationSkewPerRequest × n), in seconds.
+// max(saturationMinLag, saturationSkewPerRequest × n), in seconds.
 func burstSkewBound(n int) float64 {
-	return max(SaturationMinLag.Seconds(), SaturationSkewPerRequest.Seconds()*float64(n))
+	return max(saturationMinLag.Seconds(), saturationSkewPerRequest.Seconds()*float64(n))
 }
 
-// CheckBursts judges every burst of more than one request in rows (a
-// Runner's requests, grouped by placement, cell and repeat) and returns those
-// whose skew exceeded its bound; saturated is true when there is one.
-// A burst of one request has no skew and is not judged.
-func CheckBursts(rows []Request) (bad []BurstHealth, saturated bool) {
+// CheckBursts judges every burst of more than one request of the report
+// (its requests grouped by placement, cell and repeat: an ExoSweep's too)
+// and returns those whose skew exceeded its bound; saturated is true when
+// there is one. A burst of one request has no skew and is not judged.
+func (rep Report) CheckBursts() (bad []BurstHealth, saturated bool) {
 	type key struct {
 		cell   string
 		repeat int
 	}
 	var order []key
 	bursts := map[key]*BurstHealth{}
-	for _, r := range rows {
+	for _, r := range rep.Requests {
 		if r.Concurrency < 2 {
 			continue
 		}
@@ -66,7 +65,7 @@ func CheckBursts(rows []Request) (bad []BurstHealth, saturated bool) {
 		if b.SkewS > b.BoundS {
 			b.Saturated = true
 			b.Reason = fmt.Sprintf("dispatch skew %.1f ms > %.1f ms (max(%v, %v × %d requests))",
-				b.SkewS*1e3, b.BoundS*1e3, SaturationMinLag, SaturationSkewPerRequest, b.N)
+				b.SkewS*1e3, b.BoundS*1e3, saturationMinLag, saturationSkewPerRequest, b.N)
 			bad = append(bad, *b)
 		}
 	}

@@ -13,7 +13,7 @@
 //   - a Load sends a Workload (random lengths, or a Trace of a trace's
 //     or dataset's rows) on an open-loop schedule, as one burst, as a
 //     closed loop or as a replay, sweeps rates and searches the highest
-//     one meeting an SLO;
+//     one meeting an SLO; its requests stream unless NoStream is set;
 //   - Sessions runs multi-turn chats, each turn after the previous reply
 //     with the reply in its history and its prompt exact with the history
 //     counted, rows labelled by session and turn;
@@ -28,6 +28,10 @@
 //
 //	br, err := benchkit.SendPrompts(ctx, eng, model, tg, prompts, nil)
 //	// br.Requests[i].TTFTS, br.Skew.Max, br.Stats.ThroughputTPS
+//
+// The server's own view of a run, read from its /metrics (Load.ServerMetrics,
+// Sessions.ServerMetrics), is package engine/metrics/view's; benchkit sets
+// it beside the client's summary of the same run (Summary.Server).
 //
 // The command-line plumbing the example programs share (flags, the target
 // they measure, exit statuses, interrupts, progress lines, output files)

@@ -88,7 +88,7 @@ type Meta struct {
 	// Plan is the plan as run.
 	Plan Plan `json:"plan"`
 	// SaturatedBursts are the bursts whose dispatch skew exceeded its
-	// bound (CheckBursts); ClientSaturated is true when there is one:
+	// bound (Report.CheckBursts); ClientSaturated is true when there is one:
 	// the client, not the server, set those bursts' figures.
 	SaturatedBursts []BurstHealth `json:"saturated_bursts,omitempty"`
 	ClientSaturated bool          `json:"client_saturated,omitempty"`

@@ -95,7 +95,7 @@ func TestEveryDriverRecordsTheSameRequest(t *testing.T) {
 
 			for name, tr := range map[string]Traffic{"load burst": {Burst: 1}, "load open loop": {Rate: 1000, NumRequests: 1},
 				"load closed loop": {Users: 1, NumRequests: 1}} {
-				l := &Load{Engine: e, Model: "m", Builder: b, Stream: true, NoSalt: true}
+				l := &Load{Engine: e, Model: "m", Builder: b, NoSalt: true}
 				run, err := l.Run(ctx, Lengths{Input: pp, Output: tg}, tr, timing.SLO{})
 				if err != nil || len(run.Requests) != 1 {
 					t.Fatalf("%s: %v, %d requests", name, err, len(run.Requests))

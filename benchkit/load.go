@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -324,9 +325,10 @@ type Load struct {
 	Model string
 	// Builder makes the prompts; its Counter must count as the engine does.
 	Builder *promptsize.Builder
-	// Stream asks for streamed responses: without it there is no TTFT,
-	// TPOT or ITL, only E2E.
-	Stream bool
+	// NoStream asks for whole, unstreamed responses: the client then
+	// measures E2E alone, no TTFT, TPOT or ITL. By default a Load streams,
+	// as every online benchmark does.
+	NoStream bool
 	// AllowEOS lets the engine stop before the drawn output length (no
 	// ignore_eos); by default every request asks for exactly its length.
 	AllowEOS bool
@@ -391,7 +393,7 @@ type Load struct {
 	// after each run and puts its own figures in Summary.Server, beside
 	// the client's. A split plan's segments share the server, so a
 	// segment's run reads no server figures.
-	ServerMetrics *ServerMetrics
+	ServerMetrics *view.Scraper
 }
 
 // A LoadRun is one run of a load test: its summary and every request.
@@ -428,9 +430,9 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 		context.AfterFunc(reqCtx, func() { t.Stop() })
 	})
 	defer stop()
-	var scr *serverScrape
+	var scr *view.Run
 	if !l.Segment.Split() {
-		scr = startScrape(ctx, l.ServerMetrics)
+		scr = l.ServerMetrics.Start(ctx)
 	}
 	r.prepare(ctx)
 	// Building and preparing allocate more than anything in the run: a
@@ -438,7 +440,7 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	// measurement, its mark workers taking a core from the readers of
 	// their first chunks. Collect now, before the clock starts.
 	runtime.GC()
-	scr.wait()
+	scr.Ready()
 	if l.GCPercent != 0 {
 		defer debug.SetGCPercent(debug.SetGCPercent(l.GCPercent))
 	}
@@ -451,10 +453,10 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	cpu0, cpuOK := processCPU()
 	gc0 := readGC()
 	wall0 := time.Now()
-	smp := startSampler(ctx, scr, wall0)
+	scr.StartSampling(ctx, wall0)
 	run := r.start(dispatchCtx, reqCtx)
 	rows, lags, sinkErr := r.collect(dispatchCtx, run, stopDispatch)
-	smp.stop()
+	scr.StopSampling()
 	sum := run.Summary()
 	ls := summarize(rows, ByRun, slo)
 	ls.Traffic = traffic.String()
@@ -480,10 +482,8 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
 	}
-	v := scr.finish(ctx, ls.Completed, reachedServer(rows))
-	smp.put(v)
-	if v != nil {
-		v.compare(ls)
+	if v := scr.Finish(ctx, ls.Completed, reachedServer(rows)); v != nil {
+		compareServer(v, ls)
 		ls.Server = v
 		for _, w := range v.Warnings {
 			ls.DriverWarnings = append(ls.DriverWarnings, "server metrics: "+w)
@@ -504,7 +504,7 @@ func (r *LoadRun) Resummarize(slo timing.SLO) {
 	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = old.Traffic, old.RequestRate, old.Scheduled, old.PeakInFlight
 	s.Client, s.Interrupted, s.DriverWarnings = old.Client, old.Interrupted, old.DriverWarnings
 	if s.Server = old.Server; s.Server != nil {
-		s.Server.compare(s)
+		compareServer(s.Server, s)
 	}
 	s.Warnings = append(s.Warnings, old.DriverWarnings...)
 	r.Summary = s
@@ -660,7 +660,7 @@ func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Resul
 		q.Index = r.own[j]
 		it := r.items[j]
 		asked := Request{Labels: it.Labels, Index: q.Index, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
-			Model: l.Model, Stream: l.Stream, Simulated: l.Simulated}
+			Model: l.Model, Stream: !l.NoStream, Simulated: l.Simulated}
 		asked.Run, asked.Rate = r.runIdx, r.rate
 		row := NewRequest(asked, it.Prompt, q, l.AllowEOS)
 		l.placeRow(&row, r.fields, it.Prompt, time.Duration(r.shift.Load()))
@@ -710,7 +710,7 @@ func timed(items []Item, own []int, sched []time.Duration) error {
 // request is the request of prompt p generating tg tokens.
 func (l *Load) request(p promptsize.Prompt, tg int) engine.Request {
 	req := promptRequest(l.Request, l.Model, p, tg, !l.AllowEOS)
-	req.Stream = l.Stream
+	req.Stream = !l.NoStream
 	return req
 }
 

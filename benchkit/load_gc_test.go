@@ -29,7 +29,7 @@ func TestLoadGCPercent(t *testing.T) {
 	}{{"set", 400, 400}, {"off", -1, -1}, {"left alone", 0, before}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen []int
-			l := &Load{Engine: &prewarmEngine{}, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
+			l := &Load{Engine: &prewarmEngine{}, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter},
 				GCPercent: tc.set,
 				Sinks: []Sink{SinkFunc(func(Request) error {
 					seen = append(seen, gcPercent())

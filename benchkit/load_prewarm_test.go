@@ -50,7 +50,7 @@ func TestLoadPrewarmsOpenLoop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &prewarmEngine{}
-			l := &Load{Engine: e, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true}
+			l := &Load{Engine: e, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}}
 			run, err := l.Run(context.Background(), Lengths{Input: 20, Output: 2}, tc.traffic, timing.SLO{})
 			if err != nil {
 				t.Fatal(err)

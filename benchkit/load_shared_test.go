@@ -32,7 +32,7 @@ func (e *sharedEngine) Complete(_ context.Context, req engine.Request) (engine.R
 // second say so, and the summary counts them and warns that their TTFT is
 // an upper bound.
 func TestLoadFirstShared(t *testing.T) {
-	l := &Load{Engine: &sharedEngine{}, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true}
+	l := &Load{Engine: &sharedEngine{}, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}}
 	run, err := l.Run(context.Background(), Lengths{Input: 20, Output: 3}, Traffic{Burst: 4}, timing.SLO{})
 	if err != nil {
 		t.Fatal(err)

@@ -143,12 +143,12 @@ type LoadPlan struct {
 
 // Document measures p and returns the results document a load test
 // writes (serve-load's --json-out), its meta completed from p and the run:
-// the workload, traffic, rates and objectives, the start and end, whether
-// ctx ended it, and each run's client health with the verdict on
-// saturation. The document holds what was measured even when the error is
+// the workload, traffic, rates and objectives, whether it streamed, the
+// start and end, whether ctx ended it, and each run's client health with
+// the verdict on saturation. The document holds what was measured even when the error is
 // not nil; an error wrapping ErrBadLoad means nothing was sent.
 func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDocument, error) {
-	meta.Workload, meta.Traffic = p.Workload, p.Traffic
+	meta.Workload, meta.Traffic, meta.Stream = p.Workload, p.Traffic, !l.NoStream
 	if p.SLO != (timing.SLO{}) {
 		meta.SLO = p.SLO.String()
 	}

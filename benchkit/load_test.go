@@ -157,7 +157,7 @@ func TestSummarizeByRun(t *testing.T) {
 // and no saturation gate; it refuses what makes no sense for it.
 func TestLoadClosedLoop(t *testing.T) {
 	fe := &fakeEngine{}
-	l := &Load{Engine: fe, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true}
+	l := &Load{Engine: fe, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}}
 	tr := Traffic{Users: 2, NumRequests: 6, Think: time.Millisecond}
 	run, err := l.Run(context.Background(), Lengths{Input: 20, Output: 3}, tr, timing.SLO{})
 	if err != nil {
@@ -199,7 +199,7 @@ func TestLoadPrefixHitRate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, SharedPrefix: 160}
+		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, SharedPrefix: 160}
 		run, err := l.Run(context.Background(), Lengths{Input: 240, Output: 2}, Traffic{Users: 1, NumRequests: 6}, timing.SLO{})
 		c.CloseIdleConnections()
 		srv.Close()

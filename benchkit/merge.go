@@ -18,8 +18,9 @@ import (
 const maxLineBytes = 64 << 20
 
 // SegmentHeader is what a segment adds to its rows file's run header
-// (RunHeader.Segment): which segment ran, on what timeline and clocks, so
-// that a merge can say per segment where its rows come from.
+// (RunHeader.Segment) and its results (LoadMeta.Segment): which segment
+// ran, on what timeline and clocks, so that a merge can say per segment
+// where its rows come from. Segment.Header writes it on this host.
 type SegmentHeader struct {
 	// Segment is the share of the plan the run sent.
 	Segment Segment `json:"segment"`
@@ -34,10 +35,10 @@ type SegmentHeader struct {
 	Clock ClockInfo `json:"clock"`
 }
 
-// NewSegmentHeader describes segment seg of a plan with traffic, from the
-// shared start startAt (zero: none), on this host's clocks.
-func NewSegmentHeader(seg Segment, startAt time.Time, traffic Traffic) *SegmentHeader {
-	h := &SegmentHeader{Segment: seg.norm(), Traffic: traffic.String(), MaxConcurrency: traffic.MaxConcurrency, Clock: readClockInfo()}
+// Header describes segment s of a plan with traffic, from the shared start
+// startAt (zero: none), on this host's clocks.
+func (s Segment) Header(startAt time.Time, traffic Traffic) *SegmentHeader {
+	h := &SegmentHeader{Segment: s.norm(), Traffic: traffic.String(), MaxConcurrency: traffic.MaxConcurrency, Clock: readClockInfo()}
 	if !startAt.IsZero() {
 		h.StartAt = startAt.UTC().Format(time.RFC3339Nano)
 	}

@@ -216,7 +216,7 @@ func TestMergeDocuments(t *testing.T) {
 	for i := range 2 {
 		seg := Segment{i, 2}
 		rows := synthRows("p", seg, 5, func(int) float64 { return 0.3 })
-		meta := LoadMeta{Tool: "inferbench", Provenance: &Provenance{Host: fmt.Sprintf("node-%d", i)}, Segment: NewSegmentHeader(seg, time.Time{}, Traffic{Burst: 5})}
+		meta := LoadMeta{Tool: "inferbench", Provenance: &Provenance{Host: fmt.Sprintf("node-%d", i)}, Segment: seg.Header(time.Time{}, Traffic{Burst: 5})}
 		var b bytes.Buffer
 		if err := WriteJSON(&b, NewLoadDocument(meta, []LoadRun{{Summary: summarize(rows, ByRun, timing.SLO{}), Requests: rows}}, nil)); err != nil {
 			t.Fatal(err)

@@ -116,7 +116,7 @@ func TestLoadPreparesBeforeSending(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pe := &preparingEngine{failAt: 3}
-			l := &Load{Engine: pe, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true}
+			l := &Load{Engine: pe, Model: "m", Builder: &promptsize.Builder{Counter: wordCounter}}
 			run, err := l.Run(context.Background(), Lengths{Input: 20, Output: 3}, tc.traffic, timing.SLO{})
 			if err != nil {
 				t.Fatal(err)

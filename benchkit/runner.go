@@ -119,7 +119,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	if r.Engine == nil || r.Builder == nil || r.Builder.Counter == nil || r.Model == "" {
 		return rep, errors.New("benchkit: Runner needs an Engine, a Model and a Builder with a Counter")
 	}
-	overhead, err := Overhead(ctx, r.Builder)
+	overhead, err := r.Builder.Overhead(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -242,24 +242,6 @@ func (r *Runner) warmup(ctx context.Context, plan Plan, promptFor func(int) (pro
 		}
 	}
 	return warnings
-}
-
-// Overhead counts the chat template's overhead of b's prompts: the tokens
-// of a request whose user message is empty (with b's system message, if
-// any). No prompt can be shorter; Plan.Validate takes it.
-func Overhead(ctx context.Context, b *promptsize.Builder) (int, error) {
-	if b == nil || b.Counter == nil {
-		return 0, errors.New("benchkit: Overhead needs a Builder with a Counter")
-	}
-	msgs := []promptsize.Message{{Role: "user", Content: ""}}
-	if b.System != "" {
-		msgs = append([]promptsize.Message{{Role: "system", Content: b.System}}, msgs...)
-	}
-	n, err := b.Counter.Count(ctx, msgs)
-	if err != nil {
-		return 0, fmt.Errorf("benchkit: count the chat template's overhead: %w", err)
-	}
-	return n, nil
 }
 
 // burst measures one repeat of one cell and returns its rows, in the

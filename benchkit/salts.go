@@ -15,7 +15,7 @@ func sharedPrefix(ctx context.Context, b *promptsize.Builder, n int) (string, er
 	if n <= 0 {
 		return "", nil
 	}
-	over, err := Overhead(ctx, b)
+	over, err := b.Overhead(ctx)
 	if err != nil {
 		return "", err
 	}

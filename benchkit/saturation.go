@@ -11,11 +11,13 @@ import (
 
 // Saturation thresholds: a run's client is saturated when the p99 of its
 // schedule lag (actual − intended send, less any dial) exceeds
-// max(SaturationMinLag, SaturationGapShare × the mean intended gap), or
-// when it sent at less than SaturationMinRateShare of the intended rate.
+// max(saturationMinLag, saturationGapShare × the mean intended gap), or
+// when it sent at less than saturationMinRateShare of the intended rate.
 // A schedule that sends everything at once (an infinite rate, a burst)
-// has no gap: its bound is max(SaturationMinLag, SaturationSkewPerRequest
-// × n), the dispatch skew of handing n requests to the network.
+// has no gap: its bound is max(saturationMinLag, saturationSkewPerRequest
+// × n), the dispatch skew of handing n requests to the network. Each
+// result records the bound it was judged by (ClientHealth.LagBoundS,
+// BurstHealth.BoundS); docs/PERFORMANCE.md gives the calibration.
 //
 // Calibrated with the embedded engine on a shared 2-core machine: 32
 // requests at once lagged 2.4 ms at p99 and 200 lagged 53 ms (bound
@@ -23,10 +25,10 @@ import (
 // could lag 28 ms while other work ran; at 5000 requests/s the client
 // achieved 404 requests/s with a p99 lag of 4.4 s.
 const (
-	SaturationMinLag         = 5 * time.Millisecond
-	SaturationGapShare       = 0.10
-	SaturationMinRateShare   = 0.90
-	SaturationSkewPerRequest = 500 * time.Microsecond
+	saturationMinLag         = 5 * time.Millisecond
+	saturationGapShare       = 0.10
+	saturationMinRateShare   = 0.90
+	saturationSkewPerRequest = 500 * time.Microsecond
 )
 
 // ClientHealth is how well the load generator kept to its schedule in one
@@ -41,9 +43,8 @@ type ClientHealth struct {
 	LagP50S float64 `json:"schedule_lag_p50_s"`
 	LagP99S float64 `json:"schedule_lag_p99_s"`
 	LagMaxS float64 `json:"schedule_lag_max_s"`
-	// LagBoundS is the p99 lag allowed: max(SaturationMinLag,
-	// SaturationGapShare × the mean intended gap), or for everything at
-	// once max(SaturationMinLag, SaturationSkewPerRequest × n).
+	// LagBoundS is the p99 lag allowed: max(5 ms, 10 % of the mean
+	// intended gap), or for everything at once max(5 ms, 0.5 ms × n).
 	LagBoundS float64 `json:"schedule_lag_bound_s"`
 	// DispatchLagP50S, DispatchLagP99S and DispatchLagMaxS are quantiles
 	// of the dispatch lag: when the runner handed each request to its
@@ -121,9 +122,9 @@ func checkClient(h ClientHealth, lags, intended, sent []float64, capped bool) Cl
 	if n > 1 {
 		meanGap = span / float64(n-1)
 	}
-	h.LagBoundS = max(SaturationMinLag.Seconds(), SaturationGapShare*meanGap)
+	h.LagBoundS = max(saturationMinLag.Seconds(), saturationGapShare*meanGap)
 	if span == 0 {
-		h.LagBoundS = max(SaturationMinLag.Seconds(), SaturationSkewPerRequest.Seconds()*float64(n))
+		h.LagBoundS = max(saturationMinLag.Seconds(), saturationSkewPerRequest.Seconds()*float64(n))
 	}
 	if n > 1 && span > 0 {
 		ir := float64(n-1) / span
@@ -140,14 +141,14 @@ func checkClient(h ClientHealth, lags, intended, sent []float64, capped bool) Cl
 	case h.LagP99S > h.LagBoundS:
 		h.Saturated = true
 		h.Reason = fmt.Sprintf("schedule lag p99 %.1f ms > %.1f ms (max(%v, %.0f%% of the mean gap %.1f ms))",
-			h.LagP99S*1e3, h.LagBoundS*1e3, SaturationMinLag, SaturationGapShare*100, meanGap*1e3)
+			h.LagP99S*1e3, h.LagBoundS*1e3, saturationMinLag, saturationGapShare*100, meanGap*1e3)
 		if span == 0 {
 			h.Reason = fmt.Sprintf("schedule lag p99 %.1f ms > %.1f ms (max(%v, %v × %d requests sent at once))",
-				h.LagP99S*1e3, h.LagBoundS*1e3, SaturationMinLag, SaturationSkewPerRequest, n)
+				h.LagP99S*1e3, h.LagBoundS*1e3, saturationMinLag, saturationSkewPerRequest, n)
 		}
-	case h.IntendedRate != nil && h.AchievedRate != nil && *h.AchievedRate < SaturationMinRateShare**h.IntendedRate:
+	case h.IntendedRate != nil && h.AchievedRate != nil && *h.AchievedRate < saturationMinRateShare**h.IntendedRate:
 		h.Saturated = true
-		h.Reason = fmt.Sprintf("achieved %.4g requests/s < %.0f%% of the intended %.4g/s", *h.AchievedRate, SaturationMinRateShare*100, *h.IntendedRate)
+		h.Reason = fmt.Sprintf("achieved %.4g requests/s < %.0f%% of the intended %.4g/s", *h.AchievedRate, saturationMinRateShare*100, *h.IntendedRate)
 	}
 	return h
 }

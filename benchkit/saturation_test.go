@@ -51,7 +51,7 @@ func TestCheckClient(t *testing.T) {
 			if h.Saturated != (tc.reason != "") || !strings.Contains(h.Reason, tc.reason) {
 				t.Errorf("saturated %v, reason %q; want reason containing %q", h.Saturated, h.Reason, tc.reason)
 			}
-			if h.LagP99S > h.LagMaxS || h.LagP50S > h.LagP99S || h.LagBoundS < SaturationMinLag.Seconds() {
+			if h.LagP99S > h.LagMaxS || h.LagP50S > h.LagP99S || h.LagBoundS < saturationMinLag.Seconds() {
 				t.Errorf("lag quantiles %g %g %g, bound %g", h.LagP50S, h.LagP99S, h.LagMaxS, h.LagBoundS)
 			}
 		})
@@ -109,7 +109,7 @@ func TestCheckBursts(t *testing.T) {
 	burst(4, 0, 0.003)
 	burst(4, 1, 0.006)
 	burst(64, 0, 0.020)
-	bad, saturated := CheckBursts(rows)
+	bad, saturated := Report{Requests: rows}.CheckBursts()
 	if !saturated || len(bad) != 1 {
 		t.Fatalf("saturated %v, bursts %+v; want one", saturated, bad)
 	}
@@ -121,6 +121,6 @@ func TestCheckBursts(t *testing.T) {
 		t.Errorf("burstReasons = %q", got)
 	}
 	if got := burstSkewBound(64); got != 0.032 {
-		t.Errorf("BurstSkewBound(64) = %g, want 0.032", got)
+		t.Errorf("burstSkewBound(64) = %g, want 0.032", got)
 	}
 }

@@ -32,8 +32,8 @@ type Segment struct {
 	Index, Count int
 }
 
-// ParseSegment parses "i/N" (0 ≤ i < N). An empty string is the whole plan.
-func ParseSegment(s string) (Segment, error) {
+// parseSegment parses "i/N" (0 ≤ i < N). An empty string is the whole plan.
+func parseSegment(s string) (Segment, error) {
 	if strings.TrimSpace(s) == "" {
 		return Segment{}, nil
 	}
@@ -90,9 +90,11 @@ func (s Segment) String() string {
 // MarshalText writes "i/N".
 func (s Segment) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// UnmarshalText reads "i/N".
+// UnmarshalText reads "i/N" (0 ≤ i < N; spaces around either number
+// allowed), as --segment gives it; an empty text is the whole plan. A bad
+// one is an error wrapping ErrBadSegment.
 func (s *Segment) UnmarshalText(b []byte) error {
-	seg, err := ParseSegment(string(b))
+	seg, err := parseSegment(string(b))
 	if err != nil {
 		return err
 	}
@@ -204,7 +206,7 @@ func (l *Load) PlanHash(runIdx int, w Workload, traffic Traffic) string {
 	req := l.Request
 	req.Header, req.Messages, req.Model, req.MaxTokens, req.Stream, req.IgnoreEOS = nil, nil, "", 0, false, false
 	rb, _ := json.Marshal(req)
-	spec := planSpec{Model: l.Model, Stream: l.Stream, AllowEOS: l.AllowEOS, NoSalt: l.NoSalt, Nonce: l.Nonce,
+	spec := planSpec{Model: l.Model, Stream: !l.NoStream, AllowEOS: l.AllowEOS, NoSalt: l.NoSalt, Nonce: l.Nonce,
 		SharedPrefix: l.SharedPrefix, Run: runIdx, Lengths: w, Traffic: traffic,
 		Rate: formatRate(traffic.Rate), Request: rb}
 	if traffic.Burst > 0 {

@@ -21,16 +21,17 @@ import (
 	"github.com/inferbench/inferbench/timing"
 )
 
-func TestParseSegment(t *testing.T) {
+func TestSegmentUnmarshalText(t *testing.T) {
 	for in, want := range map[string]Segment{"": {}, "0/1": {}, "2/4": {2, 4}, " 3 / 8 ": {3, 8}} {
-		got, err := ParseSegment(in)
-		if err != nil || got != want {
-			t.Errorf("ParseSegment(%q) = %v, %v; want %v", in, got, err, want)
+		got := Segment{Index: 9, Count: 10}
+		if err := got.UnmarshalText([]byte(in)); err != nil || got != want {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"4/4", "-1/4", "1/0", "x/2", "3", "1/2/3"} {
-		if _, err := ParseSegment(bad); !errors.Is(err, ErrBadSegment) {
-			t.Errorf("ParseSegment(%q) = %v; want ErrBadSegment", bad, err)
+		var got Segment
+		if err := got.UnmarshalText([]byte(bad)); !errors.Is(err, ErrBadSegment) {
+			t.Errorf("UnmarshalText(%q) = %v; want ErrBadSegment", bad, err)
 		}
 	}
 }
@@ -83,7 +84,7 @@ func (h *segmentHarness) load(t *testing.T, seg Segment, start time.Time, onRow 
 		t.Fatal(err)
 	}
 	t.Cleanup(c.CloseIdleConnections)
-	return &Load{Engine: c, Model: h.srv.Model(), Builder: &promptsize.Builder{Counter: h.counter}, Stream: true,
+	return &Load{Engine: c, Model: h.srv.Model(), Builder: &promptsize.Builder{Counter: h.counter},
 		Simulated: true, Nonce: "shared-nonce-7", Segment: seg, StartAt: start, Sinks: sinkOf(onRow)}
 }
 
@@ -246,7 +247,7 @@ func TestSegmentRefusals(t *testing.T) {
 
 // TestPlanHash checks what the plan hash covers.
 func TestPlanHash(t *testing.T) {
-	l := &Load{Model: "m", Nonce: "n1", Stream: true}
+	l := &Load{Model: "m", Nonce: "n1"}
 	lengths, traffic := Lengths{Input: 10, Output: 2, Seed: 1}, Traffic{Rate: 2, NumRequests: 4, Seed: 1}
 	base := l.PlanHash(0, lengths, traffic)
 	other := *l

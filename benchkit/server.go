@@ -1,245 +1,16 @@
 package benchkit
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
-	"github.com/inferbench/inferbench/engine/metrics"
-	"github.com/inferbench/inferbench/internal/httpsafe"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 )
-
-// Defaults of ServerMetrics.
-const (
-	DefaultScrapeTimeout = 5 * time.Second
-	DefaultIdleWait      = 30 * time.Second
-	DefaultSettle        = time.Second
-)
-
-// ServerMetrics reads the server's own view of each run from its
-// Prometheus /metrics endpoint (vLLM, SGLang, llama.cpp, TGI): one scrape
-// before the run's first request, one after its last with the server
-// idle, subtracted (engine/metrics). The figures go into the run's
-// Summary.Server, beside the client's.
-//
-// Nothing here can fail or change the client's measurement: a scrape that
-// errs, hangs past Timeout, is too large or does not parse, a server that
-// restarted between the scrapes, a changed bucket layout, or a request
-// count that is not the run's (foreign traffic, a load balancer) each end
-// in a warning and no server figure rather than a wrong one. The first
-// scrape runs while the requests are prepared, so it delays the schedule's
-// start by at most Timeout; the second comes after the last request has
-// ended, and costs at most IdleWait + Settle + Timeout.
-type ServerMetrics struct {
-	// URL is the /metrics endpoint.
-	URL string
-	// Client sends the scrapes; nil uses a client of its own that follows
-	// no redirect (Header may carry a credential).
-	Client *http.Client
-	// Header is sent with every scrape (a bearer token for a server that
-	// guards /metrics).
-	Header http.Header
-	// Timeout bounds each scrape (DefaultScrapeTimeout when 0).
-	Timeout time.Duration
-	// IdleWait bounds the wait for an idle server (its running and
-	// waiting gauges at 0) before the second scrape: requests still in the
-	// server's hands would straddle it (DefaultIdleWait when 0).
-	IdleWait time.Duration
-	// Settle is the pause after the server is idle, before the second
-	// scrape, for observations recorded after a request's last byte
-	// (DefaultSettle when 0; negative for none).
-	Settle time.Duration
-	// Limits bound each scrape's body and series (engine/metrics'
-	// defaults when zero).
-	Limits metrics.Options
-	// SampleEvery, when positive, also scrapes during the run at that
-	// interval and keeps the gauges that matter while it runs: requests
-	// running and waiting, KV cache usage (ServerView.Samples). Each
-	// sample costs the client a scrape's parse, so keep it to a few a
-	// second at most; 0 takes none.
-	SampleEvery time.Duration
-}
-
-// ServerSample is the server's gauges at one instant of a run: samples,
-// not a distribution, read SampleEvery apart.
-type ServerSample struct {
-	// AtS is the scrape's instant in seconds from the run's start.
-	AtS float64 `json:"at_s"`
-	// Running and Waiting are the requests the server ran and queued
-	// (all ranks summed); KVUsage its KV cache usage as a fraction (the
-	// ranks' mean). Null where the server has no such gauge.
-	Running *float64 `json:"running"`
-	Waiting *float64 `json:"waiting"`
-	KVUsage *float64 `json:"kv_usage"`
-}
-
-// sampler scrapes the gauges during a run.
-type sampler struct {
-	stopc  chan struct{}
-	done   chan struct{}
-	out    []ServerSample
-	failed int
-}
-
-// startSampler begins sampling with the run's scraper, nil when there is
-// none or it takes no samples.
-func startSampler(ctx context.Context, scr *serverScrape, t0 time.Time) *sampler {
-	if scr == nil || scr.m.SampleEvery <= 0 {
-		return nil
-	}
-	m := scr.m
-	sp := &sampler{stopc: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(sp.done)
-		tick := time.NewTicker(m.SampleEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-sp.stopc:
-				return
-			case <-tick.C:
-			}
-			at := time.Since(t0).Seconds()
-			snap, err := m.scrape(ctx)
-			if err != nil {
-				sp.failed++
-				continue
-			}
-			smp := ServerSample{AtS: at}
-			if v, ok := snap.GaugeSum(metrics.RunningNames...); ok {
-				smp.Running = &v
-			}
-			if v, ok := snap.GaugeSum(metrics.WaitingNames...); ok {
-				smp.Waiting = &v
-			}
-			if v, ok := snap.GaugeMean(metrics.KVUsageNames...); ok {
-				smp.KVUsage = &v
-			}
-			sp.out = append(sp.out, smp)
-		}
-	}()
-	return sp
-}
-
-// stop ends sampling; nil-safe.
-func (sp *sampler) stop() {
-	if sp != nil {
-		close(sp.stopc)
-		<-sp.done
-	}
-}
-
-// put puts the samples in v, with a warning for those that failed.
-func (sp *sampler) put(v *ServerView) {
-	if sp == nil || v == nil {
-		return
-	}
-	v.Samples = sp.out
-	if sp.failed > 0 {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("%d of %d gauge samples failed to scrape", sp.failed, sp.failed+len(sp.out)))
-	}
-}
-
-// ServerView is the server's own figures over one run: the deltas of its
-// /metrics between a scrape before the run and one after, with the
-// client's figures beside them.
-type ServerView struct {
-	// URL is the endpoint scraped.
-	URL string `json:"url"`
-	// Requests is the server's count of requests finished in the window.
-	Requests *float64 `json:"requests,omitempty"`
-	// The server's latency histograms over the window, each absent where
-	// the server has no such family: TTFT (vLLM's from the request's
-	// arrival at the frontend: tokenization and queue included, HTTP and
-	// network not), ITL (vLLM: one sample per engine step; SGLang: per
-	// token), TPOT (vLLM's per-request decode time / (n − 1); TGI's
-	// inference time / n, prefill included), E2E, Queue, Prefill and
-	// Decode.
-	TTFT    *ServerFigure `json:"ttft_s,omitempty"`
-	ITL     *ServerFigure `json:"itl_s,omitempty"`
-	TPOT    *ServerFigure `json:"tpot_s,omitempty"`
-	E2E     *ServerFigure `json:"e2e_s,omitempty"`
-	Queue   *ServerFigure `json:"queue_s,omitempty"`
-	Prefill *ServerFigure `json:"prefill_s,omitempty"`
-	Decode  *ServerFigure `json:"decode_s,omitempty"`
-	// Inference is prefill and decode together, from the request's first
-	// scheduling (vLLM's inference time, TGI's inference duration).
-	Inference *ServerFigure `json:"inference_s,omitempty"`
-	// Token counters over the window: prompt tokens (vLLM and SGLang the
-	// whole prompts, llama.cpp only those evaluated), generated tokens,
-	// and cached prompt tokens (SGLang).
-	PromptTokens *float64 `json:"prompt_tokens,omitempty"`
-	OutputTokens *float64 `json:"output_tokens,omitempty"`
-	CachedTokens *float64 `json:"cached_tokens,omitempty"`
-	// PrefixHitRate is the measured hit rate: vLLM's Δhits/Δqueries (in
-	// tokens), else SGLang's cached over prompt tokens.
-	PrefixHitRate *float64 `json:"prefix_hit_rate,omitempty"`
-	// PromptTPS and OutputTPS are llama.cpp's per-slot speeds from its
-	// counters (Δtokens/Δseconds).
-	PromptTPS *float64 `json:"prompt_tps,omitempty"`
-	OutputTPS *float64 `json:"output_tps,omitempty"`
-	// Beside sets each server mean beside the client's.
-	Beside []Comparison `json:"beside_client,omitempty"`
-	// Samples are the server's gauges read during the run
-	// (ServerMetrics.SampleEvery), kept whether or not the window's
-	// figures were refused.
-	Samples []ServerSample `json:"gauge_samples,omitempty"`
-	// Warnings say which figures were refused and why.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// ServerFigure is one server histogram over the window: its count, its
-// exact mean (Δsum/Δcount), percentiles estimated from the bucket deltas
-// as Prometheus's histogram_quantile does, each with its bucket's bounds,
-// and the bucket layout they came from.
-type ServerFigure struct {
-	// Family is the exposed family read.
-	Family string           `json:"family"`
-	Count  float64          `json:"count"`
-	Mean   float64          `json:"mean"`
-	P50    ServerPercentile `json:"p50"`
-	P90    ServerPercentile `json:"p90"`
-	P99    ServerPercentile `json:"p99"`
-	// Buckets are the finite upper bounds of the layout; +Inf follows
-	// them.
-	Buckets []float64 `json:"buckets"`
-}
-
-// ServerPercentile is an estimated percentile: the true order statistic
-// lies in (Lower, Upper]. Upper is null when the rank fell in the +Inf
-// bucket, and Value (AtLeast) is then only a lower bound.
-type ServerPercentile struct {
-	Value   float64  `json:"value"`
-	Lower   float64  `json:"lower"`
-	Upper   *float64 `json:"upper"`
-	AtLeast bool     `json:"at_least,omitempty"`
-}
-
-// String writes the percentile in seconds: "v (lo, hi]", or "≥ v".
-func (p ServerPercentile) String() string {
-	if p.AtLeast || p.Upper == nil {
-		return fmt.Sprintf("≥ %.4g", p.Value)
-	}
-	return fmt.Sprintf("%.4g (%.4g, %.4g]", p.Value, p.Lower, *p.Upper)
-}
-
-// Comparison sets a server mean beside the client's, in seconds:
-// Difference is client − server, and Contains says what that difference
-// is made of.
-type Comparison struct {
-	Figure     string  `json:"figure"`
-	Client     float64 `json:"client_mean"`
-	Server     float64 `json:"server_mean"`
-	Difference float64 `json:"difference"`
-	Contains   string  `json:"contains"`
-}
 
 // What a difference between the client's and the server's mean holds.
 const (
@@ -251,226 +22,15 @@ const (
 	containsTGITPOT = "TGI's prefill, which its mean time per token includes (inference time / n) and the client's TPOT leaves out, against one gap fewer"
 )
 
-// withDefaults returns m with zero fields at their defaults.
-func (m ServerMetrics) withDefaults() ServerMetrics {
-	if m.Timeout <= 0 {
-		m.Timeout = DefaultScrapeTimeout
-	}
-	if m.IdleWait <= 0 {
-		m.IdleWait = DefaultIdleWait
-	}
-	if m.Settle == 0 {
-		m.Settle = DefaultSettle
-	}
-	if m.Client == nil {
-		// One kept-alive connection for a run's scrapes, closed when
-		// idle so that a sweep's runs leave none open behind them.
-		m.Client = &http.Client{CheckRedirect: httpsafe.NoRedirects(),
-			Transport: &http.Transport{MaxIdleConns: 1, IdleConnTimeout: 5 * time.Second}}
-	}
-	if len(m.Header) > 0 {
-		c := *m.Client
-		base := c.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		c.Transport = headerTransport{base: base, header: m.Header}
-		m.Client = &c
-	}
-	return m
-}
-
-// headerTransport adds a header to every request.
-type headerTransport struct {
-	base   http.RoundTripper
-	header http.Header
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.header {
-		r.Header[k] = v
-	}
-	return t.base.RoundTrip(r)
-}
-
-// scrape takes one snapshot within the timeout.
-func (m ServerMetrics) scrape(ctx context.Context) (metrics.Snapshot, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Timeout)
-	defer cancel()
-	return metrics.Scrape(ctx, m.Client, m.URL, m.Limits)
-}
-
-// serverScrape is the first scrape of a run, running beside the run's
-// preparation.
-type serverScrape struct {
-	m    ServerMetrics
-	done chan struct{}
-	snap metrics.Snapshot
-	err  error
-}
-
-// startScrape begins the scrape before a run; nil when m is.
-func startScrape(ctx context.Context, m *ServerMetrics) *serverScrape {
-	if m == nil || m.URL == "" {
-		return nil
-	}
-	s := &serverScrape{m: m.withDefaults(), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		s.snap, s.err = s.m.scrape(ctx)
-		if s.err == nil {
-			if n, known := s.snap.Busy(); known && n > 0 {
-				s.err = fmt.Errorf("the server held %v requests at the first scrape: other traffic would be counted as the run's", n)
-			}
-		}
-	}()
-	return s
-}
-
-// wait returns when the first scrape has ended (it is bounded by its
-// timeout).
-func (s *serverScrape) wait() {
-	if s != nil {
-		<-s.done
-	}
-}
-
-// finish takes the second scrape once the server is idle and returns the
-// run's server view; sent is the requests that reached the server and
-// completed those that finished there. nil when s is nil.
-func (s *serverScrape) finish(ctx context.Context, completed, sent int) *ServerView {
-	if s == nil {
-		return nil
-	}
-	s.wait()
-	v := &ServerView{URL: s.m.URL}
-	if s.err != nil {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: scrape before the run: %v", s.err))
-		return v
-	}
-	after, err := s.m.afterIdle(ctx)
-	if err != nil {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: scrape after the run: %v", err))
-		return v
-	}
-	w, refused := metrics.Delta(s.snap, after)
-	for _, r := range refused {
-		v.Warnings = append(v.Warnings, "server figure refused: "+r.String())
-	}
-	if n, ok := w.Requests(); ok {
-		if n < float64(completed) || n > float64(sent) {
-			v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: the server finished %v requests in the window, the run %s: foreign traffic, another replica behind a balancer, a restart, or requests straddling a scrape", n, countRange(completed, sent)))
-			return v
-		}
-		v.Requests = &n
-	} else {
-		v.Warnings = append(v.Warnings, "the server counts no finished requests: foreign traffic in the window cannot be ruled out")
-	}
-	v.fill(w)
-	return v
-}
-
-// countRange writes "sent 5" or "completed 4 of 5 sent".
-func countRange(completed, sent int) string {
-	if completed == sent {
-		return fmt.Sprintf("sent %d", sent)
-	}
-	return fmt.Sprintf("completed %d of %d sent", completed, sent)
-}
-
-// afterIdle waits, within IdleWait, for the server to hold no requests,
-// settles, and scrapes. A server without the gauges is scraped after the
-// settle alone; a run whose ctx has ended (interrupted) is scraped at once.
-func (m ServerMetrics) afterIdle(ctx context.Context) (metrics.Snapshot, error) {
-	deadline := time.Now().Add(m.IdleWait)
-	for {
-		snap, err := m.scrape(ctx)
-		if err != nil {
-			return snap, err
-		}
-		n, known := snap.Busy()
-		if !known || n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return metrics.Snapshot{}, fmt.Errorf("the server still held %v requests %v after the run", n, m.IdleWait)
-		}
-		// An interrupted run stops waiting: the scrape below still
-		// comes, bounded by its own timeout.
-		if !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
-			return m.scrape(ctx)
-		}
-	}
-	if m.Settle > 0 {
-		sleepUntil(ctx, time.Now().Add(m.Settle))
-	}
-	return m.scrape(ctx)
-}
-
-// fill sets the view's figures from the window.
-func (v *ServerView) fill(w metrics.Window) {
-	hist := func(get func() (metrics.Hist, bool)) *ServerFigure {
-		h, ok := get()
-		if !ok {
-			return nil
-		}
-		return newServerFigure(h)
-	}
-	v.TTFT, v.ITL, v.E2E = hist(w.TTFT), hist(w.ITL), hist(w.E2E)
-	v.Queue, v.Prefill, v.Decode = hist(w.Queue), hist(w.Prefill), hist(w.Decode)
-	v.TPOT, v.Inference = hist(w.TPOT), hist(w.Inference)
-	counter := func(get func() (float64, bool)) *float64 {
-		if x, ok := get(); ok {
-			return finite(x)
-		}
-		return nil
-	}
-	v.PromptTokens, v.OutputTokens, v.CachedTokens = counter(w.PromptTokens), counter(w.OutputTokens), counter(w.CachedTokens)
-	v.PrefixHitRate = counter(w.PrefixHitRate)
-	if v.PrefixHitRate == nil && v.CachedTokens != nil && v.PromptTokens != nil && *v.PromptTokens > 0 {
-		v.PrefixHitRate = finite(*v.CachedTokens / *v.PromptTokens)
-	}
-	v.PromptTPS, v.OutputTPS = counter(w.LlamaCppPromptSpeed), counter(w.LlamaCppOutputSpeed)
-}
-
-// newServerFigure summarises a histogram; nil for an empty one.
-func newServerFigure(h metrics.Hist) *ServerFigure {
-	mean, ok := h.Mean()
-	if !ok {
-		return nil
-	}
-	f := &ServerFigure{Family: h.Family, Count: h.Count, Mean: mean}
-	for _, b := range h.Layout() {
-		if !math.IsInf(b, 1) {
-			f.Buckets = append(f.Buckets, b)
-		}
-	}
-	for _, q := range []struct {
-		q   float64
-		dst *ServerPercentile
-	}{{0.5, &f.P50}, {0.9, &f.P90}, {0.99, &f.P99}} {
-		p, ok := h.Quantile(q.q)
-		if !ok {
-			continue
-		}
-		*q.dst = ServerPercentile{Value: p.Value, Lower: p.Lower, AtLeast: p.AtLeast}
-		if !math.IsInf(p.Upper, 1) {
-			up := p.Upper
-			q.dst.Upper = &up
-		}
-	}
-	return f
-}
-
-// compare sets the server's means beside the client's summary.
-func (v *ServerView) compare(s Summary) {
+// compareServer sets the server's means beside the client's summary of
+// the same run.
+func compareServer(v *view.View, s Summary) {
 	v.Beside = nil
-	add := func(name string, client *float64, server *ServerFigure, contains string) {
+	add := func(name string, client *float64, server *view.Figure, contains string) {
 		if client == nil || server == nil {
 			return
 		}
-		v.Beside = append(v.Beside, Comparison{Figure: name, Client: *client, Server: server.Mean,
+		v.Beside = append(v.Beside, view.Comparison{Figure: name, Client: *client, Server: server.Mean,
 			Difference: *client - server.Mean, Contains: contains})
 	}
 	add("ttft_s", s.TTFT.Mean, v.TTFT, containsTTFT)
@@ -544,7 +104,7 @@ func cms(v *float64) string {
 }
 
 // smean is a server figure's mean in milliseconds, "-" when absent.
-func smean(f *ServerFigure) string {
+func smean(f *view.Figure) string {
 	if f == nil {
 		return "-"
 	}
@@ -552,7 +112,7 @@ func smean(f *ServerFigure) string {
 }
 
 // sdiff is the client's mean less the server's, in milliseconds.
-func sdiff(client *float64, f *ServerFigure) string {
+func sdiff(client *float64, f *view.Figure) string {
 	if client == nil || f == nil {
 		return "-"
 	}
@@ -560,7 +120,7 @@ func sdiff(client *float64, f *ServerFigure) string {
 }
 
 // spct is a server percentile in milliseconds with its bucket's bounds.
-func spct(f *ServerFigure, q float64) string {
+func spct(f *view.Figure, q float64) string {
 	if f == nil {
 		return "-"
 	}
@@ -584,12 +144,6 @@ func fnum(v *float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
-}
-
-// Probe scrapes the endpoint once, as a run would: to learn before a run
-// whether it answers.
-func (m ServerMetrics) Probe(ctx context.Context) (metrics.Snapshot, error) {
-	return m.withDefaults().scrape(ctx)
 }
 
 // ResponseTimings summarise the server's own timings of each response
@@ -616,7 +170,7 @@ type ResponseTimings struct {
 	FirstToken     *Quantiles `json:"first_token_s,omitempty"`
 	DecodePerToken *Quantiles `json:"decode_per_token_s,omitempty"`
 	// Beside sets the server's means beside the client's.
-	Beside []Comparison `json:"beside_client,omitempty"`
+	Beside []view.Comparison `json:"beside_client,omitempty"`
 }
 
 // What a difference between the client's per-request figure and the
@@ -683,7 +237,7 @@ func responseTimings(reqs []Request, s Summary) *ResponseTimings {
 		if client == nil || server == nil || server.Mean == nil {
 			return
 		}
-		rt.Beside = append(rt.Beside, Comparison{Figure: name, Client: *client, Server: *server.Mean,
+		rt.Beside = append(rt.Beside, view.Comparison{Figure: name, Client: *client, Server: *server.Mean,
 			Difference: *client - *server.Mean, Contains: contains})
 	}
 	beside("ttft_s", s.TTFT.Mean, rt.FirstToken, containsFirstToken)
@@ -744,12 +298,12 @@ func responseGrid(sums []Summary) (head []string, lines [][]string, legend strin
 	return head, lines, legend
 }
 
-// WriteServerView writes the server's own view of a summary's run beside
-// the client's, as the load table's server columns do, in lines for a
-// program that prints one run as text: the /metrics window (Server) and
-// the per-response timings (Responses), each with what it lacks. It
+// WriteServerView writes the server's own view of the summary's run
+// beside the client's, as the load table's server columns do, in lines
+// for a program that prints one run as text: the /metrics window (Server)
+// and the per-response timings (Responses), each with what it lacks. It
 // writes nothing when the summary has neither.
-func WriteServerView(w io.Writer, s Summary) error {
+func (s Summary) WriteServerView(w io.Writer) error {
 	var b strings.Builder
 	for _, grid := range serverGrids {
 		head, lines, legend := grid([]Summary{s})
@@ -772,11 +326,11 @@ func WriteServerView(w io.Writer, s Summary) error {
 
 // peaks writes the largest running and waiting counts and KV usage of
 // the samples, and how many there were.
-func peaks(smp []ServerSample) string {
+func peaks(smp []view.Sample) string {
 	if len(smp) == 0 {
 		return "-"
 	}
-	top := func(get func(ServerSample) *float64, scale float64) string {
+	top := func(get func(view.Sample) *float64, scale float64) string {
 		var m *float64
 		for _, x := range smp {
 			if v := get(x); v != nil && (m == nil || *v > *m) {
@@ -788,6 +342,6 @@ func peaks(smp []ServerSample) string {
 		}
 		return strconv.FormatFloat(*m*scale, 'g', 3, 64)
 	}
-	return fmt.Sprintf("%s/%s/%s (%d)", top(func(x ServerSample) *float64 { return x.Running }, 1),
-		top(func(x ServerSample) *float64 { return x.Waiting }, 1), top(func(x ServerSample) *float64 { return x.KVUsage }, 100), len(smp))
+	return fmt.Sprintf("%s/%s/%s (%d)", top(func(x view.Sample) *float64 { return x.Running }, 1),
+		top(func(x view.Sample) *float64 { return x.Waiting }, 1), top(func(x view.Sample) *float64 { return x.KVUsage }, 100), len(smp))
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -108,7 +109,7 @@ func (f *fakeMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serverLoad is a Load on the embedded engine whose requests the fake
 // metrics observe, each with a server TTFT of 90 % of the client's (the
 // rest being, say, the network), through onDone.
-func serverLoad(t *testing.T, f *fakeMetrics, onDone func(i int)) (*Load, *ServerMetrics) {
+func serverLoad(t *testing.T, f *fakeMetrics, onDone func(i int)) (*Load, *view.Scraper) {
 	t.Helper()
 	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
 	t.Cleanup(srv.Close)
@@ -135,8 +136,8 @@ func serverLoad(t *testing.T, f *fakeMetrics, onDone func(i int)) (*Load, *Serve
 		}
 		return res, err
 	})
-	m := &ServerMetrics{URL: ms.URL + "/metrics", Timeout: time.Second, IdleWait: time.Second, Settle: -1}
-	return &Load{Engine: e, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, ServerMetrics: m}, m
+	m := &view.Scraper{URL: ms.URL + "/metrics", Timeout: time.Second, IdleWait: time.Second, Settle: -1}
+	return &Load{Engine: e, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, ServerMetrics: m}, m
 }
 
 // TestServerViewBesideClient: the server's mean is its observations'
@@ -171,7 +172,7 @@ func TestServerViewBesideClient(t *testing.T) {
 	slices.Sort(obs)
 	for _, p := range []struct {
 		q float64
-		p ServerPercentile
+		p view.Percentile
 	}{{0.5, v.TTFT.P50}, {0.9, v.TTFT.P90}, {0.99, v.TTFT.P99}} {
 		// The order statistic at rank ⌈q·N⌉ is what histogram_quantile brackets.
 		k := int(math.Ceil(p.q*float64(len(obs)))) - 1
@@ -203,14 +204,14 @@ func TestServerViewBesideClient(t *testing.T) {
 		t.Errorf("table lacks the server view (%s, %q, 12/12):\n%s", v.URL, want, out.String())
 	}
 	out.Reset()
-	if err := WriteServerView(&out, run.Summary); err != nil {
+	if err := run.Summary.WriteServerView(&out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), v.URL) || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "12/12") {
 		t.Errorf("WriteServerView lacks the server view (%s, %q, 12/12):\n%s", v.URL, want, out.String())
 	}
 	out.Reset()
-	if err := WriteServerView(&out, Summary{}); err != nil || out.Len() != 0 {
+	if err := (Summary{}).WriteServerView(&out); err != nil || out.Len() != 0 {
 		t.Errorf("WriteServerView of a summary without a server view wrote %q, %v", out.String(), err)
 	}
 }
@@ -268,11 +269,11 @@ func TestServerViewRefusals(t *testing.T) {
 func TestServerViewHostile(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
-		set        func(f *fakeMetrics, m *ServerMetrics)
+		set        func(f *fakeMetrics, m *view.Scraper)
 	}{
-		{"hangs", "deadline exceeded", func(f *fakeMetrics, m *ServerMetrics) { f.block = make(chan struct{}) }},
-		{"endless body", "byte limit", func(f *fakeMetrics, m *ServerMetrics) { f.endless = true; m.Limits.MaxBytes = 1 << 16 }},
-		{"busy at the first scrape", "held 2 requests at the first scrape", func(f *fakeMetrics, m *ServerMetrics) { f.running = 2 }},
+		{"hangs", "deadline exceeded", func(f *fakeMetrics, m *view.Scraper) { f.block = make(chan struct{}) }},
+		{"endless body", "byte limit", func(f *fakeMetrics, m *view.Scraper) { f.endless = true; m.Limits.MaxBytes = 1 << 16 }},
+		{"busy at the first scrape", "held 2 requests at the first scrape", func(f *fakeMetrics, m *view.Scraper) { f.running = 2 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeMetrics{}
@@ -405,8 +406,8 @@ func TestServerViewOfTheEmbeddedEngine(t *testing.T) {
 				}
 				return nil
 			})
-			l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, Sinks: []Sink{sink},
-				ServerMetrics: &ServerMetrics{URL: srv.VLLMURL + "/metrics", Settle: -1, SampleEvery: 5 * time.Millisecond}}
+			l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Sinks: []Sink{sink},
+				ServerMetrics: &view.Scraper{URL: srv.VLLMURL + "/metrics", Settle: -1, SampleEvery: 5 * time.Millisecond}}
 			run, err := l.Run(context.Background(), Lengths{Input: 96, Output: 6}, Traffic{Users: 1, NumRequests: 5}, timing.SLO{})
 			if err != nil {
 				t.Fatal(err)

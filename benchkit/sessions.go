@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 	"github.com/inferbench/inferbench/workload"
@@ -59,8 +60,9 @@ type Sessions struct {
 	// Request is the template of every turn (sampling, Extra, Header);
 	// Model, Messages and MaxTokens are the driver's.
 	Request engine.Request
-	// Stream streams the replies (TTFT and TPOT need it).
-	Stream bool
+	// NoStream asks for whole, unstreamed replies: each turn then has
+	// E2E alone, no TTFT, TPOT or ITL. By default the replies stream.
+	NoStream bool
 	// AllowEOS lets a reply end before Output tokens; otherwise the
 	// requests ask the server to ignore end-of-sequence.
 	AllowEOS bool
@@ -126,8 +128,8 @@ type Sessions struct {
 	// ServerMetrics, when set, scrapes the server's /metrics before the
 	// first session and after the last, and Run sets Server to what it
 	// saw over the whole run; Summarize's ByRun group carries it.
-	ServerMetrics *ServerMetrics
-	Server        *ServerView
+	ServerMetrics *view.Scraper
+	Server        *view.View
 	// TrimReplies carries each reply into the history without the white
 	// space around it. A chat template may trim a message (Llama 3's
 	// Hugging Face template does) where the server's own does not
@@ -180,13 +182,13 @@ func (r *rounds) wait(ctx context.Context, k int) {
 // in session and turn order. A run that ctx stops returns what it
 // measured, the turns left as "not_sent" rows, with ctx's error.
 func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
-	scr := startScrape(ctx, s.ServerMetrics)
-	scr.wait()
+	scr := s.ServerMetrics.Start(ctx)
+	scr.Ready()
 	rows, err := s.run(ctx)
 	s.Server = nil
 	if scr != nil {
 		completed := countIf(rows, func(r Request) bool { return !r.Failed() })
-		s.Server = scr.finish(ctx, completed, reachedServer(rows))
+		s.Server = scr.Finish(ctx, completed, reachedServer(rows))
 	}
 	return rows, err
 }
@@ -278,7 +280,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 	notSent := func(from int, why string) []Request {
 		for k := from; k <= src.turns; k++ {
 			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: src.index(k),
-				TGTarget: src.output(k), Model: s.Model, Stream: s.Stream, ErrorKind: errNotSent, Error: why})
+				TGTarget: src.output(k), Model: s.Model, Stream: !s.NoStream, ErrorKind: errNotSent, Error: why})
 			s.sink(rows[len(rows)-1])
 		}
 		return rows
@@ -324,7 +326,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		}
 		out := src.output(k)
 		req := promptRequest(s.Request, s.Model, p, out, !s.AllowEOS)
-		req.Stream = s.Stream
+		req.Stream = !s.NoStream
 		if h := s.header(); h != "" {
 			req.Header = req.Header.Clone()
 			if req.Header == nil {
@@ -341,7 +343,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		}
 		q.Done, q.Err = time.Since(t0), err
 		asked := Request{Labels: Labels{Session: id, Turn: k}, Index: q.Index, PPTarget: p.Target,
-			TGTarget: out, Model: s.Model, Stream: s.Stream}
+			TGTarget: out, Model: s.Model, Stream: !s.NoStream}
 		if asked.PPTarget == 0 {
 			asked.PPTarget = p.Tokens
 		}
@@ -475,7 +477,7 @@ func (s *Sessions) Summarize(rows []Request, key Key, slo timing.SLO) []Summary 
 		}
 		if key == ByRun && s.Server != nil {
 			v := *s.Server
-			v.compare(sums[j])
+			compareServer(&v, sums[j])
 			sums[j].Server = &v
 			for _, w := range v.Warnings {
 				sums[j].Warnings = append(sums[j].Warnings, "server metrics: "+w)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -68,7 +69,7 @@ func simSessions(t *testing.T, mode sim.PrefixCacheMode) (*sim.Server, *openai.C
 // a theoretical hit rate beside the measured one.
 func TestSessionsExactAndCached(t *testing.T) {
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
-	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true,
+	s := &Sessions{Engine: c, Model: srv.Model(),
 		Builder: &promptsize.Builder{Counter: srv.Counter(), System: "You are a careful assistant who answers briefly."},
 		Count:   3, Turns: 4, UserTokens: 40, Output: 24, MaxActive: 2}
 	rows, err := s.Run(context.Background())
@@ -137,7 +138,7 @@ func TestSessionsExactAndCached(t *testing.T) {
 func TestSessionsFault(t *testing.T) {
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
 	e := &faultOnTurn{Engine: c, session: "s1", turn: 3, fault: sim.FaultStatus500}
-	s := &Sessions{Engine: e, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+	s := &Sessions{Engine: e, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Count: 3, Turns: 5, UserTokens: 30, Output: 8}
 	rows, err := s.Run(context.Background())
 	if err != nil {
@@ -197,7 +198,7 @@ func TestSessionsInterrupted(t *testing.T) {
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &Sessions{Engine: &cancelAfter{Engine: c, n: 4, cancel: cancel}, Model: srv.Model(), Stream: true,
+	s := &Sessions{Engine: &cancelAfter{Engine: c, n: 4, cancel: cancel}, Model: srv.Model(),
 		Builder: &promptsize.Builder{Counter: srv.Counter()}, Count: 2, Turns: 4, UserTokens: 20, Output: 4,
 		Think: 20 * time.Millisecond, Rate: 1000, Seed: 1}
 	rows, err := s.Run(ctx)
@@ -242,7 +243,7 @@ func TestSessionsFromTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
-	s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true,
+	s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Trace: &Trace{Rows: rows, BlockSize: bs, Blocks: tb, Completions: true}}
 	got, err := s.Run(context.Background())
 	if err != nil {
@@ -289,7 +290,7 @@ func TestSessionsFromTrace(t *testing.T) {
 // differ in length.
 func TestSessionsBarrier(t *testing.T) {
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
-	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+	s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Count: 3, Turns: 3, UserTokens: 30, Output: 8, Barrier: true}
 	rows, err := s.Run(context.Background())
 	if err != nil {
@@ -325,7 +326,7 @@ func TestSessionsFromConversations(t *testing.T) {
 	}
 	for _, recorded := range []bool{false, true} {
 		srv, c := simSessions(t, sim.PrefixCacheRadix)
-		s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+		s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 			Trace: &Trace{Rows: rows, Output: 12}, RecordedReplies: recorded}
 		got, err := s.Run(context.Background())
 		if err != nil {
@@ -355,7 +356,7 @@ func TestSessionsFromConversations(t *testing.T) {
 // exact and the server's count.
 func TestSessionsDistributions(t *testing.T) {
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
-	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+	s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Count: 4, Turns: 1, TurnsMax: 4, UserTokens: 20, UserTokensMax: 60, Output: 4, OutputMax: 12, Seed: 3}
 	rows, err := s.Run(context.Background())
 	if err != nil {
@@ -390,7 +391,7 @@ func TestSessionsFromMessagesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
-	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+	s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Trace: &Trace{Rows: rows, Output: 6}}
 	got, err := s.Run(context.Background())
 	if err != nil {
@@ -411,7 +412,7 @@ func TestSessionsFromMessagesFile(t *testing.T) {
 func TestSessionsSinks(t *testing.T) {
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
 	var col Collector
-	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+	s := &Sessions{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Count: 2, Turns: 3, UserTokens: 20, Output: 4, Sinks: []Sink{&col}}
 	rows, err := s.Run(context.Background())
 	if err != nil || len(col.Requests()) != len(rows) || len(rows) != 6 {
@@ -438,10 +439,10 @@ func TestSessionsSinks(t *testing.T) {
 // covering every turn.
 func TestSessionsServerView(t *testing.T) {
 	srv, c := simSessions(t, sim.PrefixCacheRadix)
-	s := &Sessions{Engine: c, Model: srv.Model(), Stream: true,
+	s := &Sessions{Engine: c, Model: srv.Model(),
 		Builder: &promptsize.Builder{Counter: srv.Counter()},
 		Count:   2, Turns: 3, UserTokens: 40, Output: 8,
-		ServerMetrics: &ServerMetrics{URL: srv.VLLMURL + "/metrics", Settle: -1}}
+		ServerMetrics: &view.Scraper{URL: srv.VLLMURL + "/metrics", Settle: -1}}
 	rows, err := s.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +498,7 @@ func TestSessionsTrimReplies(t *testing.T) {
 			replies[req.Messages[len(req.Messages)-1].Content] = res.Text
 			return res, err
 		})
-		s := &Sessions{Engine: e, Model: srv.Model(), Stream: true, Builder: &promptsize.Builder{Counter: srv.Counter()},
+		s := &Sessions{Engine: e, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()},
 			Count: 2, Turns: 3, UserTokens: 32, Output: 8, TrimReplies: trim}
 		rows, err := s.Run(context.Background())
 		if err != nil {

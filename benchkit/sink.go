@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/inferbench/inferbench/internal/rowlock"
 )
 
 // A Sink receives requests as they are measured: a JSONL file, a progress
@@ -97,8 +99,7 @@ func (s *JSONLSink) write(v any) error {
 	b = append(b, '\n')
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rowWrites.RLock()
-	defer rowWrites.RUnlock()
+	defer rowlock.Writing()()
 	if _, err := s.W.Write(b); err != nil {
 		return fmt.Errorf("benchkit: write JSONL row: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/timing"
 	"gonum.org/v1/gonum/stat"
 )
@@ -122,7 +123,7 @@ type Summary struct {
 	// Server is the server's own view of the run from its /metrics
 	// (Load.ServerMetrics), with the client's means beside it; null when
 	// not scraped.
-	Server *ServerView `json:"server,omitempty"`
+	Server *view.View `json:"server,omitempty"`
 	// Responses summarises the server's own timings of each response
 	// (Ollama, llama.cpp, TGI), beside the client's; null when no
 	// response carried any.

@@ -112,7 +112,7 @@ func BenchmarkReplay1000At100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, GCPercent: 400, Clock: concurrency.SpinClock{}}
+		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, GCPercent: 400, Clock: concurrency.SpinClock{}}
 		run, err := l.Run(context.Background(), Trace{Rows: rows, BlockSize: 16, Blocks: blocks, Completions: true}, Traffic{Replay: true}, timing.SLO{})
 		c.CloseIdleConnections()
 		srv.Close()

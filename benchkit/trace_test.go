@@ -52,7 +52,7 @@ func TestTraceReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true}
+		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}}
 		tr := Trace{Name: "sample", Rows: rows, BlockSize: bs, Blocks: tb, Completions: completions}
 		run, err := l.Run(context.Background(), tr, Traffic{Replay: true}, timing.SLO{})
 		c.CloseIdleConnections()
@@ -134,7 +134,7 @@ func TestSharedPrefixAblation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true}
+		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}}
 		run, err := l.Run(context.Background(), Trace{Rows: rows, BlockSize: bs, Blocks: tb, Completions: true}, Traffic{Users: 1, NumRequests: 16}, timing.SLO{})
 		st := srv.CacheStats()
 		c.CloseIdleConnections()
@@ -168,7 +168,7 @@ func TestTraceSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.CloseIdleConnections()
-		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Stream: true, Nonce: "shared", Segment: seg}
+		l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Nonce: "shared", Segment: seg}
 		run, err := l.Run(context.Background(), tr, Traffic{Replay: true}, timing.SLO{})
 		if err != nil {
 			t.Fatal(err)

@@ -266,7 +266,7 @@ func TestSendBurst(t *testing.T) {
 
 func newLoad(t *testing.T, tg *target, c *client, stream bool) *benchkit.Load {
 	t.Helper()
-	return &benchkit.Load{Engine: c.e, Model: tg.model, Builder: tg.builder(), Stream: stream, AllowEOS: tg.allowEOS, RequestTimeout: 2 * time.Minute}
+	return &benchkit.Load{Engine: c.e, Model: tg.model, Builder: tg.builder(), NoStream: !stream, AllowEOS: tg.allowEOS, RequestTimeout: 2 * time.Minute}
 }
 
 // TestLoadOpenLoop sends a Poisson open loop of random exact lengths.
@@ -338,7 +338,7 @@ func TestSessions(t *testing.T) {
 	tg := needServer(t)
 	ctx := timeout(t, 4*time.Minute)
 	c := newClient(t, tg, tg.url)
-	s := &benchkit.Sessions{Engine: c.e, Model: tg.model, Stream: true, Builder: tg.builder(),
+	s := &benchkit.Sessions{Engine: c.e, Model: tg.model, Builder: tg.builder(),
 		Count: 3, Turns: 3, UserTokens: 48, Output: 16, MaxActive: 2, RequestTimeout: 2 * time.Minute, TrimReplies: true}
 	rows, err := s.Run(ctx)
 	if err != nil {
@@ -629,7 +629,7 @@ func TestNativeAdapter(t *testing.T) {
 	t.Cleanup(c.CloseIdleConnections)
 	// Ollama has no ignore_eos: asking for it only draws a warning. The
 	// tiny model's replies run to num_predict anyway.
-	l := &benchkit.Load{Engine: c, Model: tg.model, Builder: tg.builder(), Stream: true, AllowEOS: true, RequestTimeout: 2 * time.Minute}
+	l := &benchkit.Load{Engine: c, Model: tg.model, Builder: tg.builder(), AllowEOS: true, RequestTimeout: 2 * time.Minute}
 	run, err := l.Run(ctx, benchkit.Lengths{Input: 160, Output: 24, RangeRatio: 0.5, Seed: 11}, benchkit.Traffic{Rate: 4, NumRequests: 8, Seed: 11}, timing.SLO{})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/internal/rowlock"
 )
 
 // exitWait bounds how long the second interrupt waits for a row being
@@ -56,7 +56,7 @@ func notifyContext(parent context.Context, sigs <-chan os.Signal, program string
 		select {
 		case sig := <-sigs:
 			fmt.Fprintf(stderr, "%s: second %v: exiting now with status %d; rows written so far are synced, the results JSON is not written and nothing is cleaned up\n", program, sig, ExitInterrupted)
-			release := benchkit.HoldRowWrites(wait)
+			release := rowlock.Hold(wait)
 			exit(ExitInterrupted)
 			release() // only reached when exit returns (tests)
 		case <-done:

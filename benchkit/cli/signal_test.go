@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/internal/rowlock"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once;
@@ -118,7 +119,7 @@ func TestNotifyContextStuckWriteDoesNotHoldExit(t *testing.T) {
 	}
 	// The hold is released for the tests that follow.
 	done := make(chan struct{})
-	go func() { benchkit.HoldRowWrites(time.Hour)(); close(done) }()
+	go func() { rowlock.Hold(time.Hour)(); close(done) }()
 	<-done
 }
 

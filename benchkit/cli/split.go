@@ -30,8 +30,8 @@ func SegmentFromEnv(flag string, count int, getenv func(string) string) (benchki
 		getenv = os.Getenv
 	}
 	if flag != "" {
-		seg, err := benchkit.ParseSegment(flag)
-		if err != nil {
+		var seg benchkit.Segment
+		if err := seg.UnmarshalText([]byte(flag)); err != nil {
 			return benchkit.Segment{}, err
 		}
 		if count > 0 && count != max(seg.Count, 1) {

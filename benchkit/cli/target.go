@@ -16,6 +16,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
+	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/engine/ollama"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -90,7 +91,7 @@ type Target struct {
 	Server  *sim.Server
 	// Metrics reads the server's own view of each run (set by Start for
 	// an OpenAI-compatible target whose /metrics answered); nil: none.
-	Metrics *benchkit.ServerMetrics
+	Metrics *view.Scraper
 
 	envErr error // a bad EXO_HOST or EXO_PORT, for Check
 }
@@ -230,7 +231,7 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 	if err := prov.HashTokenizerDir(t.Tokenizer); err != nil {
 		return Usagef("--tokenizer %s: %v", t.Tokenizer, err)
 	}
-	overhead, err := benchkit.Overhead(ctx, &promptsize.Builder{Counter: tok})
+	overhead, err := (&promptsize.Builder{Counter: tok}).Overhead(ctx)
 	if err != nil {
 		return Usagef("--tokenizer %s: %v", t.Tokenizer, err)
 	}
@@ -306,7 +307,7 @@ func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 // the run will read when it answered, nil otherwise. An endpoint named on
 // the command line that fails is said on stderr; the run goes on without
 // it, as it would lose the figures of a scrape that fails later.
-func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *benchkit.ServerMetrics {
+func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *view.Scraper {
 	if t.NoServerMetrics {
 		return nil
 	}
@@ -317,7 +318,7 @@ func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *benchkit.S
 		// /v1, not under it).
 		url = strings.TrimSuffix(strings.TrimRight(t.URL, "/"), "/v1") + "/metrics"
 	}
-	m := &benchkit.ServerMetrics{URL: url, Timeout: 3 * time.Second, SampleEvery: t.ServerSamples}
+	m := &view.Scraper{URL: url, Timeout: 3 * time.Second, SampleEvery: t.ServerSamples}
 	// The token goes only where the requests go: the server's own origin.
 	if sameOrigin(url, t.URL) {
 		m.Header = AuthHeader(t.APIKeyEnv)

@@ -152,7 +152,7 @@ func runITLLoad(ctx context.Context, cfg config, srv *paceProcess, header http.H
 			return err
 		}
 		rec := &recorder{res: map[string]engine.Result{}}
-		load := &benchkit.Load{Engine: engine.Observe(oa, rec.keep), Model: "perf", Builder: &promptsize.Builder{Counter: wordCounter}, Stream: true,
+		load := &benchkit.Load{Engine: engine.Observe(oa, rec.keep), Model: "perf", Builder: &promptsize.Builder{Counter: wordCounter},
 			GCPercent: cli.DefaultGCPercent, // as serve-load runs
 			Request:   engine.Request{Header: header}}
 		var ttft, itl, spans []time.Duration

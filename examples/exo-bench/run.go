@@ -262,7 +262,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	defer c.Close()
 	builder := &promptsize.Builder{Counter: c.Counter}
-	overhead, err := benchkit.Overhead(ctx, builder)
+	overhead, err := builder.Overhead(ctx)
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		prov.Server = &benchkit.ServerInfo{Nodes: nodes}
 	}
 	cells := benchkit.Summarize(res.Requests, benchkit.ByCell, timing.SLO{})
-	meta.SaturatedBursts, meta.ClientSaturated = benchkit.CheckBursts(res.Requests)
+	meta.SaturatedBursts, meta.ClientSaturated = benchkit.Report{Requests: res.Requests}.CheckBursts()
 	doc := benchkit.Document{Runs: res.Requests, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics, Meta: meta, Summary: cells}
 	if err := writeOutputs(c, doc, cells, stdout, info); err != nil {
 		return err

@@ -167,7 +167,7 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 	}
 	defer client.CloseIdleConnections()
 	s := &benchkit.Sessions{
-		Engine: client, Model: tg.Model, Stream: true,
+		Engine: client, Model: tg.Model,
 		Builder: &promptsize.Builder{Counter: tg.Counter, System: systemPrompt},
 		Count:   o.sessions, Turns: o.turns, UserTokens: o.userTokens, Output: o.output,
 		MaxActive: o.maxActive, Rate: o.rate, Seed: o.seed, Think: o.think, ThinkExp: o.thinkExp,
@@ -247,7 +247,7 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 				pct(sum.PrefixHitRate), pct(sum.TheoreticalHitRate), ok, n)
 		}
 		tw.Flush()
-		benchkit.WriteServerView(w, all[len(all)-1])
+		all[len(all)-1].WriteServerView(w)
 	}
 	if len(arms) == 2 && arms[0].s != nil && arms[1].s != nil {
 		fmt.Fprintf(w, "\nTTFT p50 per turn, prefix cache %s against %s\n", arms[0].mode, arms[1].mode)

@@ -97,7 +97,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	meta := benchkit.LoadMeta{Traffic: traffic}
 	if seg.Split() || !start.IsZero() {
-		meta.Segment = benchkit.NewSegmentHeader(seg, start, traffic)
+		meta.Segment = seg.Header(start, traffic)
 	}
 	prov := tg.Info.Provenance
 	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = cli.RunNonce(*seed, seeded), *seed, seeded, *sharedPrefix
@@ -136,7 +136,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	meta.Workload, meta.Traffic = w, traffic
 	keeper := newReplyKeeper()
-	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, Simulated: meta.Simulated,
+	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, NoStream: true, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: tg.Timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
 		GCPercent: int(gcPercent), ServerMetrics: tg.Metrics, AllowEOS: *allowEOS}
 	if seg.Split() || !start.IsZero() {
@@ -187,7 +187,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		fmt.Fprintf(stdout, "Output throughput: %.1f tok/s%s\n", *s.OutputThroughput, label)
 		fmt.Fprintf(stdout, "Total throughput: %.1f tok/s, %.2f requests/s%s\n", *s.TotalThroughput, *s.RequestThroughput, label)
 	}
-	if err := benchkit.WriteServerView(stdout, s); err != nil {
+	if err := s.WriteServerView(stdout); err != nil {
 		return errors.Join(runErr, err)
 	}
 	for _, w := range s.Warnings {

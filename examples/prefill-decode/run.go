@@ -366,7 +366,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		return fmt.Errorf("resolve the prefill model %q: %w", c.prefill.model, err)
 	}
 	builder := &promptsize.Builder{Counter: c.Counter}
-	overhead, err := benchkit.Overhead(ctx, builder)
+	overhead, err := builder.Overhead(ctx)
 	if err != nil {
 		return err
 	}

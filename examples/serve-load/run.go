@@ -281,7 +281,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		Engine:         client,
 		Model:          tg.Model,
 		Builder:        &promptsize.Builder{Counter: tg.Counter},
-		Stream:         o.stream,
+		NoStream:       !o.stream,
 		RequestTimeout: tg.Timeout,
 		Grace:          o.grace,
 		Simulated:      meta.Simulated,

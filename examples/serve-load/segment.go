@@ -55,7 +55,7 @@ func (s *splitFlags) header(t benchkit.Traffic, rates []float64) *benchkit.Segme
 		return nil
 	}
 	t.Rate = rates[0]
-	return benchkit.NewSegmentHeader(s.seg, s.start, t)
+	return s.seg.Header(s.start, t)
 }
 
 // runMerge is `serve-load merge`: it merges the rows files (or results
