@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -20,13 +21,6 @@ import (
 // "chatcmpl-" + the id, and it echoes the header when started with
 // --enable-request-id-headers); SGLang and llama.cpp ignore it.
 const RequestIDHeader = "X-Request-Id"
-
-// replayKey is the header whose presence, with no value, makes net/http
-// treat a POST as replayable without sending anything on the wire (see
-// http.Transport): a request whose reused connection turns out to have
-// been closed by the server before any byte of the answer is then written
-// again on another connection instead of failing.
-const replayKey = "X-Idempotency-Key"
 
 // NewRequestID returns a new request id: "ib-" and 24 hexadecimal digits
 // drawn from crypto/rand, unique in practice across runs and clients.
@@ -66,36 +60,40 @@ type Exchange struct {
 	Resent int
 }
 
+// maxAttempts bounds the attempts of one request (see Do): each failed
+// one takes a connection out of the pool, so the pool's size bounds them
+// first.
+const maxAttempts = 64
+
 // Do sends the benchmark request hreq (built without a context: it is
 // given ctx) on client and returns the response with the Exchange.
 //
-// A request is written again only where it cannot have been processed as
-// far as the client can tell, as net/http does for GET: when it went out
-// on a reused connection that failed before any byte of the response
-// (the server had closed it while idle, as llama.cpp's server does after
-// every streamed response although it answers "Keep-Alive", or reset it),
-// it goes out again on another connection, until one is fresh: a failure
-// on a connection opened for the request is final. Exchange.Start is the
-// attempt that carried it and Exchange.Resent counts the others. Any other
-// failure is returned as it is. So that net/http replays a POST, hreq gets
-// an X-Idempotency-Key entry with no value, which is not sent.
+// A request is written again only where it failed before any byte of a
+// response on a reused keep-alive connection: the server had closed that
+// connection (llama.cpp's server closes its connection after every
+// streamed answer while its headers say "Keep-Alive", and the pool hands
+// the dead connection to the next request, which then reads an end of
+// file, or a reset where the close found the request's bytes unread). It
+// goes out again on another connection, until one carries it or a
+// connection opened for it fails; a failure on a connection opened for
+// the request, any failure after the first byte of a response, a timeout
+// and a cancellation are returned as they are. (net/http itself writes a
+// request again, on another connection, when it found a pooled one dead
+// before writing anything.) Exchange.Start is the attempt that carried
+// the request and Exchange.Resent counts the others. hreq's body must be
+// rewindable (GetBody, as http.NewRequest sets for a bytes.Reader) to be
+// written again.
 //
 // engine.NotifySend is called once, with Exchange.Start: at once when the
 // connection is fresh (no attempt follows a fresh connection), else when
 // Do returns, when it is known that no other attempt follows.
 func Do(ctx context.Context, client *http.Client, now func() time.Time, hreq *http.Request) (*http.Response, Exchange, error) {
-	if hreq.Header == nil {
-		hreq.Header = http.Header{}
-	}
-	if _, ok := hreq.Header[replayKey]; !ok {
-		if _, ok := hreq.Header["Idempotency-Key"]; !ok {
-			hreq.Header[replayKey] = nil
-		}
-	}
 	var (
 		mu       sync.Mutex
 		getConn  time.Time // the current attempt's
-		attempts int
+		attempts int       // connections handed over
+		reused   bool      // the current attempt's connection had carried a request
+		answered bool      // the current attempt read a byte of a response
 		ex       Exchange
 		notified bool
 	)
@@ -105,8 +103,9 @@ func Do(ctx context.Context, client *http.Client, now func() time.Time, hreq *ht
 			engine.NotifySend(ctx, t)
 		}
 	}
-	// GetConn and GotConn run on this goroutine, inside Do, once per
-	// attempt.
+	// GetConn and GotConn run on this goroutine, inside client.Do, once
+	// per connection tried; GotFirstResponseByte on the connection's
+	// reader.
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) {
 			t := now()
@@ -118,6 +117,7 @@ func Do(ctx context.Context, client *http.Client, now func() time.Time, hreq *ht
 			t := now()
 			mu.Lock()
 			attempts++
+			reused, answered = info.Reused, false
 			ex.Start, ex.Conn, ex.Connect = t, info.Conn, nil
 			if !info.Reused && !info.WasIdle && !getConn.IsZero() {
 				d := t.Sub(getConn)
@@ -128,8 +128,35 @@ func Do(ctx context.Context, client *http.Client, now func() time.Time, hreq *ht
 				notify(t)
 			}
 		},
+		GotFirstResponseByte: func() {
+			mu.Lock()
+			answered = true
+			mu.Unlock()
+		},
 	}
-	resp, err := client.Do(hreq.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	tctx := httptrace.WithClientTrace(ctx, trace)
+	req := hreq.WithContext(tctx)
+	var (
+		resp *http.Response
+		err  error
+	)
+	for {
+		resp, err = client.Do(req)
+		mu.Lock()
+		again := err != nil && reused && !answered && attempts < maxAttempts && unanswered(err)
+		mu.Unlock()
+		if !again || ctx.Err() != nil || hreq.GetBody == nil && hreq.Body != nil && hreq.Body != http.NoBody {
+			break
+		}
+		req = hreq.Clone(tctx)
+		if hreq.GetBody != nil {
+			body, berr := hreq.GetBody()
+			if berr != nil {
+				break
+			}
+			req.Body = body
+		}
+	}
 	mu.Lock()
 	ex.Resent = max(0, attempts-1)
 	out := ex
@@ -138,6 +165,16 @@ func Do(ctx context.Context, client *http.Client, now func() time.Time, hreq *ht
 		notify(out.Start)
 	}
 	return resp, out, err
+}
+
+// unanswered reports whether err, the failure of a request on a reused
+// connection before any byte of a response, is one the server cannot
+// have answered: an end of file or a reset where a response should have
+// begun (the server had closed the connection: with unread bytes in it,
+// a close resets it), not a timeout.
+func unanswered(err error) bool {
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout()) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
 
 // closesAfterStream reports whether the server that sent resp closes the

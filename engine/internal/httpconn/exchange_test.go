@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -125,11 +126,10 @@ func TestAnswerStartedIsFinal(t *testing.T) {
 	}
 }
 
-// TestReplayKeyNotSent: the entry that makes net/http replay a request
-// goes nowhere on the wire, a caller's own idempotency key and request id
-// are kept, and the id a server echoes (as vLLM does with
+// TestRequestIDHeaders: a request carries a new X-Request-Id, or the
+// caller's own, and the id a server echoes (as vLLM does with
 // --enable-request-id-headers) is the result's ServerRequestID.
-func TestReplayKeyNotSent(t *testing.T) {
+func TestRequestIDHeaders(t *testing.T) {
 	got := make(chan http.Header, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Clone()
@@ -142,18 +142,52 @@ func TestReplayKeyNotSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := <-got
-	if _, ok := h[replayKey]; ok {
-		t.Errorf("headers sent %v: want no %s", h, replayKey)
-	}
 	if h.Get(RequestIDHeader) != res.RequestID || !strings.HasPrefix(res.RequestID, "ib-") || res.ServerRequestID != res.RequestID {
 		t.Errorf("X-Request-Id sent %q, Result.RequestID %q, ServerRequestID %q: want one new id in all three", h.Get(RequestIDHeader), res.RequestID, res.ServerRequestID)
 	}
-	if _, err := send(t, c, http.Header{"Idempotency-Key": {"k1"}, RequestIDHeader: {"mine"}}); err != nil {
+	res, err = send(t, c, http.Header{RequestIDHeader: {"mine"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	h = <-got
-	if h.Get("Idempotency-Key") != "k1" || h.Get(RequestIDHeader) != "mine" {
-		t.Errorf("headers sent %v: want the caller's Idempotency-Key and X-Request-Id", h)
+	if h = <-got; h.Get(RequestIDHeader) != "mine" || res.RequestID != "mine" {
+		t.Errorf("X-Request-Id sent %q, Result.RequestID %q: want the caller's, mine", h.Get(RequestIDHeader), res.RequestID)
+	}
+}
+
+// TestResetBeforeAnswerIsResent: on a reused connection, a reset before
+// any byte of an answer (the server closed the connection with the
+// request unread) sends the request again on another connection, once
+// per such failure; a reset on the fresh connection it then takes is
+// final.
+func TestResetBeforeAnswerIsResent(t *testing.T) {
+	var s seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.add(r)
+		if r.Header.Get("X-Mode") != "reset" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // close with a reset
+		}
+		conn.Close()
+	}))
+	defer srv.Close()
+	c := newTestConn(srv.URL)
+	if _, err := send(t, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := send(t, c, http.Header{"X-Mode": {"reset"}})
+	if engine.KindOf(err) != engine.KindReset {
+		t.Fatalf("error %v, want one of kind reset", err)
+	}
+	if res.Resent != 1 || s.get(res.RequestID) != 2 || res.Connect == nil {
+		t.Errorf("Resent %d, the server read the request %d times, Connect %v; want 1, twice, the second on a connection opened for it",
+			res.Resent, s.get(res.RequestID), res.Connect)
 	}
 }
 
