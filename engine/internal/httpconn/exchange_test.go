@@ -217,3 +217,31 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPrintable: what Printable keeps of a server's header is printable
+// ASCII, at most n bytes, in the order the input had it.
+func FuzzPrintable(f *testing.F) {
+	f.Add("chatcmpl-abc", 200)
+	f.Add("a\r\nSet-Cookie: x\x00\u00e9", 5)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		n = max(0, min(n, 1000))
+		got := Printable(s, n)
+		if len(got) > n {
+			t.Fatalf("Printable(%q, %d) = %q: longer than %d", s, n, got, n)
+		}
+		i := 0
+		for j := 0; j < len(got); j++ {
+			c := got[j]
+			if c < 0x20 || c >= 0x7f {
+				t.Fatalf("Printable(%q, %d) = %q: byte %#x is not printable ASCII", s, n, got, c)
+			}
+			for i < len(s) && s[i] != c {
+				i++
+			}
+			if i == len(s) {
+				t.Fatalf("Printable(%q, %d) = %q: not a subsequence of the input", s, n, got)
+			}
+			i++
+		}
+	})
+}
