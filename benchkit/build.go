@@ -34,6 +34,10 @@ func NewRequest(asked Request, p promptsize.Prompt, q concurrency.Result[engine.
 	res := q.Value
 	r.PPTokens = p.Tokens
 	r.ResponseID, r.FinishReason = res.ResponseID, res.FinishReason
+	r.RequestID, r.ServerRequestID, r.Resent = res.RequestID, res.ServerRequestID, res.Resent
+	if res.Model != "" && res.Model != r.Model {
+		r.ServedModel = res.Model
+	}
 	r.IntendedSendS, r.SendOffsetS, r.DoneS = q.Intended.Seconds(), q.Sent.Seconds(), q.Done.Seconds()
 	r.Stats, r.PowerUsage = res.ServerStats, res.Power
 	r.Preview = preview(res.Text)

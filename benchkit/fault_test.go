@@ -75,7 +75,13 @@ func faultMatrix() []faultCase {
 	return []faultCase{
 		{sim.Fault{Kind: sim.FaultStatus500}, engine.KindStatus, engine.KindStatus},
 		{sim.Fault{Kind: sim.FaultStatus503}, engine.KindStatus, engine.KindStatus},
-		{sim.Fault{Kind: sim.FaultResetBeforeHeader}, engine.KindReset, engine.KindReset},
+		// A reset before any byte of an answer, on the keep-alive
+		// connection the request reused, is a server that had closed it:
+		// the request goes out again on another connection (into the
+		// sim's next, healthy, slot), and its row says so (resent). On a
+		// connection opened for it, a reset is final (engine/internal/
+		// httpconn's tests).
+		{sim.Fault{Kind: sim.FaultResetBeforeHeader}, engine.KindNone, engine.KindNone},
 		{sim.Fault{Kind: sim.FaultResetMidStream, After: 2}, engine.KindTruncated, engine.KindTruncated},
 		// A JSON body that ends cleanly half way is, to the client, JSON
 		// that does not parse ("unexpected end of JSON input").
@@ -247,7 +253,7 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 					f.client.CloseIdleConnections()
 					srv.Close()
 				}
-				failed := 0
+				failed, resent := 0, 0
 				for i, r := range res.Requests {
 					faulted := r.Repeat%2 == 1
 					switch {
@@ -257,6 +263,9 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 						t.Errorf("row %d (faulted): error message %q does not say what failed", i, r.Error)
 					case !faulted && r.Failed():
 						t.Errorf("row %d (healthy): failed with %s: %s", i, r.ErrorKind, r.Error)
+					}
+					if r.Resent > 0 {
+						resent++
 					}
 					if !faulted && (r.Stats == nil && !stream || r.Tokens() != 4) {
 						t.Errorf("row %d (healthy): stats %v, %d tokens", i, r.Stats, r.Tokens())
@@ -275,6 +284,12 @@ func TestExoSweepFaultMatrix(t *testing.T) {
 				}
 				if failed != wantFailed {
 					t.Errorf("%d failed rows, want %d", failed, wantFailed)
+				}
+				// Each replay moves the sim's faulted slots by one, so
+				// which rows were resent is not fixed: the first faulted
+				// one was.
+				if reset := fc.fault.Kind == sim.FaultResetBeforeHeader; reset != (resent > 0) || reset && res.Requests[1].Resent == 0 {
+					t.Errorf("%d rows resent (row 1: %d times), want some, row 1 among them, for a reset before headers only", resent, res.Requests[1].Resent)
 				}
 				if perr := programError(err, failed); errors.Is(perr, errRequestsFailed) != (wantFailed > 0) {
 					t.Errorf("program error %v with %d failed rows", perr, failed)

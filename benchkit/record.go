@@ -31,8 +31,20 @@ type Request struct {
 	// Index is the request's place in its run's schedule or burst (the
 	// dispatch order), from 0.
 	Index int `json:"index"`
-	// ResponseID is the server's id of the response.
+	// ResponseID is the server's id of the response (its body's "id").
 	ResponseID string `json:"response_id"`
+	// RequestID is the id the client sent with the request (its
+	// X-Request-Id header, engine.Result.RequestID), unique per request;
+	// ServerRequestID the X-Request-Id the server answered with, when it
+	// sent one. docs/REQUEST-IDS.md says how to find a request in a
+	// server's logs with them.
+	RequestID       string `json:"request_id,omitempty"`
+	ServerRequestID string `json:"server_request_id,omitempty"`
+	// Resent counts the times the request was written again on another
+	// connection because the reused one it went out on had been closed
+	// by the server before any byte of an answer (engine.Result.Resent);
+	// SendOffsetS is the attempt that carried it.
+	Resent int `json:"resent,omitempty"`
 	// PPTarget is the prompt length asked for; PPTokens the client's
 	// verified count of the whole templated prompt sent (promptsize);
 	// ServerPromptTokens the server's count (usage.prompt_tokens, else
@@ -114,6 +126,9 @@ type Request struct {
 	Model        string `json:"model,omitempty"`
 	ModelShortID string `json:"model_short_id,omitempty"`
 	Preview      string `json:"output_text_preview,omitempty"`
+	// ServedModel is the model the server says answered, when it is not
+	// Model (llama.cpp serves its one model under any name).
+	ServedModel string `json:"served_model,omitempty"`
 	// DispatchSkewS is the dispatch skew of the request's burst (the
 	// largest send offset less the smallest); ConcurrentIndex its place in
 	// the order the burst's requests completed (exo's concurrent_index),

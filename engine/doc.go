@@ -44,7 +44,12 @@
 // timeout, canceled, truncated stream, malformed stream, in-stream error
 // event). [KindOf] reduces any error to that short, stable string for a
 // result row. A benchmark request is never retried behind the caller's back:
-// a failure is a recorded row.
+// a failure is a recorded row. The one exception is a request the server
+// cannot have answered: written on a reused keep-alive connection that
+// the server had closed (llama.cpp's server closes one after every
+// stream while saying keep-alive) and failing before any byte of an
+// answer, it goes out again on another connection, and
+// [Result.Resent] says so.
 //
 // # Server-Sent Events
 //

@@ -14,6 +14,9 @@ import (
 // when the response headers arrive, one chunk per streamed content chunk,
 // End when the response has been read. It never retries: a failed request
 // returns its error, and the Result holds whatever was measured until then.
+// (Only a request that failed before any byte of an answer on a reused
+// connection the server had closed may go out again, on another; Start is
+// then that attempt's, and Result.Resent counts the others.)
 //
 // Cancelling ctx aborts the request promptly; Complete then returns an error
 // of kind KindCanceled or KindTimeout. Implementations must be safe for

@@ -31,9 +31,25 @@ type Result struct {
 	Connect *time.Duration
 	// Text is the generated text (the concatenation of streamed content).
 	Text string
-	// ResponseID is the server's id of the response (exo: the command id,
-	// usable with /v1/cancel/{id} while the request runs).
+	// ResponseID is the server's id of the response, from its body (exo:
+	// the command id, usable with /v1/cancel/{id} while the request runs;
+	// vLLM: "chatcmpl-" + RequestID).
 	ResponseID string
+	// RequestID is the id the client sent with the request (the
+	// X-Request-Id header): unique per request, so that a request can be
+	// found in the server's logs. Empty when the engine sends none.
+	RequestID string
+	// ServerRequestID is the X-Request-Id header of the answer, when the
+	// server sent one (vLLM with --enable-request-id-headers echoes
+	// RequestID).
+	ServerRequestID string
+	// Resent counts the times the request was written again on another
+	// connection because the reused one it went out on had been closed by
+	// the server before any byte of an answer (llama.cpp's server closes
+	// its connection after every stream while answering keep-alive).
+	// Trace.Start is the instant of the attempt that carried it. 0 when
+	// it went out once.
+	Resent int
 	// Model is the model the server says produced the response.
 	Model string
 	// FinishReason is the server's reason for stopping: "length", "stop",

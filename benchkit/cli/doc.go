@@ -4,7 +4,9 @@
 // maps to (Usagef, ExitCode), the two-step interrupt (NotifyContext),
 // a progress line for a terminal (Progress, a benchkit.Sink), results files
 // locked for a run and replaced whole (LockOutputs, WriteFileAtomic), and
-// the server's /tokenize as a prompt counter (ServerCounter). A tool that
+// the server's own count of prompts as a counter (ServerCounter,
+// ResolveServerCounter: vLLM's and SGLang's /tokenize, or llama.cpp's
+// /apply-template and /tokenize, found by asking). A tool that
 // wants the same flags and behaviour as serve-load or offline imports it;
 // a harness that only measures needs benchkit alone.
 package cli

@@ -104,12 +104,14 @@ func AuthHeader(env string) http.Header {
 	return http.Header{"Authorization": {"Bearer " + key}}
 }
 
-// ServerCounter returns a [promptsize.Counter] that asks the server at baseURL to count
-// through its /tokenize endpoint (vLLM's and SGLang's shape), after
-// checking with one request that the endpoint exists and counts a short
-// chat. header is sent with every request (credentials) and redacted from
-// errors. Each request is bounded by remote.DefaultTimeout and ctx. The
-// error wraps remote.ErrNoEndpoint when the server has no such endpoint.
+// ServerCounter returns a [promptsize.Counter] that asks the server at
+// baseURL (its root, or its OpenAI API under /v1, which is dropped) to
+// count, in the shape it speaks, checked with one chat first: vLLM's and
+// SGLang's /tokenize, else llama.cpp's /apply-template and /tokenize
+// (ResolveServerCounter with CounterAuto). header is sent with every
+// request (credentials) and redacted from errors. Each request is bounded
+// by remote.DefaultTimeout and ctx. The error wraps remote.ErrNoEndpoint
+// when the server has neither.
 func ServerCounter(ctx context.Context, baseURL, model string, header http.Header) (promptsize.Counter, error) {
 	return ServerCounterTimeout(ctx, baseURL, model, header, 0)
 }
@@ -119,13 +121,81 @@ func ServerCounter(ctx context.Context, baseURL, model string, header http.Heade
 // program passes its --timeout, so that /tokenize is held to the run's
 // bound.
 func ServerCounterTimeout(ctx context.Context, baseURL, model string, header http.Header, timeout time.Duration) (promptsize.Counter, error) {
-	c := &remote.VLLM{BaseURL: baseURL, Model: model, Header: header, Timeout: timeout}
+	c, _, err := ResolveServerCounter(ctx, baseURL, model, header, timeout, CounterAuto)
+	return c, err
+}
+
+// How a server counts prompts (a Target's --server-counter).
+const (
+	// CounterAuto asks vLLM's and SGLang's /tokenize, and llama.cpp's
+	// /apply-template and /tokenize when the server has no /tokenize of
+	// that shape or answers it with no tokens (llama.cpp's /tokenize
+	// does, to a body without "content").
+	CounterAuto = "auto"
+	// CounterTokenize is vLLM's and SGLang's /tokenize (remote.VLLM).
+	CounterTokenize = "tokenize"
+	// CounterLlamaCpp is llama.cpp's /apply-template and /tokenize
+	// (remote.LlamaCpp), which count as the server does: its
+	// usage.prompt_tokens.
+	CounterLlamaCpp = "llamacpp"
+)
+
+// counterKinds are the values of --server-counter.
+var counterKinds = []string{CounterAuto, CounterTokenize, CounterLlamaCpp}
+
+// ResolveServerCounter returns the counter of kind (CounterAuto when
+// empty) of the server at baseURL, checked with one chat, and what it is
+// for the run's information (RunInfo.Tokenizer). baseURL is the server's
+// root or its OpenAI API under /v1, which is dropped: these endpoints are
+// at the root. header, timeout and the errors are ServerCounterTimeout's.
+func ResolveServerCounter(ctx context.Context, baseURL, model string, header http.Header, timeout time.Duration, kind string) (promptsize.Counter, string, error) {
+	root := serverRoot(baseURL)
+	vllm := &remote.VLLM{BaseURL: root, Model: model, Header: header, Timeout: timeout}
+	llama := &remote.LlamaCpp{BaseURL: root, Header: header, Timeout: timeout}
+	const (
+		vllmWhat  = "the server's /tokenize"
+		llamaWhat = "llama.cpp's /apply-template and /tokenize"
+	)
+	switch kind {
+	case CounterTokenize:
+		return vllm, vllmWhat, checkCounter(ctx, vllm, vllmWhat, root)
+	case CounterLlamaCpp:
+		return llama, llamaWhat, checkCounter(ctx, llama, llamaWhat, root)
+	case CounterAuto, "":
+	default:
+		return nil, "", fmt.Errorf("cli: server counter %q: want one of %s", kind, strings.Join(counterKinds, ", "))
+	}
+	err := checkCounter(ctx, vllm, vllmWhat, root)
+	if err == nil {
+		return vllm, vllmWhat, nil
+	}
+	if !errors.Is(err, remote.ErrNoEndpoint) && !errors.Is(err, remote.ErrNoTokens) {
+		// The endpoint is there and refused (a key, a model): no other
+		// shape would do better.
+		return nil, "", err
+	}
+	lerr := checkCounter(ctx, llama, llamaWhat, root)
+	if lerr == nil {
+		return llama, llamaWhat, nil
+	}
+	return nil, "", fmt.Errorf("%w; and %w", err, lerr)
+}
+
+// checkCounter counts a one-word chat with c, which must find a token.
+func checkCounter(ctx context.Context, c promptsize.Counter, what, root string) error {
 	n, err := c.Count(ctx, []promptsize.Message{{Role: "user", Content: "Hello"}})
 	if err != nil {
-		return nil, fmt.Errorf("cli: the server's /tokenize at %s: %w", baseURL, err)
+		return fmt.Errorf("cli: %s at %s: %w", what, root, err)
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("cli: the server's /tokenize at %s counted %d tokens for a one-word chat; want at least 1", baseURL, n)
+		return fmt.Errorf("cli: %s at %s counted %d tokens for a one-word chat; want at least 1", what, root, n)
 	}
-	return c, nil
+	return nil
+}
+
+// serverRoot is a server's root: url without its OpenAI API's /v1 (vLLM,
+// SGLang and llama.cpp serve /tokenize, /metrics and the like beside /v1,
+// not under it).
+func serverRoot(url string) string {
+	return strings.TrimSuffix(strings.TrimRight(url, "/"), "/v1")
 }

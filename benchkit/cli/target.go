@@ -9,6 +9,7 @@ import (
 	"net"
 	neturl "net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
+	"github.com/inferbench/inferbench/promptsize/remote"
 )
 
 // A Target is what a program measures and how it counts: the embedded
@@ -69,6 +71,10 @@ type Target struct {
 	// NoServerMetrics is --no-server-metrics.
 	ServerMetricsURL string
 	NoServerMetrics  bool
+	// CounterKind is --server-counter: how the server counts prompts
+	// without --tokenizer (CounterAuto, CounterTokenize or
+	// CounterLlamaCpp; empty is CounterAuto).
+	CounterKind string
 	// ServerSamples is --server-samples, the interval of gauge samples
 	// during each run (0: none).
 	ServerSamples time.Duration
@@ -93,7 +99,8 @@ type Target struct {
 	// an OpenAI-compatible target whose /metrics answered); nil: none.
 	Metrics *view.Scraper
 
-	envErr error // a bad EXO_HOST or EXO_PORT, for Check
+	envErr   error // a bad EXO_HOST or EXO_PORT, for Check
+	llamaCpp bool  // the server is llama.cpp's (its Server header, or its counter)
 }
 
 // AddFlags registers the target's flags on fs.
@@ -115,6 +122,7 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.Model, "model", "", "model id (default: the server's first model)")
 	fs.StringVar(&t.Tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json (default: the server's /tokenize, or the embedded engine's tokenizer)")
 	fs.StringVar(&t.APIKeyEnv, "api-key-env", "", "environment variable holding the bearer token")
+	fs.StringVar(&t.CounterKind, "server-counter", CounterAuto, "without --tokenizer, how the server counts prompts: auto (vLLM's or SGLang's /tokenize, else llama.cpp's), tokenize (vLLM, SGLang), or llamacpp (llama.cpp's /apply-template and /tokenize)")
 	fs.StringVar(&t.Preset, "sim-preset", t.defaultPreset().Name, "preset of the embedded engine (without --base-url)")
 	fs.DurationVar(&t.Timeout, "timeout", DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
@@ -185,6 +193,9 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 	if t.API != "" && t.API != APIOpenAI && t.API != APIOllama {
 		return &UsageError{Err: fmt.Errorf("--api %q: want %s or %s", t.API, APIOpenAI, APIOllama)}
 	}
+	if !slices.Contains(append(counterKinds, ""), t.CounterKind) {
+		return &UsageError{Err: fmt.Errorf("--server-counter %q: want one of %s", t.CounterKind, strings.Join(counterKinds, ", "))}
+	}
 	if t.ServerSamples < 0 {
 		return &UsageError{Err: fmt.Errorf("--server-samples %v: want an interval > 0, or 0 for none", t.ServerSamples)}
 	}
@@ -246,8 +257,11 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 // Start starts the embedded engine, or names the server, and says which on
 // stderr. For an OpenAI-compatible server it also finds the model (the
 // server's first, without --model) and, without --tokenizer, the counter
-// (the server's /tokenize), and asks the server about itself for the
-// provenance. An exo target's model is the program's to resolve (its
+// (--server-counter: the server's /tokenize, or llama.cpp's
+// /apply-template and /tokenize; see ResolveServerCounter), and asks the
+// server about itself for the provenance; a --model the server does not
+// list is warned about on stderr (llama.cpp serves its one model under
+// any name). An exo target's model is the program's to resolve (its
 // model cards). Check must have run first.
 func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 	if t.Info.Provenance == nil {
@@ -267,6 +281,7 @@ func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 	if t.Exo {
 		return nil
 	}
+	modelGiven := t.Model != ""
 	if t.Model == "" {
 		c, err := t.Client(openai.Options{})
 		if err != nil {
@@ -291,14 +306,19 @@ func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 		if timeout == 0 {
 			timeout = -1 // --timeout 0: no bound but the run's context
 		}
-		c, err := ServerCounterTimeout(ctx, t.URL, t.Model, AuthHeader(t.APIKeyEnv), timeout)
+		c, what, err := ResolveServerCounter(ctx, t.URL, t.Model, AuthHeader(t.APIKeyEnv), timeout, t.CounterKind)
 		if err != nil {
 			return fmt.Errorf("no --tokenizer given and the server cannot count (%w); pass --tokenizer DIR with the model's tokenizer.json", err)
 		}
-		t.Counter, t.Info.Tokenizer = c, "the server's /tokenize"
+		t.Counter, t.Info.Tokenizer = c, what
+		_, t.llamaCpp = c.(*remote.LlamaCpp)
 	}
 	si := ProbeServer(ctx, nil, t.URL, AuthHeader(t.APIKeyEnv), 5*time.Second)
 	t.Info.Provenance.Server = &si
+	t.llamaCpp = t.llamaCpp || strings.HasPrefix(si.Header, "llama.cpp")
+	if modelGiven {
+		t.checkModel(ctx, stderr)
+	}
 	t.Metrics = t.probeMetrics(ctx, stderr)
 	return nil
 }
@@ -336,6 +356,38 @@ func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *view.Scrap
 	}
 	fmt.Fprintf(stderr, "%s: the server's own view from %s (before and after each run)\n", t.Program, url)
 	return m
+}
+
+// checkModel says on stderr when the model asked for (--model) is not
+// one the server lists: a server with one model may serve it under any
+// name (llama.cpp does: every request succeeds, labelled with the wrong
+// name), another refuses every request. A server whose list fails or is
+// empty is not judged.
+func (t *Target) checkModel(ctx context.Context, stderr io.Writer) {
+	c, err := t.Client(openai.Options{})
+	if err != nil {
+		return
+	}
+	models, err := c.Models(ctx)
+	c.CloseIdleConnections()
+	if err != nil || len(models) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(models))
+	for _, m := range models {
+		// Ollama lists "name:latest" for "name".
+		if m.ID == t.Model || m.Name == t.Model || m.ID == t.Model+":latest" {
+			return
+		}
+		ids = append(ids, fmt.Sprintf("%q", m.ID))
+	}
+	list := strings.Join(ids, ", ")
+	if t.llamaCpp {
+		fmt.Fprintf(stderr, "%s: warning: --model %q is not the model this llama.cpp server serves (%s): llama.cpp answers under any name, so the requests will succeed and the results be labelled %q; pass --model with the served name\n",
+			t.Program, t.Model, list, t.Model)
+		return
+	}
+	fmt.Fprintf(stderr, "%s: warning: --model %q is not among the server's models (%s); its requests may fail\n", t.Program, t.Model, list)
 }
 
 // startSim starts the embedded engine on loopback; it lives until Close,
@@ -394,9 +446,13 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 // OpenAI returns a client of the target's OpenAI-compatible API with
 // opts, the target's token, timeout and counter in it (the client counts
 // generated text with the prompts' counter when a server sends no
-// per-chunk usage).
+// per-chunk usage), and the llama.cpp flavour when Start found the
+// server to be llama.cpp's and opts names none.
 func (t *Target) OpenAI(opts openai.Options) (*openai.Client, error) {
 	opts.APIKeyEnv, opts.Timeout = t.APIKeyEnv, t.Timeout
+	if opts.Flavour == openai.FlavourGeneric && t.llamaCpp {
+		opts.Flavour = openai.FlavourLlamaCpp
+	}
 	if opts.Counter == nil {
 		opts.Counter = t.Counter
 	}

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
@@ -93,11 +91,15 @@ func body(req engine.Request) ([]byte, []error, error) {
 // Complete sends req to the cluster and waits for the whole response. A
 // request with IgnoreEOS goes to /bench/chat/completions (end-of-sequence
 // banned, use_prefix_cache honoured), any other to /v1/chat/completions.
-// It is never retried. It is Prepare followed by Send.
+// It is never retried (but for a request on a reused connection the server
+// had closed before any byte of an answer, which goes out again on
+// another: Result.Resent). It is Prepare followed by Send.
 //
 // The trace's Start is the instant the transport hands over an open
 // connection, just before the request is written (engine.NotifySend gets
-// the same instant); Headers is when the response headers have been read;
+// the same instant; a request written again on another connection, the
+// reused one having been closed by the server before any byte of an
+// answer, starts when that one is handed over: Result.Resent); Headers is when the response headers have been read;
 // End when the body has been read to its end or reading failed. A streamed
 // response adds one chunk per data event that carries a choice (exo sends
 // one per generated token, even when the token's text is empty), with its
@@ -167,6 +169,9 @@ func (c *Client) prepare(req engine.Request) (*prepared, error) {
 			hreq.Header.Add(k, v)
 		}
 	}
+	// The request's id: the caller's X-Request-Id, else a new one (exo
+	// ignores it; its own id is the response's, the command id).
+	httpconn.SetRequestID(hreq.Header)
 	hreq.Header.Set("Content-Type", "application/json")
 	if req.Stream {
 		hreq.Header.Set("Accept", "text/event-stream")
@@ -186,30 +191,18 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 	var res engine.Result
 	res.Warnings = p.warns
 
-	var (
-		started bool
-		conn    net.Conn // the connection the request went out on
-	)
-	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			conn = info.Conn
-			// GotConn runs on this goroutine, inside Do. The transport may
-			// call it again when it resends a request whose reused
-			// connection was found dead before anything was written; the
-			// first instant is kept, as NotifySend must fire once.
-			if started {
-				return
-			}
-			started = true
-			res.Trace.Start = c.now()
-			engine.NotifySend(ctx, res.Trace.Start)
-		},
+	res.RequestID = p.hreq.Header.Get(httpconn.RequestIDHeader)
+	// Start is when the transport handed over the connection that carried
+	// the request (the last attempt's, should a reused connection the
+	// server had closed make it write the request again: httpconn.Do).
+	resp, ex, err := httpconn.Do(ctx, c.bench, c.now, p.hreq)
+	res.Trace.Start, res.Connect = ex.Start, ex.Connect
+	if ex.Resent > 0 {
+		res.Resent = ex.Resent
+		res.Warnings = append(res.Warnings, httpconn.ResentWarning(ErrResent, ex.Resent))
 	}
-	hreq := p.hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
-
-	resp, err := c.bench.Do(hreq)
 	if err != nil {
-		if !started {
+		if res.Trace.Start.IsZero() {
 			// No connection was ever obtained: the trace starts at the
 			// failure, so that it stays valid.
 			res.Trace.Start = c.now()
@@ -218,13 +211,14 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 		return res, engine.Wrap(ctx, engine.KindReset, op, err)
 	}
 	defer resp.Body.Close()
-	if !started {
+	if res.Trace.Start.IsZero() {
 		res.Trace.Start = c.now()
 	}
 	// The response's reads are stamped with their arrival where the
 	// platform tells it; the headers' instant is their read's.
-	read := httpconn.ReadClock(c.arrivals, c.now, conn, res.Trace.Start)
+	read := httpconn.ReadClock(c.arrivals, c.now, ex.Conn, res.Trace.Start)
 	res.Trace.Headers = read()
+	res.ServerRequestID = httpconn.Printable(resp.Header.Get(httpconn.RequestIDHeader), 200)
 
 	if resp.StatusCode >= 300 {
 		// A redirect is refused before it is followed (the bench client's

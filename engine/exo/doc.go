@@ -46,6 +46,13 @@
 // headers' instant is their read's. Elsewhere, and with a clock of the
 // caller's, instants are taken when reads return.
 //
+// Every request carries an X-Request-Id header (the caller's, or a new
+// one), kept in Result.RequestID; exo ignores it, and Result.ResponseID
+// is its command id (docs/REQUEST-IDS.md). A request that failed before
+// any byte of an answer on a reused connection the server had closed goes
+// out again on another; Trace.Start is that attempt's and Result.Resent
+// counts the others.
+//
 // # Placements and instances
 //
 // Placements fetches exo's previews, filters them as exo_bench does

@@ -28,6 +28,12 @@ var (
 	// ErrNoMetrics: a node reports no system metrics (exo has them only
 	// from macmon, on macOS).
 	ErrNoMetrics = errors.New("exo: no node system metrics")
+	// ErrResent, wrapped by a Result's warning: the reused connection the
+	// request went out on had been closed by the server before any byte
+	// of an answer, so the request was written again on another
+	// (Result.Resent counts the times); Trace.Start is the attempt that
+	// carried it.
+	ErrResent = errors.New("exo: request resent on a new connection")
 )
 
 // An APIError is a failed control-plane call after every attempt it was

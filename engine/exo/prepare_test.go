@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,6 +57,9 @@ func (c *countingClock) Now() time.Time {
 	c.reads.Add(1)
 	return c.stepClock.Now()
 }
+
+// idPattern matches the X-Request-Id header of a dumped request.
+var idPattern = regexp.MustCompile(`X-Request-Id: ib-[0-9a-f]{24}`)
 
 // errorText compares errors by their messages.
 var errorText = cmp.Comparer(func(a, b error) bool {
@@ -127,6 +132,14 @@ func TestPrepareSendsWhatCompleteSends(t *testing.T) {
 				}
 				return p.Send(ctx)
 			})
+			// Each request has its own id; apart from it, the two are
+			// the same.
+			if !idPattern.MatchString(wantDump) || wantRes.RequestID == gotRes.RequestID ||
+				!strings.Contains(wantDump, "X-Request-Id: "+wantRes.RequestID+"\r\n") || !strings.Contains(gotDump, "X-Request-Id: "+gotRes.RequestID+"\r\n") {
+				t.Errorf("request ids %q and %q: want two new ids, each the X-Request-Id its request carried", wantRes.RequestID, gotRes.RequestID)
+			}
+			wantDump, gotDump = idPattern.ReplaceAllString(wantDump, "X-Request-Id: ID"), idPattern.ReplaceAllString(gotDump, "X-Request-Id: ID")
+			gotRes.RequestID = wantRes.RequestID
 			if diff := cmp.Diff(wantDump, gotDump); diff != "" {
 				t.Errorf("request on the wire, Complete (-) vs Prepare+Send (+):\n%s", diff)
 			}

@@ -24,7 +24,9 @@ const chatPath = "/api/chat"
 // A streaming request's trace has one chunk per NDJSON line that carried
 // content, stamped with the arrival of its last byte, each of the tokens
 // the package doc's rule gives it; a non-streaming request's trace has
-// Start, Headers and End only. The request is never retried. Its errors
+// Start, Headers and End only. The request is never retried (but for a
+// request on a reused connection the server had closed before any byte of
+// an answer, which goes out again on another: Result.Resent). Its errors
 // are an *engine.StatusError for a status of 400 or more (Ollama's
 // {"error": "..."} message in Message), else an *engine.Error:
 // KindConnect or KindReset before the response, KindTruncated for a
@@ -76,7 +78,14 @@ func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	if req.Stream {
 		accept = "application/x-ndjson" // as Ollama's own client asks
 	}
-	hreq, err := c.conn.NewRequest(context.Background(), http.MethodPost, chatPath, body, accept, req.Header)
+	// The request's id: the caller's X-Request-Id, else a new one (Ollama
+	// ignores it; it is the row's key for the client's side).
+	header := req.Header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	httpconn.SetRequestID(header)
+	hreq, err := c.conn.NewRequest(context.Background(), http.MethodPost, chatPath, body, accept, header)
 	if err != nil {
 		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.conn.Redact(err)}
 	}

@@ -168,5 +168,12 @@
 // the kernel's receive instant of the read that delivered its last byte
 // on Linux (engine/internal/rxstamp), else when that read returned;
 // Options.Now replaces the clock, and then lines are stamped when their
-// reads return. Result.Connect is the dial of a new connection.
+// reads return. Result.Connect is the dial of a new connection. A
+// request that failed before any byte of an answer on a reused
+// connection the server had closed goes out again on another; Start is
+// that attempt's and Result.Resent counts the others.
+//
+// Every request carries an X-Request-Id header (the caller's, or a new
+// one), kept in Result.RequestID; Ollama ignores it, and its answers have
+// no id (docs/REQUEST-IDS.md).
 package ollama

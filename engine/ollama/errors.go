@@ -22,8 +22,10 @@ var (
 	// prompt served from Ollama's cache gives (the count includes cached
 	// tokens, the duration leaves their work out); PromptTPS is 0.
 	ErrPromptRate = errors.New("ollama: prompt rate not a measurement")
-	// ErrResent: the transport found a pooled connection closed and sent
-	// the request again on a new one; Trace.Start is the first attempt's.
+	// ErrResent: the reused connection the request went out on had been
+	// closed by the server before any byte of an answer, so the request
+	// was written again on another (Result.Resent counts the times);
+	// Trace.Start is the attempt that carried it.
 	ErrResent = errors.New("ollama: request resent on a new connection")
 	// ErrTextCut: the server sent more text than engine.MaxKeptText;
 	// Result.Text holds its start, the counts the whole stream.

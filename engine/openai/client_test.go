@@ -170,11 +170,14 @@ func TestCompleteStreamOverHTTP(t *testing.T) {
 	}
 }
 
+// fixtureModel is the model the recorded vLLM answers name.
+const fixtureModel = "meta-llama/Llama-3.1-8B-Instruct"
+
 func TestCompleteNonStreaming(t *testing.T) {
 	rs := &recorded{ctype: "application/json", body: readTestdata(t, "vllm_nonstream.json")}
 	srv := serve(t, rs)
 	c := newClient(t, srv.URL, nil)
-	res, err := c.Complete(context.Background(), engine.Request{Model: "m", MaxTokens: 8, IgnoreEOS: true})
+	res, err := c.Complete(context.Background(), engine.Request{Model: fixtureModel, MaxTokens: 8, IgnoreEOS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +189,12 @@ func TestCompleteNonStreaming(t *testing.T) {
 	}
 	want := engine.Result{
 		Text: "The quick brown fox jumps over the lazy", ResponseID: "chatcmpl-6a5b4c3d2e1f40a9b8c7d6e5f4a3b2c1",
-		Model: "meta-llama/Llama-3.1-8B-Instruct", FinishReason: "length",
-		Usage: &engine.Usage{PromptTokens: 21, CompletionTokens: 8, TotalTokens: 29},
+		Model: fixtureModel, FinishReason: "length",
+		Usage:     &engine.Usage{PromptTokens: 21, CompletionTokens: 8, TotalTokens: 29},
+		RequestID: rs.headers[0].Get("X-Request-Id"),
+	}
+	if !strings.HasPrefix(want.RequestID, "ib-") {
+		t.Errorf("X-Request-Id sent: %q, want a new id starting ib-", want.RequestID)
 	}
 	got := res
 	got.Trace, got.Connect = want.Trace, nil // Connect: TestConnectOnlyWhenDialed
@@ -204,7 +211,7 @@ func TestShortGenerationWarning(t *testing.T) {
 	// The server stopped at 8 tokens although ignore_eos asked for 16.
 	srv := serve(t, &recorded{ctype: "text/event-stream", body: readTestdata(t, "vllm_continuous.sse")})
 	c := newClient(t, srv.URL, nil)
-	res, err := c.Complete(context.Background(), engine.Request{Model: "m", MaxTokens: 16, IgnoreEOS: true, Stream: true})
+	res, err := c.Complete(context.Background(), engine.Request{Model: fixtureModel, MaxTokens: 16, IgnoreEOS: true, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +226,7 @@ func TestShortGenerationWarning(t *testing.T) {
 func TestStreamAnsweredWithJSON(t *testing.T) {
 	srv := serve(t, &recorded{ctype: "application/json; charset=utf-8", body: readTestdata(t, "vllm_nonstream.json")})
 	c := newClient(t, srv.URL, nil)
-	res, err := c.Complete(context.Background(), engine.Request{Model: "m", Stream: true})
+	res, err := c.Complete(context.Background(), engine.Request{Model: fixtureModel, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +257,7 @@ func TestRequestBodyFlavours(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(string(tc.opts.Flavour), func(t *testing.T) {
 			c := newClient(t, "http://127.0.0.1:9", &tc.opts)
-			b, warns, err := c.requestBody(req)
+			b, warns, err := c.requestBody(req, "")
 			if err != nil {
 				t.Fatal(err)
 			}

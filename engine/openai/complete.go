@@ -28,7 +28,9 @@ const (
 // A streaming request's trace has one chunk per chunk that carried
 // generated text (content or reasoning) in choice 0, with its token count
 // (see the package doc for how it is obtained); a non-streaming request's
-// trace has Start, Headers and End only. The request is never retried. Its
+// trace has Start, Headers and End only. The request is never retried
+// (but for a request on a reused connection the server had closed: see
+// the package doc). Its
 // errors are an *engine.StatusError for a status of 400 or more, else an
 // *engine.Error: KindConnect or KindReset before the response,
 // KindTruncated for a stream without [DONE], KindMalformed for a chunk
@@ -72,7 +74,15 @@ type prepared struct {
 
 // prepare does Complete's client-side work.
 func (c *Client) prepare(req engine.Request) (*prepared, error) {
-	body, warns, err := c.requestBody(req)
+	// The request's id: the caller's X-Request-Id, else a new one, sent
+	// as the header (vLLM takes it as its own id) and, to SGLang, as the
+	// body's rid, which it takes instead.
+	header := req.Header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	id := httpconn.SetRequestID(header)
+	body, warns, err := c.requestBody(req, id)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +94,7 @@ func (c *Client) prepare(req engine.Request) (*prepared, error) {
 	if req.Prompt != nil {
 		path = completionsPath
 	}
-	hreq, err := c.conn.NewRequest(context.Background(), http.MethodPost, path, body, accept, req.Header)
+	hreq, err := c.conn.NewRequest(context.Background(), http.MethodPost, path, body, accept, header)
 	if err != nil {
 		return nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: c.conn.Redact(err)}
 	}
@@ -142,14 +152,31 @@ func (p *prepared) Send(ctx context.Context) (engine.Result, error) {
 			res.Warnings = append(res.Warnings, warns...)
 		}
 	}
+	if err == nil {
+		if w := modelWarning(req, res); w != nil {
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
 	err = c.conn.Finish(ctx, "completion", op, resp, req.Stream, &res, err)
 	return res, err
 }
 
+// modelWarning is the warning of an answer whose model is not the one
+// the request named, nil when they agree or either is unknown. A server
+// that serves one model under any name (llama.cpp) answers with its own:
+// the results would otherwise carry the name asked for.
+func modelWarning(req engine.Request, res engine.Result) error {
+	if req.Model == "" || res.Model == "" || res.Model == req.Model {
+		return nil
+	}
+	return fmt.Errorf("%w: the request named model %q, the server answered as %q (a server with one model, such as llama.cpp, serves it under any name)",
+		ErrModelMismatch, req.Model, res.Model)
+}
+
 // requestBody encodes req as a chat completions body, or a completions
 // body when req.Prompt is set, with the warnings of what the flavour left
-// out.
-func (c *Client) requestBody(req engine.Request) ([]byte, []error, error) {
+// out; id is the request's id, sent as SGLang's rid.
+func (c *Client) requestBody(req engine.Request, id string) ([]byte, []error, error) {
 	if req.Prompt != nil {
 		if err := req.Prompt.Check(); err != nil {
 			return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request", Err: fmt.Errorf("openai: %w", err)}
@@ -190,6 +217,9 @@ func (c *Client) requestBody(req engine.Request) ([]byte, []error, error) {
 	}
 	if req.Model != "" {
 		m["model"] = req.Model
+	}
+	if fl == FlavourSGLang && id != "" {
+		m["rid"] = id
 	}
 	if req.MaxTokens > 0 {
 		m["max_tokens"] = req.MaxTokens

@@ -192,7 +192,36 @@
 // Options.Now set, every instant is the clock's reading when the read
 // returned. A benchmark request is
 // never retried: a failure is returned as an *engine.StatusError or an
-// *engine.Error whose Kind says what broke. Model listing, a control-plane
+// *engine.Error whose Kind says what broke. The exception is a request
+// the server cannot have answered: written on a reused keep-alive
+// connection that failed before any byte of an answer (the server had
+// closed it, as llama.cpp's does after every stream while its headers
+// say "Keep-Alive"), it is written again on another connection, as
+// net/http does for a GET; Trace.Start is the attempt that carried it,
+// and Result.Resent with a Warning wrapping [ErrResent] says so. A
+// failure on a connection opened for the request, or after the answer
+// began, is final. A streamed answer that says "Server: llama.cpp" has
+// its connection closed by the client, not pooled, and the client's
+// later streams ask for "Connection: close", so that no request takes a
+// connection the server has closed.
+//
+// # Request ids
+//
+// Every request carries an X-Request-Id header, the caller's
+// (Request.Header) or a new one (ib- and 24 random hexadecimal digits),
+// kept in Result.RequestID; with FlavourSGLang it also goes as the
+// body's "rid", which SGLang takes as its id. Result.ResponseID is the
+// answer's "id" (vLLM's is "chatcmpl-" + the X-Request-Id), and
+// Result.ServerRequestID the answer's X-Request-Id header when the server
+// sends one (vLLM with --enable-request-id-headers). docs/REQUEST-IDS.md
+// says how to find a request in each server's logs.
+//
+// # The model
+//
+// The answer's "model" is kept in Result.Model; when it is not the model
+// the request named, a Warning wrapping [ErrModelMismatch] names both
+// (llama.cpp serves its one model under any name and answers with its
+// own). Model listing, a control-plane
 // call, goes through go-retryablehttp (connection errors and 5xx are
 // retried with backoff, 4xx never; a Retry-After is waited at most 30 s,
 // and not at all when that would outlast the call's deadline).

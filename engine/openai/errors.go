@@ -30,9 +30,16 @@ var (
 	// ErrNotStreamed: a streaming request was answered with a JSON body,
 	// so the trace has no chunks.
 	ErrNotStreamed = errors.New("openai: server answered a streaming request without streaming")
-	// ErrResent: the transport found a pooled connection closed and sent
-	// the request again on a new one; Trace.Start is the first attempt's.
+	// ErrResent: the reused connection the request went out on had been
+	// closed by the server before any byte of an answer (llama.cpp's
+	// server closes it after every stream), so the request was written
+	// again on another (Result.Resent counts the times); Trace.Start is
+	// the attempt that carried it.
 	ErrResent = errors.New("openai: request resent on a new connection")
+	// ErrModelMismatch: the answer's model is not the one the request
+	// named. llama.cpp serves its one model under any name and answers
+	// with its own; Result.Model holds it.
+	ErrModelMismatch = errors.New("openai: the server answered for another model")
 	// ErrHiddenFirstTokens: the stream states that the first content
 	// chunk carried several tokens (its own usage says so, or it is the
 	// only chunk) and the server sent no earlier chunk to mark when the

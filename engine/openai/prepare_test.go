@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +46,9 @@ func (d *dumper) got() []string {
 	return append([]string(nil), d.dumps...)
 }
 
+// idPattern matches the X-Request-Id header of a dumped request.
+var idPattern = regexp.MustCompile(`X-Request-Id: ib-[0-9a-f]{24}`)
+
 // errorText compares errors by their messages.
 var errorText = cmp.Comparer(func(a, b error) bool {
 	if a == nil || b == nil {
@@ -70,7 +75,7 @@ func TestPrepareSendsWhatCompleteSends(t *testing.T) {
 		Header:      http.Header{"X-Request": {"one"}},
 		Extra:       map[string]any{"chat_template_kwargs": map[string]any{"enable_thinking": false}},
 	}
-	unstreamed := engine.Request{Model: "m", MaxTokens: 8, IgnoreEOS: true}
+	unstreamed := engine.Request{Model: fixtureModel, MaxTokens: 8, IgnoreEOS: true}
 	cases := []struct {
 		name  string
 		opts  Options
@@ -116,6 +121,14 @@ func TestPrepareSendsWhatCompleteSends(t *testing.T) {
 				}
 				return p.Send(ctx)
 			})
+			// Each request has its own id; apart from it, the two are
+			// the same.
+			if !idPattern.MatchString(wantDump) || wantRes.RequestID == gotRes.RequestID ||
+				!strings.Contains(wantDump, "X-Request-Id: "+wantRes.RequestID+"\r\n") || !strings.Contains(gotDump, "X-Request-Id: "+gotRes.RequestID+"\r\n") {
+				t.Errorf("request ids %q and %q: want two new ids, each the X-Request-Id its request carried", wantRes.RequestID, gotRes.RequestID)
+			}
+			wantDump, gotDump = idPattern.ReplaceAllString(wantDump, "X-Request-Id: ID"), idPattern.ReplaceAllString(gotDump, "X-Request-Id: ID")
+			gotRes.RequestID = wantRes.RequestID
 			if diff := cmp.Diff(wantDump, gotDump); diff != "" {
 				t.Errorf("request on the wire, Complete (-) vs Prepare+Send (+):\n%s", diff)
 			}

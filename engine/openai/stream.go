@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -265,7 +266,9 @@ type streamState struct {
 // readStream reads an event stream into res: the content chunks of its
 // trace, text, id, model, finish reason, usage and warnings. It sets
 // res.Trace.End when it stops; after an error, res keeps what was read
-// until then, chunk token counts included. A server count that cannot be
+// until then, chunk token counts included (counted, after a timeout,
+// within countAfterTimeout of a fresh context), without the warnings on
+// how they were reached. A server count that cannot be
 // true ends the stream with an error of kind engine.KindImplausibleUsage,
 // and then res has no chunks and no usage: nothing in it can be trusted.
 //
@@ -295,13 +298,30 @@ func (c *Client) readStream(ctx context.Context, r io.Reader, read func() time.T
 	if !st.first.IsZero() && len(res.Trace.Chunks) > 0 {
 		res.Trace.FirstChunk = st.first
 	}
-	res.Warnings = append(res.Warnings, c.attribute(ctx, &st, res.Trace.Chunks, res.FinishReason, !res.Trace.FirstChunk.IsZero())...)
+	// Counting text after the stream: a request that timed out has an
+	// expired context, which would fail the count; a fresh short one
+	// bounds it instead.
+	cctx := ctx
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), countAfterTimeout)
+		defer cancel()
+	}
+	warns := c.attribute(cctx, &st, res.Trace.Chunks, res.FinishReason, !res.Trace.FirstChunk.IsZero())
 	if err != nil {
+		// A failed request's figures are not reported as measurements:
+		// how its chunk counts were reached would be a note on every
+		// failed row, saying nothing about the failure.
 		return err
 	}
+	res.Warnings = append(res.Warnings, warns...)
 	res.Warnings = append(res.Warnings, shortWarnings(req, res)...)
 	return nil
 }
+
+// countAfterTimeout bounds the count of a stream's text after its
+// request's context expired.
+const countAfterTimeout = 5 * time.Second
 
 // newStreamState returns the state of reading the answer to req.
 func newStreamState(req engine.Request) streamState {

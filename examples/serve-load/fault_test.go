@@ -33,7 +33,11 @@ func faultMatrix() []struct {
 	}{
 		{sim.Fault{Kind: sim.FaultStatus500}, engine.KindStatus, engine.KindStatus},
 		{sim.Fault{Kind: sim.FaultStatus503}, engine.KindStatus, engine.KindStatus},
-		{sim.Fault{Kind: sim.FaultResetBeforeHeader}, engine.KindReset, engine.KindReset},
+		// A reset before any byte of an answer, on the keep-alive
+		// connection the request reused, is a server that had closed it:
+		// the request goes out again on another connection (into the
+		// sim's next, healthy, slot), and its row says so (resent).
+		{sim.Fault{Kind: sim.FaultResetBeforeHeader}, engine.KindNone, engine.KindNone},
 		{sim.Fault{Kind: sim.FaultResetMidStream, After: 2}, engine.KindTruncated, engine.KindTruncated},
 		{sim.Fault{Kind: sim.FaultCutWithoutDone, After: 2}, engine.KindMalformed, engine.KindTruncated},
 		{sim.Fault{Kind: sim.FaultMalformedChunk, After: 1}, engine.KindMalformed, engine.KindMalformed},
@@ -198,6 +202,11 @@ func TestServeLoadFaultMatrix(t *testing.T) {
 					t.Fatalf("JSONL has %d rows, want one per request (4)", len(rows))
 				}
 				for _, r := range rows {
+					// Each replay moves the sim's faulted slots by one: the
+					// first faulted request was resent, others may be.
+					if reset := fc.fault.Kind == sim.FaultResetBeforeHeader; reset && r.Index == 1 && r.Resent == 0 || !reset && r.Resent > 0 {
+						t.Errorf("request %d: resent %d times", r.Index, r.Resent)
+					}
 					faulted := r.Index%2 == 1
 					switch {
 					case faulted && engine.Kind(r.ErrorKind) != want:

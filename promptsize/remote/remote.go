@@ -6,10 +6,16 @@
 //     applies the chat template with the generation prompt and returns the
 //     count and the token ids.
 //   - LlamaCpp renders the request with llama.cpp's /apply-template, then
-//     counts the prompt with its /tokenize.
+//     counts the prompt with its /tokenize, with the BOS the server adds at
+//     inference (add_special), so that the count is the server's
+//     usage.prompt_tokens whether or not the model's vocabulary adds a BOS
+//     (see LlamaCpp).
 //
 // A server without the endpoint gives an *EndpointError wrapping
-// ErrNoEndpoint that names the endpoint and suggests another Counter.
+// ErrNoEndpoint that names the endpoint and suggests another Counter. A
+// /tokenize that answers 200 with no token for a chat (llama.cpp's, asked
+// in vLLM's shape) gives an error wrapping ErrNoTokens that names the
+// likely cause.
 // Counters here are safe for concurrent use; each Count is one or two HTTP
 // requests, each bounded by the Counter's Timeout (DefaultTimeout unless
 // set) and by the caller's context.
@@ -42,6 +48,12 @@ const DefaultTimeout = 60 * time.Second
 // ErrNoEndpoint is the condition of a server that answered 404 or 405 for
 // the endpoint a Counter needs. Errors for it are *EndpointError values.
 var ErrNoEndpoint = errors.New("remote: the server has no such endpoint")
+
+// ErrNoTokens is the condition of a /tokenize that answered 200 with no
+// token for a chat or a text that has some: the server did not read the
+// request as it was meant (llama.cpp's /tokenize answers {"tokens": []}
+// to a body without "content", such as vLLM's shape).
+var ErrNoTokens = errors.New("remote: the server counted no tokens")
 
 // maxBody bounds the response bodies read: the token ids of a
 // million-token prompt fit many times over.
@@ -136,20 +148,55 @@ func (c *VLLM) Count(ctx context.Context, messages []promptsize.Message) (int, e
 	if err != nil {
 		return 0, httpsafe.RedactError(fmt.Errorf("remote: %s: %w", endpoint, err), secrets...)
 	}
+	if n == 0 && len(messages) > 0 {
+		// A chat template writes its role markers whatever the content.
+		return 0, fmt.Errorf("remote: %s answered 200 with no tokens for a chat of %d messages, where the chat template alone writes some: %w; "+
+			"llama.cpp's server answers so to a body without \"content\" such as this one (count there with remote.LlamaCpp, /apply-template then /tokenize)",
+			endpoint, len(messages), ErrNoTokens)
+	}
 	return n, nil
 }
 
 // LlamaCpp is a Counter for llama.cpp's server: it posts the messages to
 // /apply-template, which renders the chat template with the generation
-// prompt, then posts the rendered prompt to /tokenize with special-token
-// parsing on (the template writes its own special tokens as text) and reads
-// the length of "tokens".
+// prompt, then posts the rendered prompt to /tokenize with
+//
+//	{"content": prompt, "add_special": true, "parse_special": true}
+//
+// and reads the length of "tokens": the count the server's
+// usage.prompt_tokens gives for the same chat. That is how the server
+// itself tokenizes a chat request (llama.cpp's tools/server, read at
+// ggml-org/llama.cpp of 2026-08):
+//
+//   - /apply-template answers the "prompt" of oaicompat_chat_params_parse
+//     (tools/server/server-common.cpp), the same rendering a chat
+//     completion gets (tools/server/server-context.cpp, post_apply_template:
+//     "same with handle_chat_completions, but without inference part");
+//   - the rendering (common/chat.cpp, common_chat_template_direct_apply)
+//     strips the template's own leading BOS when the vocabulary adds one
+//     (inputs.add_bos, which common_chat_templates_init sets from
+//     llama_vocab_get_add_bos: the GGUF's tokenizer.ggml.add_bos_token,
+//     true as llama.cpp's converter writes Llama 3 models), so that it is
+//     not there twice;
+//   - a completion then tokenizes that prompt with add_special and
+//     parse_special true (handle_completions_impl in
+//     tools/server/server-context.cpp: tokenize_input_prompts(vocab, mctx,
+//     prompt, true, true)), which puts the BOS back; its Anthropic
+//     count_tokens endpoint counts the same way (tokenize_mixed(vocab,
+//     prompt, true, true)), while /tokenize defaults add_special to false;
+//   - add_special adds only what the vocabulary says to add
+//     (src/llama-vocab.cpp: the BOS when add_bos_token, the EOS when
+//     add_eos_token), at /tokenize as at inference.
+//
+// So with add_bos_token true the count is the template's tokens without
+// its BOS plus the BOS add_special puts back, one more than without
+// add_special (1001 where a count without it says 1000, on a Llama 3.1
+// GGUF); with add_bos_token false (as Ollama's converter writes) nothing
+// was stripped and add_special adds nothing, and the count is the same
+// either way. add_special true is right for both.
 type LlamaCpp struct {
 	// BaseURL is the server's root, e.g. "http://127.0.0.1:8080".
 	BaseURL string
-	// AddSpecial asks /tokenize to add the model's BOS as well. Leave it
-	// false for templates that write the BOS themselves (most do).
-	AddSpecial bool
 	// Client sends the requests; nil means a client of
 	// http.DefaultTransport that follows same-origin redirects only.
 	Client *http.Client
@@ -192,13 +239,17 @@ func (c *LlamaCpp) Count(ctx context.Context, messages []promptsize.Message) (in
 		return 0, httpsafe.RedactError(fmt.Errorf("remote: %s: %w", endpoint, err), secrets...)
 	}
 	body, endpoint, err = post(ctx, c.Client, c.Header, c.Timeout, c.BaseURL, "/tokenize",
-		llamaTokenizeRequest{Content: prompt, AddSpecial: c.AddSpecial, ParseSpecial: true}, llamaSuggest)
+		llamaTokenizeRequest{Content: prompt, AddSpecial: true, ParseSpecial: true}, llamaSuggest)
 	if err != nil {
 		return 0, err
 	}
 	n, err := parseTokenize(body, httpsafe.RedactBytes(body, secrets...))
 	if err != nil {
 		return 0, httpsafe.RedactError(fmt.Errorf("remote: %s: %w", endpoint, err), secrets...)
+	}
+	if n == 0 && prompt != "" {
+		return 0, fmt.Errorf("remote: %s answered 200 with no tokens for a rendered chat of %d bytes: %w; expected llama.cpp's /tokenize, which counts \"content\"",
+			endpoint, len(prompt), ErrNoTokens)
 	}
 	return n, nil
 }

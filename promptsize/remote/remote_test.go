@@ -33,11 +33,14 @@ func render(msgs []promptsize.Message, addGen bool) string {
 // each, the rest one token per white-space separated field.
 func tokenize(text string) []int {
 	var ids []int
-	for _, f := range strings.Fields(strings.NewReplacer("<|im_start|>", " <|im_start|> ", "<|im_end|>", " <|im_end|> ").Replace(text)) {
+	for _, f := range strings.Fields(strings.NewReplacer("<|im_start|>", " <|im_start|> ", "<|im_end|>", " <|im_end|> ", bos, " "+bos+" ").Replace(text)) {
 		ids = append(ids, len(f))
 	}
 	return ids
 }
+
+// bos is the BOS the llama.cpp test server's template writes.
+const bos = "<|begin_of_text|>"
 
 type vllmReq struct {
 	Model               string               `json:"model"`
@@ -72,8 +75,20 @@ func newVLLM(t *testing.T, seen chan<- vllmReq) *httptest.Server {
 	return srv
 }
 
-// newLlamaCpp serves llama.cpp's /apply-template and /tokenize shapes.
+// newLlamaCpp serves llama.cpp's /apply-template and /tokenize shapes
+// for a vocabulary that adds a BOS (a Llama 3 GGUF from llama.cpp's
+// converter).
 func newLlamaCpp(t *testing.T) *httptest.Server {
+	return newLlamaCppVocab(t, true, nil)
+}
+
+// newLlamaCppVocab serves llama.cpp's /apply-template and /tokenize as
+// llama.cpp does for a vocabulary whose add_bos_token is addBOS: the
+// template writes a BOS, which /apply-template strips when the vocabulary
+// adds one; /tokenize adds it with add_special when the vocabulary adds
+// one. The count of a chat completion's usage.prompt_tokens is
+// inference(msgs). Each /tokenize body goes to seen.
+func newLlamaCppVocab(t *testing.T, addBOS bool, seen chan<- map[string]any) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apply-template", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -83,20 +98,36 @@ func newLlamaCpp(t *testing.T) *httptest.Server {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]string{"prompt": render(req.Messages, true)})
+		prompt := bos + render(req.Messages, true)
+		if addBOS {
+			prompt = strings.TrimPrefix(prompt, bos)
+		}
+		json.NewEncoder(w).Encode(map[string]string{"prompt": prompt})
 	})
 	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Content      string `json:"content"`
-			AddSpecial   bool   `json:"add_special"`
-			ParseSpecial bool   `json:"parse_special"`
+		var raw map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&raw); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !req.ParseSpecial {
+		if seen != nil {
+			select {
+			case seen <- raw:
+			default:
+			}
+		}
+		content, ok := raw["content"].(string)
+		if !ok {
+			// llama.cpp answers a body without content with no tokens.
+			json.NewEncoder(w).Encode(map[string]any{"tokens": []int{}})
+			return
+		}
+		if parse, _ := raw["parse_special"].(bool); !parse {
 			http.Error(w, "expected parse_special", http.StatusBadRequest)
 			return
 		}
-		ids := tokenize(req.Content)
-		if req.AddSpecial {
+		ids := tokenize(content)
+		if add, _ := raw["add_special"].(bool); add && addBOS {
 			ids = append([]int{1}, ids...)
 		}
 		// llama.cpp with with_pieces answers objects; use that shape.
@@ -109,6 +140,13 @@ func newLlamaCpp(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// inference is the test llama.cpp server's count of a chat completion of
+// msgs, whatever its vocabulary: the rendering with its BOS (stripped and
+// added back where the vocabulary adds one, kept where it does not).
+func inference(msgs []promptsize.Message) int {
+	return len(tokenize(bos + render(msgs, true)))
 }
 
 func TestVLLMCount(t *testing.T) {
@@ -140,19 +178,54 @@ func TestVLLMConformance(t *testing.T) {
 		&countertest.Options{Waits: true})
 }
 
+// TestLlamaCppCount: the count is the server's usage.prompt_tokens for
+// the same chat, for a vocabulary that adds a BOS (which /apply-template
+// strips and add_special puts back) and one that does not (the template's
+// BOS stays, add_special adds nothing); /tokenize is asked with
+// add_special and parse_special.
 func TestLlamaCppCount(t *testing.T) {
+	msgs := []promptsize.Message{{Role: "user", Content: "one two three"}}
+	for _, addBOS := range []bool{true, false} {
+		seen := make(chan map[string]any, 1)
+		srv := newLlamaCppVocab(t, addBOS, seen)
+		n, err := (&remote.LlamaCpp{BaseURL: srv.URL}).Count(context.Background(), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// BOS 1, the user turn 6, the generation prompt 2.
+		if want := inference(msgs); n != want || want != 9 {
+			t.Errorf("add_bos_token %v: count %d, want the server's %d (9)", addBOS, n, want)
+		}
+		if body := <-seen; body["add_special"] != true || body["parse_special"] != true {
+			t.Errorf("add_bos_token %v: /tokenize body %v, want add_special and parse_special true", addBOS, body)
+		}
+	}
+}
+
+// TestNoTokens: a /tokenize that answers 200 with no token for a chat is
+// an error wrapping ErrNoTokens that names the likely cause: vLLM's shape
+// sent to llama.cpp's server.
+func TestNoTokens(t *testing.T) {
 	srv := newLlamaCpp(t)
-	c := &remote.LlamaCpp{BaseURL: srv.URL}
-	n, err := c.Count(context.Background(), []promptsize.Message{{Role: "user", Content: "one two three"}})
-	if err != nil {
-		t.Fatal(err)
+	_, err := (&remote.VLLM{BaseURL: srv.URL}).Count(context.Background(), []promptsize.Message{{Role: "user", Content: "Hello"}})
+	if !errors.Is(err, remote.ErrNoTokens) {
+		t.Fatalf("VLLM on llama.cpp's /tokenize: %v, want an error wrapping ErrNoTokens", err)
 	}
-	if n != 8 {
-		t.Errorf("count = %d, want 8 (6 for the user turn, 2 for the generation prompt)", n)
+	for _, want := range []string{"POST " + srv.URL + "/tokenize", "no tokens", "llama.cpp", "remote.LlamaCpp"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
 	}
-	c.AddSpecial = true
-	if n, _ := c.Count(context.Background(), []promptsize.Message{{Role: "user", Content: "one two three"}}); n != 9 {
-		t.Errorf("count with add_special = %d, want 9", n)
+	// An empty chat is no chat: 0 is what the server says.
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"count": 0, "tokens": []}`))
+	}))
+	defer empty.Close()
+	if n, err := (&remote.VLLM{BaseURL: empty.URL}).Count(context.Background(), nil); err != nil || n != 0 {
+		t.Errorf("VLLM of no message on a server counting 0: %d, %v; want 0 and no error", n, err)
+	}
+	if _, err := (&remote.LlamaCpp{BaseURL: empty.URL}).Count(context.Background(), []promptsize.Message{{Role: "user", Content: "x"}}); err == nil {
+		t.Error("LlamaCpp on a server whose /apply-template answers no prompt: no error")
 	}
 }
 
@@ -168,8 +241,8 @@ func TestBuilderOverRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Tokens != 500 || len(tokenize(render(p.Messages, true))) != 500 {
-		t.Errorf("remote-built prompt: Tokens %d, server count %d; want 500", p.Tokens, len(tokenize(render(p.Messages, true))))
+	if p.Tokens != 500 || inference(p.Messages) != 500 {
+		t.Errorf("remote-built prompt: Tokens %d, server count %d; want 500", p.Tokens, inference(p.Messages))
 	}
 }
 

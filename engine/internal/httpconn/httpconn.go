@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/inferbench/inferbench/engine/internal/rxstamp"
@@ -151,6 +152,9 @@ type Conn struct {
 	retryWait      time.Duration
 	noteRetryAfter bool
 	errResent      error
+	// closeStreams: the server closes the connection after a stream
+	// (see Send).
+	closeStreams atomic.Bool
 }
 
 // New returns the Conn of cfg.

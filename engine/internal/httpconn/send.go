@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptrace"
-	"sync"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
@@ -19,72 +17,43 @@ import (
 )
 
 // Send writes the benchmark request hreq (built without a context: it is
-// given ctx) on the Bench client, once, and records in res what the
+// given ctx) on the Bench client (see Do) and records in res what the
 // exchange told before the body: Trace.Start, the instant the transport
-// handed over the connection the request was written on (which
+// handed over the connection that carried the request (which
 // engine.NotifySend receives); Connect, that connection's dial when it
-// was opened for this request; a warning wrapping Config.ErrResent when
-// the transport found a pooled connection closed and wrote the request
-// again on a new one (Start stays the first attempt's); then Trace.End
-// when the request failed, else Trace.Headers, the headers' arrival.
+// was opened for this request; RequestID, the X-Request-Id it carried;
+// Resent, with a warning wrapping Config.ErrResent, when it was written
+// again on another connection because a reused one had been closed by
+// the server before any byte of the answer; then Trace.End when the
+// request failed, else Trace.Headers, the headers' arrival, and
+// ServerRequestID, the X-Request-Id the server answered with.
+//
+// A streamed answer from a server that closes the connection after a
+// stream while its headers say keep-alive (llama.cpp's) gets its
+// connection closed with the body, not pooled (see Finish), so that the
+// next request does not take a connection the server has closed; once
+// one has come, the Conn's streamed requests go out with Connection:
+// close, which keeps the transport from pooling their connections at all
+// (closing with the body leaves a moment in which another request may
+// take the connection, and then has to write itself again).
 //
 // On success it returns the response, whose body the caller closes, and
 // the clock that stamps the body's reads (see ReadClock). On failure its
 // error is the redacted *engine.Error of op: of kind KindConnect when the
 // TLS handshake failed, else KindReset, or ctx's kind.
 func (c *Conn) Send(ctx context.Context, op string, hreq *http.Request, res *engine.Result) (*http.Response, func() time.Time, error) {
-	// The send instant: httptrace reports the connection obtained just
-	// before the request is written, after any dial. GotConn fires again
-	// only when the transport resends on a new connection (a pooled one
-	// was found closed before anything was written); the first instant
-	// stays, and NotifySend is called once. A first connection that had
-	// never carried a request was opened for this one: GetConn to GotConn
-	// is then its dial (Result.Connect).
-	var (
-		mu      sync.Mutex
-		getConn time.Time
-		start   time.Time
-		conns   int
-		connect *time.Duration
-		conn    net.Conn // the connection the request went out on
-	)
-	trace := &httptrace.ClientTrace{
-		GetConn: func(string) {
-			t := c.Now()
-			mu.Lock()
-			if getConn.IsZero() {
-				getConn = t
-			}
-			mu.Unlock()
-		},
-		GotConn: func(info httptrace.GotConnInfo) {
-			t := c.Now()
-			mu.Lock()
-			conns++
-			conn = info.Conn
-			first := conns == 1
-			if first {
-				start = t
-				if !info.Reused && !info.WasIdle && !getConn.IsZero() {
-					d := t.Sub(getConn)
-					connect = &d
-				}
-			}
-			mu.Unlock()
-			if first {
-				engine.NotifySend(ctx, t)
-			}
-		},
+	res.RequestID = hreq.Header.Get(RequestIDHeader)
+	if c.closeStreams.Load() && asksStream(hreq) {
+		// The server closes a stream's connection: the transport is told
+		// not to pool it (and the server, with Connection: close).
+		hreq.Close = true
 	}
-	resp, err := c.Bench.Do(hreq.WithContext(httptrace.WithClientTrace(ctx, trace)))
-	mu.Lock()
-	res.Trace.Start = start
-	res.Connect = connect
-	sent := conn
-	resent := conns > 1
-	mu.Unlock()
-	if resent {
-		res.Warnings = append(res.Warnings, fmt.Errorf("%w: the transport found a pooled connection closed and wrote the request on a new one; Start is the first attempt", c.errResent))
+	resp, ex, err := Do(ctx, c.Bench, c.Now, hreq)
+	res.Trace.Start = ex.Start
+	res.Connect = ex.Connect
+	if ex.Resent > 0 {
+		res.Resent = ex.Resent
+		res.Warnings = append(res.Warnings, ResentWarning(c.errResent, ex.Resent))
 	}
 	if err != nil {
 		res.Trace.End = c.Now()
@@ -94,20 +63,35 @@ func (c *Conn) Send(ctx context.Context, op string, hreq *http.Request, res *eng
 	}
 	// The response's reads are stamped with their arrival where the
 	// platform tells it; the headers' instant is their read's.
-	read := c.ReadClock(sent, res.Trace.Start)
+	read := c.ReadClock(ex.Conn, res.Trace.Start)
 	res.Trace.Headers = read()
+	res.ServerRequestID = c.RedactString(Printable(resp.Header.Get(RequestIDHeader), maxIDLen))
+	if NoReuseAfterStream(resp, ex.Conn) {
+		c.closeStreams.Store(true)
+	}
 	return resp, read, nil
+}
+
+// maxIDLen bounds an id the server sends that a result keeps.
+const maxIDLen = 200
+
+// ResentWarning is the warning of a request written again resent times,
+// wrapping the adapter's sentinel errResent.
+func ResentWarning(errResent error, resent int) error {
+	return fmt.Errorf("%w: the server had closed the reused connection it went out on before any byte of an answer (%d time(s)); it was written again on another, and Trace.Start is when that one was handed over", errResent, resent)
 }
 
 // Finish ends the exchange of a benchmark request whose answer Send
 // returned and the caller has read into res, with err (nil when the
 // answer was whole). After a whole answer it reads what may follow it (at
 // most 4 KiB, normally nothing) so that the connection goes back to the
-// pool when the caller closes the body. It gives err the kind
+// pool when the caller closes the body, unless Send marked the
+// connection to be closed with the body (a stream from a server that
+// closes it). It gives err the kind
 // KindTruncated unless it has one (or ctx's), redacts it, logs a debug
 // record named what ("openai: completion") and returns err.
 func (c *Conn) Finish(ctx context.Context, what, op string, resp *http.Response, stream bool, res *engine.Result, err error) error {
-	if err == nil {
+	if _, closing := resp.Body.(*closingBody); err == nil && !closing {
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 	}
 	if err != nil {
