@@ -631,14 +631,26 @@ func TestLlamaCppAddBOS(t *testing.T) {
 			s := newLlamaCppServer(t, LlamaCppOptions{NoAddBOS: noBOS})
 			r := lcPost(t, s, "/v1/chat/completions", string(body), 200)
 			ctx := context.Background()
-			with, err := (&remote.LlamaCpp{BaseURL: s.URL, AddSpecial: true}).Count(ctx, msgs)
+			// remote.LlamaCpp counts as the server does: /tokenize with
+			// add_special. Without it, by hand, a count one short where the
+			// vocabulary adds the BOS.
+			with, err := (&remote.LlamaCpp{BaseURL: s.URL}).Count(ctx, msgs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			without, err := (&remote.LlamaCpp{BaseURL: s.URL}).Count(ctx, msgs)
-			if err != nil {
-				t.Fatal(err)
+			var applied struct {
+				Prompt string `json:"prompt"`
 			}
+			ar := post(t, s.URL+"/apply-template", string(body))
+			json.NewDecoder(ar.Body).Decode(&applied)
+			ar.Body.Close()
+			var toks struct {
+				Tokens []int `json:"tokens"`
+			}
+			tr := post(t, s.URL+"/tokenize", mustJSON(map[string]any{"content": applied.Prompt, "add_special": false}))
+			json.NewDecoder(tr.Body).Decode(&toks)
+			tr.Body.Close()
+			without := len(toks.Tokens)
 			local, _ := s.Counter().Count(ctx, msgs)
 			builtin, _ := Counter{}.Count(ctx, msgs)
 			short := 1
