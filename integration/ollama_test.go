@@ -22,6 +22,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/ollama"
+	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -392,12 +393,20 @@ func checkRun(t *testing.T, tg *target, run benchkit.LoadRun, n int) {
 }
 
 // TestUnknownModel: a model the server does not have is a typed status
-// error naming it, in the engine's result and in the burst's record.
+// error naming it, in the engine's result and in the burst's record; or,
+// on a server that serves its one model under any name (llama.cpp), a
+// success that says which model answered.
 func TestUnknownModel(t *testing.T) {
 	tg := needServer(t)
 	ctx := timeout(t, time.Minute)
 	c := newClient(t, tg, tg.url)
-	_, err := c.e.Complete(ctx, engine.Request{Model: "no-such-model", Messages: []engine.Message{{Role: "user", Content: "hi"}}, MaxTokens: 4, Stream: true})
+	res, err := c.e.Complete(ctx, engine.Request{Model: "no-such-model", Messages: []engine.Message{{Role: "user", Content: "hi"}}, MaxTokens: 4, Stream: true})
+	if err == nil {
+		// A server that serves its one model under any name (llama.cpp):
+		// the answer must say so, in the result and in the row.
+		anyName(ctx, t, tg, c, res)
+		return
+	}
 	var se *engine.StatusError
 	if !errors.As(err, &se) {
 		t.Fatalf("error %v (%T), want an *engine.StatusError", err, err)
@@ -420,6 +429,35 @@ func TestUnknownModel(t *testing.T) {
 	}
 	if r := br.Requests[0]; !r.Failed() || r.ErrorKind != string(engine.KindStatus) || r.CompletionTokens != nil {
 		t.Errorf("record: failed %v, kind %q, completion %v: want a failed status row with no counts", r.Failed(), r.ErrorKind, r.CompletionTokens)
+	}
+}
+
+// anyName checks the answer of a server that served a model it was not
+// asked for: a warning wrapping openai.ErrModelMismatch that names both,
+// the served name in the result, and in the row (served_model) of a
+// request that otherwise succeeded.
+func anyName(ctx context.Context, t *testing.T, tg *target, c *client, res engine.Result) {
+	t.Helper()
+	mismatch := false
+	for _, w := range res.Warnings {
+		if errors.Is(w, openai.ErrModelMismatch) && strings.Contains(w.Error(), "no-such-model") {
+			mismatch = true
+		}
+	}
+	if !mismatch || res.Model == "" || res.Model == "no-such-model" {
+		t.Fatalf("a request for no-such-model succeeded as %q with warnings %v: want a warning wrapping openai.ErrModelMismatch naming both", res.Model, res.Warnings)
+	}
+	t.Logf("the server serves any name: answered no-such-model as %q", res.Model)
+	p, err := tg.builder().Build(ctx, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := benchkit.SendPrompts(ctx, c.e, "no-such-model", 4, []promptsize.Prompt{p}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := br.Requests[0]; r.Failed() || r.ServedModel != res.Model {
+		t.Errorf("record: failed %v (%s), served_model %q: want a measured row that names the served model %q", r.Failed(), r.Error, r.ServedModel, res.Model)
 	}
 }
 
