@@ -316,22 +316,5 @@ func measure(ctx context.Context, o *options, tg *cli.Target, eng engine.Engine,
 
 // lockOutput locks --json-out for the run and removes the previous file.
 func lockOutput(path string) (*cli.OutputLock, error) {
-	if path == "" {
-		return nil, nil
-	}
-	if _, err := os.Stat(filepath.Dir(path)); err != nil {
-		return nil, cli.Usagef("--json-out: %v", err)
-	}
-	lock, err := cli.LockOutputs("bench-qwen", path)
-	if errors.Is(err, cli.ErrOutputInUse) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, &cli.UsageError{Err: err}
-	}
-	if err := cli.ClearResults(path); err != nil {
-		lock.Release()
-		return nil, err
-	}
-	return lock, nil
+	return cli.ClaimOutputs("bench-qwen", cli.Output{Flag: "json-out", Path: path})
 }
