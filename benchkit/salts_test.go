@@ -13,7 +13,7 @@ import (
 )
 
 // TestSweepSaltsDiffer: the runs of a sweep never resend each other's
-// prompts, every salt starts with the Load's nonce, a Load without one
+// prompts, every salt ends with the Load's nonce, a Load without one
 // draws one, and a shared prefix puts the same text before every salt.
 func TestSweepSaltsDiffer(t *testing.T) {
 	for _, shared := range []int{0, 24} {
@@ -47,10 +47,10 @@ func TestSweepSaltsDiffer(t *testing.T) {
 		seen := map[string]bool{}
 		for _, c := range contents {
 			rest, ok := strings.CutPrefix(c, prefix)
-			if !ok || !strings.HasPrefix(rest, l.Nonce+".") {
-				t.Fatalf("shared %d: content %.60q does not start with the shared text and nonce %q", shared, c, l.Nonce)
-			}
 			salt, _, _ := strings.Cut(rest, "\n")
+			if !ok || !strings.HasSuffix(salt, "."+l.Nonce) {
+				t.Fatalf("shared %d: content %.60q does not start with the shared text and a salt of nonce %q", shared, c, l.Nonce)
+			}
 			if seen[salt] {
 				t.Errorf("salt %q sent twice in one sweep", salt)
 			}

@@ -145,6 +145,34 @@ func (t Trace) item(ctx context.Context, b *promptsize.Builder, bb *promptsize.B
 	return Item{Prompt: p, PPTarget: row.Input}, err
 }
 
+// MinInput is the shortest input a row of the trace can be built to with
+// b: the tokens of the request with empty content (the chat template's
+// own and b's system prompt) for a row of hash ids, and for a row of a
+// length only, which is salted, those of the request whose content is
+// salt alone (give the longest salt of the run). Rows that carry messages,
+// and every row with Completions (token ids, no template), have no bound
+// (0). A shorter row cannot be built (promptsize.ErrBelowOverhead); drop
+// such rows before the run (workload.DropUnder) rather than have them
+// refuse it.
+func (t Trace) MinInput(ctx context.Context, b *promptsize.Builder, salt string) (int, error) {
+	if t.Completions || len(t.Rows) == 0 || t.Rows[0].Input == 0 {
+		return 0, nil
+	}
+	content := ""
+	if len(t.Rows[0].HashIDs) == 0 && salt != "" {
+		content = salt + "\n" // as Builder.BuildSalted puts it
+	}
+	msgs := []promptsize.Message{{Role: "user", Content: content}}
+	if b.System != "" {
+		msgs = append([]promptsize.Message{{Role: "system", Content: b.System}}, msgs...)
+	}
+	n, err := b.Counter.Count(ctx, msgs)
+	if err != nil {
+		return 0, fmt.Errorf("benchkit: count the chat template's overhead for %s: %w", t.Name, err)
+	}
+	return n, nil
+}
+
 // TheoreticalHitRate is the prefix hit rate the trace's hash ids allow
 // its requests own (workload.PrefixHitRate): shared leading blocks over
 // input tokens; ok is false for a trace without hash ids.

@@ -216,10 +216,17 @@ func (b *Builder) BuildSalted(ctx context.Context, target int, salt string) (Pro
 	}
 }
 
-// Salt returns a short salt for request i of a burst: "#" and i in base 36
-// ("#0", "#1", … "#Z", "#10"). Any string unique per request will do.
+// Salt returns a short salt for request i of a burst: i in decimal and
+// "#" ("0#", "1#", … "51#"). Any string unique per request will do, but
+// one that starts with the part that differs keeps the prompts apart from
+// their first content token: a cache that reuses any common token prefix
+// (llama.cpp's per-slot cache) then reuses only the chat template's. In
+// decimal, an index below 1,000 is one token to tokenizers that keep up
+// to three digits together (Llama 3, DeepSeek V3, gpt-oss, the embedded
+// engine's); those that split digits (Qwen 3, Gemma 3) share the leading
+// digits of indices that begin alike ("1#" and "12#" share "1").
 func Salt(i int) string {
-	return "#" + strings.ToUpper(strconv.FormatInt(int64(i), 36))
+	return strconv.Itoa(i) + "#"
 }
 
 // CounterCalls returns the number of Counter calls the Builder has made.

@@ -28,9 +28,11 @@
 //   - Fill: FillCorpus cuts English prose (Prose, or Builder.Corpus) to the
 //     count instead of repeating an atom, for engines whose speculative or
 //     n-gram decoding repetition would flatter;
-//   - BuildSalted puts a short per-request salt (Salt) first in the user
-//     message, so that an engine's automatic prefix cache cannot share
-//     prefill between concurrent requests; every salted prompt is exact too.
+//   - BuildSalted puts a short per-request salt (Salt, RunSalt) first in
+//     the user message, so that an engine's automatic prefix cache cannot
+//     share prefill between concurrent requests; the salt opens with the
+//     request's own index, so the prompts differ from their first content
+//     token; every salted prompt is exact too.
 //
 // A Builder is safe for concurrent use and caches what it builds.
 // Subpackage countertest checks any Counter against the contract in one call.

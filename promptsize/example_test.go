@@ -40,7 +40,7 @@ func ExampleBuilder() {
 	// 64 54 atom "a "
 	// "a a a a a a"
 	// 64
-	// "#3\na a a a "
+	// "3#\na a a a "
 	// pp=8 is below the chat template's overhead of 10 tokens true
 }
 

@@ -35,13 +35,18 @@ func NewNonce(src rand.Source) string {
 	return sb.String()
 }
 
-// RunSalt returns the salt of request i of run run under nonce: the
-// nonce, "." and run in base 36, then Salt(i), e.g. "k3f9x2ab.0#1F".
-// Every (nonce, run, i) gives a distinct salt, so a sweep's runs never
-// resend each other's prompts. An empty nonce gives Salt(i) alone.
+// RunSalt returns the salt of request i of run run under nonce: Salt(i),
+// then run in base 36, "." and the nonce, e.g. "51#0.k3f9x2ab". Every
+// (nonce, run, i) gives a distinct salt, so a sweep's runs never resend
+// each other's prompts, and no two invocations share one. The request's
+// own part comes first, so that the prompts of a run differ from their
+// first content token (see Salt): the nonce, the same in every prompt of
+// the run, would otherwise open each with the same tokens, which a cache
+// that reuses any common token prefix (llama.cpp's) serves to every
+// request. An empty nonce gives Salt(i) alone.
 func RunSalt(nonce string, run, i int) string {
 	if nonce == "" {
 		return Salt(i)
 	}
-	return nonce + "." + strconv.FormatInt(int64(run), 36) + Salt(i)
+	return Salt(i) + strconv.FormatInt(int64(run), 36) + "." + nonce
 }

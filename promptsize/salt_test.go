@@ -38,8 +38,8 @@ func TestRunSalt(t *testing.T) {
 			}
 		}
 	}
-	if got := promptsize.RunSalt("k3f9x2ab", 0, 51); got != "k3f9x2ab.0#1F" {
-		t.Errorf("RunSalt = %q, want k3f9x2ab.0#1F", got)
+	if got := promptsize.RunSalt("k3f9x2ab", 0, 51); got != "51#0.k3f9x2ab" {
+		t.Errorf("RunSalt = %q, want 51#0.k3f9x2ab", got)
 	}
 	if got := promptsize.RunSalt("", 4, 2); got != promptsize.Salt(2) {
 		t.Errorf("RunSalt without a nonce = %q, want Salt(2) %q", got, promptsize.Salt(2))

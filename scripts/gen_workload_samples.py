@@ -13,6 +13,9 @@ The tests do not need Python: the files are committed. With --only NAME
 it writes that one file and nothing else (for example --only
 synthetic_qwen_traceA_1k.jsonl, the sample examples/bench-qwen replays),
 so that adding a sample leaves every other file's bytes alone.
+
+A sample a program carries inside itself (go:embed) is written into that
+program's directory instead (DIRS): bench-qwen's.
 """
 import argparse
 import csv
@@ -25,8 +28,14 @@ import random
 OUT = "workload/testdata"
 
 
+# Samples that live beside the program that embeds them, not in OUT.
+DIRS = {
+    "synthetic_qwen_traceA_1k.jsonl": "examples/bench-qwen",
+}
+
+
 def write(name, text):
-    with open(os.path.join(OUT, name), "w", newline="") as f:
+    with open(os.path.join(DIRS.get(name, OUT), name), "w", newline="") as f:
         f.write(text)
 
 

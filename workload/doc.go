@@ -102,7 +102,8 @@
 // is set by the first row that passed (even one dropped next); a row
 // earlier than the one before it is a bad row (rule "order") unless Sort
 // is set; BurstGPT failures, other models and ShareGPT conversations
-// without a user message are dropped; MaxInput drops long rows; rows
+// without a user message are dropped; MaxInput drops long rows and
+// MinInput short ones; rows
 // before Start are dropped and reading stops after End; At is computed
 // (Options, section Time); MaxOutput caps Output; reading stops after
 // Limit rows. Every drop is counted in Stats.

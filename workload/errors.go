@@ -75,8 +75,9 @@ type Stats struct {
 	// NoUser counts ShareGPT conversations dropped for having no user
 	// message.
 	NoUser int
-	// OverInput counts rows dropped by Options.MaxInput.
-	OverInput int
+	// OverInput counts rows dropped by Options.MaxInput, UnderInput those
+	// dropped by Options.MinInput (or DropUnder).
+	OverInput, UnderInput int
 	// BeforeStart counts rows dropped for an offset below Options.Start.
 	BeforeStart int
 	// AfterEnd and OverLimit count rows read but dropped past Options.End
@@ -124,6 +125,7 @@ func (s Stats) String() string {
 		{s.OtherModel, "of other models"},
 		{s.NoUser, "without a user message"},
 		{s.OverInput, "over MaxInput"},
+		{s.UnderInput, "under MinInput"},
 		{s.BeforeStart, "before Start"},
 		{s.AfterEnd, "after End"},
 		{s.OverLimit, "over Limit"},

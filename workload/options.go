@@ -102,6 +102,13 @@ type Options struct {
 	// Stats.OverInput), as AIPerf's --synthesis-max-isl does; 0 drops
 	// none. Rows that carry text (Input 0) are not affected.
 	MaxInput int
+	// MinInput drops rows whose Input is below it (counted in
+	// Stats.UnderInput): a chat request cannot be shorter than its chat
+	// template's own tokens, so a caller that knows them drops such rows
+	// rather than refuse the file; 0 drops none. Rows that carry text
+	// (Input 0) are not affected. DropUnder applies it to rows already
+	// read, for a caller that learns the bound later.
+	MinInput int
 	// MaxOutput lowers Output to at most MaxOutput (counted in
 	// Stats.Capped), as AIPerf's --synthesis-max-osl does; 0 lowers none.
 	MaxOutput int
@@ -168,8 +175,8 @@ func (o Options) resolve(f Format) (resolved, error) {
 		return bad("Start %v and End %v must not be negative", o.Start, o.End)
 	case o.End != 0 && o.End < o.Start:
 		return bad("End %v is before Start %v", o.End, o.Start)
-	case o.Limit < 0 || o.MaxInput < 0 || o.MaxOutput < 0:
-		return bad("Limit %d, MaxInput %d and MaxOutput %d must not be negative", o.Limit, o.MaxInput, o.MaxOutput)
+	case o.Limit < 0 || o.MaxInput < 0 || o.MinInput < 0 || o.MaxOutput < 0:
+		return bad("Limit %d, MaxInput %d, MinInput %d and MaxOutput %d must not be negative", o.Limit, o.MaxInput, o.MinInput, o.MaxOutput)
 	case o.BlockSize < 0:
 		return bad("BlockSize %d must be positive", o.BlockSize)
 	}
@@ -183,4 +190,24 @@ func (o Options) resolve(f Format) (resolved, error) {
 		r.Speedup = 1
 	}
 	return r, nil
+}
+
+// DropUnder applies Options.MinInput to rows already read: it returns the
+// rows whose Input is min or more (and those that carry text, Input 0), in
+// order, and the Line of each row dropped, counted in s.UnderInput (and
+// taken from s.Rows) when s is not nil. rows is not changed.
+func DropUnder(rows []Row, min int, s *Stats) (kept []Row, dropped []int) {
+	kept = make([]Row, 0, len(rows))
+	for _, r := range rows {
+		if r.Input > 0 && r.Input < min {
+			dropped = append(dropped, r.Line)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if s != nil {
+		s.UnderInput += len(dropped)
+		s.Rows -= len(dropped)
+	}
+	return kept, dropped
 }

@@ -44,6 +44,8 @@ func TestTimeOptions(t *testing.T) {
 		{name: "limit", opts: Options{Limit: 2}, at: []time.Duration{0, 0}, in: []int{100, 200}, st: Stats{Stopped: true}},
 		{name: "max input skips", opts: Options{MaxInput: 250}, at: []time.Duration{0, 0}, in: []int{100, 200}, st: Stats{OverInput: 3}},
 		{name: "max input keeps the zero", opts: Options{MaxInput: 150, Absolute: false}, at: []time.Duration{0}, in: []int{100}, st: Stats{OverInput: 4}},
+		{name: "min input skips and keeps the zero", opts: Options{MinInput: 250}, at: []time.Duration{2000 * ms, 5000 * ms, 9000 * ms}, in: []int{300, 400, 500},
+			st: Stats{UnderInput: 2}},
 		{name: "max output caps", opts: Options{MaxOutput: 25}, in: []int{100, 200, 300, 400, 500}, out: []int{10, 20, 25, 25, 25}, st: Stats{Capped: 3}},
 		{name: "limit after max input", opts: Options{MaxInput: 350, Limit: 2, Start: 1 * ms}, at: []time.Duration{1999 * ms}, in: []int{300},
 			st: Stats{BeforeStart: 2, OverInput: 2}},
@@ -234,5 +236,38 @@ func TestDetectKeepsFirstLine(t *testing.T) {
 	rows, _, err := readString("t.jsonl", timeTrace, nil)
 	if err != nil || len(rows) != 5 || rows[0].Line != 1 || rows[0].Input != 100 {
 		t.Errorf("%+v, %v", rows, err)
+	}
+}
+
+// TestDropUnder: rows read before the bound was known lose the same rows
+// MinInput would have dropped, counted and named by line; rows of text
+// (Input 0) stay.
+func TestDropUnder(t *testing.T) {
+	rows, st, err := readString("t.jsonl", timeTrace, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows = append(rows, Row{Line: 9, Messages: []Message{{Role: "user", Content: "hi"}}})
+	st.Rows++
+	kept, lines := DropUnder(rows, 300, &st)
+	var in []int
+	for _, r := range kept {
+		in = append(in, r.Input)
+	}
+	if d := cmp.Diff([]int{300, 400, 500, 0}, in); d != "" {
+		t.Errorf("kept inputs (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{1, 2}, lines); d != "" {
+		t.Errorf("dropped lines (-want +got):\n%s", d)
+	}
+	if st.UnderInput != 2 || st.Rows != 4 {
+		t.Errorf("stats %+v, want 2 under MinInput and 4 rows", st)
+	}
+	if got, want := st.String(), "4 rows; skipped 2 under MinInput"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	direct, st2, err := readString("t.jsonl", timeTrace, &Options{MinInput: 300})
+	if err != nil || len(direct) != 3 || st2.UnderInput != 2 {
+		t.Errorf("MinInput while reading: %d rows, %+v, %v; want the same 3 rows and 2 dropped", len(direct), st2, err)
 	}
 }

@@ -189,6 +189,10 @@ func (r *Reader) kept(row Row, drop dropReason) bool {
 		r.stats.OverInput++
 		return false
 	}
+	if row.Input > 0 && row.Input < r.opts.MinInput {
+		r.stats.UnderInput++
+		return false
+	}
 	return true
 }
 

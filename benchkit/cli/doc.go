@@ -3,10 +3,12 @@
 // (IntList, ParseRates), usage errors and the exit statuses a run's error
 // maps to (Usagef, ExitCode), the two-step interrupt (NotifyContext),
 // a progress line for a terminal (Progress, a benchkit.Sink), results files
-// locked for a run and replaced whole (LockOutputs, WriteFileAtomic), and
-// the server's own count of prompts as a counter (ServerCounter,
-// ResolveServerCounter: vLLM's and SGLang's /tokenize, or llama.cpp's
-// /apply-template and /tokenize, found by asking). A tool that
+// claimed for a run and written whole, the same way by every program
+// (ClaimOutputs and WriteResults, over LockOutputs and WriteFileAtomic),
+// the workload flags of a trace, a dataset or a generated shared-prefix
+// load (WorkloadFlags), and the server's own count of prompts as a counter
+// (ServerCounter, ResolveServerCounter: vLLM's and SGLang's /tokenize, or
+// llama.cpp's /apply-template and /tokenize, found by asking). A tool that
 // wants the same flags and behaviour as serve-load or offline imports it;
 // a harness that only measures needs benchkit alone.
 package cli

@@ -121,7 +121,10 @@ func templateIDs(msgs []promptsize.Message) []int {
 // is ready to use and it is safe for concurrent use.
 type Counter struct{}
 
-var _ promptsize.Counter = Counter{}
+var (
+	_ promptsize.Counter        = Counter{}
+	_ promptsize.ContentLocator = Counter{}
+)
 
 // Count returns GenerationPromptTokens + Σ (MessageOverheadTokens +
 // CountText(content)). It fails only for a message without a role.
@@ -134,6 +137,27 @@ func (Counter) Count(ctx context.Context, msgs []promptsize.Message) (int, error
 		n += MessageOverheadTokens + CountText(m.Content)
 	}
 	return n, nil
+}
+
+// ContentOffset returns the tokens of the request that precede its last
+// message's content (promptsize.ContentLocator): every earlier message
+// whole (MessageOverheadTokens + CountText(content)) and the last one's
+// <|im_start|> role \n, 3 tokens. It fails only for a message without a
+// role, or no message.
+func (Counter) ContentOffset(ctx context.Context, msgs []promptsize.Message) (int, error) {
+	if len(msgs) == 0 {
+		return 0, fmt.Errorf("sim: ContentOffset: expected at least one message, found none")
+	}
+	n := 0
+	for i, m := range msgs {
+		if m.Role == "" {
+			return 0, fmt.Errorf("sim: message %d has no role: expected system, user, assistant or tool", i)
+		}
+		if i < len(msgs)-1 {
+			n += MessageOverheadTokens + CountText(m.Content)
+		}
+	}
+	return n + 3, nil
 }
 
 // vocabulary is the word list of generated text; each word is one token

@@ -47,6 +47,30 @@ func TestCounterTemplate(t *testing.T) {
 	}
 }
 
+// TestCounterContentOffset: the offset is where the last message's
+// content begins among the rendered ids: templateIDs of the request with
+// a marker content has the marker's id there.
+func TestCounterContentOffset(t *testing.T) {
+	for _, msgs := range [][]promptsize.Message{
+		{{Role: "user", Content: "a b"}},
+		{{Role: "system", Content: "Be brief, please."}, {Role: "user", Content: "a b"}},
+		{{Role: "system", Content: "x"}, {Role: "user", Content: "q"}, {Role: "assistant", Content: "r s"}, {Role: "user", Content: ""}},
+	} {
+		p, err := Counter{}.ContentOffset(context.Background(), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marked := slices.Clone(msgs)
+		marked[len(marked)-1].Content = "zmarkerz"
+		if ids := templateIDs(marked); p >= len(ids) || ids[p] != tokenID("zmarkerz") {
+			t.Errorf("%v: offset %d does not point at the last content among %d ids", msgs, p, len(ids))
+		}
+	}
+	if _, err := (Counter{}).ContentOffset(context.Background(), nil); err == nil {
+		t.Error("no messages: no error")
+	}
+}
+
 func TestGeneratedWordsAreOneTokenEach(t *testing.T) {
 	vocab := strings.Fields(vocabulary)
 	for i := range 200 {

@@ -28,11 +28,12 @@
 // and says once, after the tables, where each pair differs and why. A
 // last table gives the headline figures of every scale, theirs | ours.
 //
-// With no flags it replays the shipped sample,
-// workload/testdata/synthetic_qwen_traceA_1k.jsonl (synthetic: about 6
-// requests a second over 171 s, traceA's pace; found from the working
-// directory upward, so run it inside the repository or give --trace),
-// against the embedded simulated engine; its figures are simulated. That
+// With no flags it replays the sample built into the program,
+// synthetic_qwen_traceA_1k.jsonl (432 KB, made up by
+// scripts/gen_workload_samples.py, no row of the public trace: about 6
+// requests a second over 171 s, traceA's pace), from whatever directory it
+// runs in, against the embedded simulated engine; its figures are
+// simulated. That
 // default is the faithful run: all six scales, Σ scales × span ≈ 4.6 ×
 // 171 s ≈ 13 minutes of trace time. --rows and --scales shorten it:
 //

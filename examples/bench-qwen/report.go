@@ -26,7 +26,7 @@ type document struct {
 
 func writeJSON(o options, runs []scaleRun) error {
 	doc := document{Program: "bench-qwen", Trace: o.trace, Rows: len(o.scaled[0]), Scales: o.scales, LeadInS: leadIn.Seconds(), Runs: runs}
-	return cli.WriteFileAtomic(o.jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) })
+	return cli.WriteResults(o.jsonOut, doc)
 }
 
 // summary is a run's summary; the zero Summary when it has none.

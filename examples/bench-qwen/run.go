@@ -1,14 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -21,9 +22,15 @@ import (
 	"github.com/inferbench/inferbench/workload"
 )
 
-// sample is the shipped trace the program replays without --trace, a
-// path from the repository's root.
-const sample = "workload/testdata/synthetic_qwen_traceA_1k.jsonl"
+// sample is the trace the program replays without --trace: a synthetic
+// sample made by scripts/gen_workload_samples.py (no row of a public
+// trace), built into the program so that it runs from any directory.
+//
+//go:embed synthetic_qwen_traceA_1k.jsonl
+var sample []byte
+
+// sampleName names the built-in sample in output and results.
+const sampleName = "synthetic_qwen_traceA_1k.jsonl (built in)"
 
 // defaultScales are bench_qwen.py's SCALES, "from fast to slow".
 const defaultScales = "0.4,0.5,0.6,0.7,0.8,1.6"
@@ -35,6 +42,7 @@ const leadIn = time.Second
 type options struct {
 	target         cli.Target
 	trace          string
+	builtIn        bool // trace is the built-in sample
 	rows           int
 	scales         []float64
 	jsonOut        string
@@ -57,7 +65,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	o.target.Program = "bench-qwen"
 	o.target.AddFlags(fs)
-	fs.StringVar(&o.trace, "trace", "", "Bailian or Mooncake trace to replay (default: the shipped sample "+sample+", found from the working directory up)")
+	fs.StringVar(&o.trace, "trace", "", "Bailian or Mooncake trace to replay (default: the built-in synthetic sample, 1,000 rows paced like qwen_traceA)")
 	fs.IntVar(&o.rows, "rows", 1000, "replay the first N rows of the trace (0: all), as bench_qwen.py's N")
 	scales := fs.String("scales", defaultScales, "comma list of time scales, each run in turn: a row goes at start + 1 s + scale × its timestamp")
 	fs.StringVar(&o.jsonOut, "json-out", "", "write every scale's figures and benchkit load document to this JSON file, rewritten after each scale")
@@ -82,9 +90,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, cli.Usagef("--base-url needs --tokenizer DIR (the model's tokenizer.json): every prompt is made of the trace's hash ids as exact token blocks, which the server's /tokenize cannot build")
 	}
 	if o.trace == "" {
-		if o.trace, err = findSample(); err != nil {
-			return o, err
-		}
+		o.trace, o.builtIn = sampleName, true
 	}
 	for _, s := range o.scales {
 		rows, err := o.read(s)
@@ -109,36 +115,20 @@ func parseScales(s string) ([]float64, error) {
 	return out, nil
 }
 
-// findSample finds the shipped sample from the working directory up to
-// the file system's root.
-func findSample() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", cli.Usagef("no --trace, and the working directory is unknown: %v", err)
-	}
-	for {
-		p := filepath.Join(dir, filepath.FromSlash(sample))
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", cli.Usagef("no --trace, and the shipped sample %s is not under the working directory or any above it; run inside the repository or give --trace FILE", sample)
-		}
-		dir = up
-	}
-}
-
 // read reads the trace's first --rows rows for one scale: the scale
 // multiplies the timestamps (Speedup 1/scale), and every row goes leadIn
 // later, so the first goes at the scale's start + 1 s.
 func (o *options) read(scale float64) ([]workload.Row, error) {
-	f, err := os.Open(o.trace)
-	if err != nil {
-		return nil, cli.Usagef("--trace: %v", err)
+	var src io.Reader = bytes.NewReader(sample)
+	if !o.builtIn {
+		f, err := os.Open(o.trace)
+		if err != nil {
+			return nil, cli.Usagef("--trace: %v", err)
+		}
+		defer f.Close()
+		src = f
 	}
-	defer f.Close()
-	r, err := workload.NewReader(f, o.trace, &workload.Options{Limit: o.rows, Speedup: 1 / scale})
+	r, err := workload.NewReader(src, o.trace, &workload.Options{Limit: o.rows, Speedup: 1 / scale})
 	if err != nil {
 		return nil, cli.Usagef("--trace: %v", err)
 	}
@@ -315,22 +305,5 @@ func measure(ctx context.Context, o *options, tg *cli.Target, eng engine.Engine,
 
 // lockOutput locks --json-out for the run and removes the previous file.
 func lockOutput(path string) (*cli.OutputLock, error) {
-	if path == "" {
-		return nil, nil
-	}
-	if _, err := os.Stat(filepath.Dir(path)); err != nil {
-		return nil, cli.Usagef("--json-out: %v", err)
-	}
-	lock, err := cli.LockOutputs("bench-qwen", path)
-	if errors.Is(err, cli.ErrOutputInUse) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, &cli.UsageError{Err: err}
-	}
-	if err := cli.ClearResults(path); err != nil {
-		lock.Release()
-		return nil, err
-	}
-	return lock, nil
+	return cli.ClaimOutputs("bench-qwen", cli.Output{Flag: "json-out", Path: path})
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,7 +26,8 @@ import (
 	"github.com/inferbench/inferbench/workload"
 )
 
-const testTrace = "../../" + sample
+// testTrace is the built-in sample's file, given as a --trace.
+const testTrace = "synthetic_qwen_traceA_1k.jsonl"
 
 // shortRun is the test's replay: 40 rows (about 7 s of the sample) at
 // scales 0.05 and 0.1, so under 2 s each after the 1-s lead-in.
@@ -197,7 +199,7 @@ func TestHelpExitsZero(t *testing.T) {
 }
 
 // TestDefaultIsBenchQwen: with no flags the run is bench_qwen.py's: the
-// shipped sample, found from here, its first 1,000 rows at the six
+// built-in sample, its first 1,000 rows at the six
 // scales, each first request at 1 s and the last at 1 s + scale × the
 // span. Nothing is run: that takes about 13 minutes.
 func TestDefaultIsBenchQwen(t *testing.T) {
@@ -206,7 +208,7 @@ func TestDefaultIsBenchQwen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(filepath.ToSlash(o.trace), sample) || o.format != workload.Bailian || o.blockSize != 16 {
+	if !o.builtIn || o.trace != sampleName || o.format != workload.Bailian || o.blockSize != 16 {
 		t.Fatalf("default trace %s (%s, blocks of %d)", o.trace, o.format, o.blockSize)
 	}
 	if diff := cmp.Diff([]float64{0.4, 0.5, 0.6, 0.7, 0.8, 1.6}, o.scales); diff != "" {
@@ -225,5 +227,43 @@ func TestDefaultIsBenchQwen(t *testing.T) {
 	}
 	if span < 150 || span > 190 {
 		t.Errorf("the sample's first 1,000 rows span %g s; want about 170 (6 requests/s)", span)
+	}
+}
+
+// TestBuiltBinaryRunsAnywhere: the sample travels inside the program, so
+// the built binary, run from a directory outside the repository with no
+// --trace, replays it and exits 0 (with --rows and --scales short: the
+// default run takes about 13 minutes), writing its results there.
+func TestBuiltBinaryRunsAnywhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the program")
+	}
+	bin := progtest.Build(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--rows", "20", "--scales", "0.1", "--json-out", "q.json", "--allow-saturated")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v (exit %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the program did not end within 2 minutes\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "synthetic_qwen_traceA_1k.jsonl (built in)") {
+		t.Errorf("stdout does not name the built-in sample:\n%s", stdout.String())
+	}
+	d := readDocument(t, filepath.Join(dir, "q.json"))
+	if d.Trace != sampleName || d.Rows != 20 || len(d.Runs) != 1 || summary(d.Runs[0].Load).Completed != 20 {
+		t.Errorf("results: trace %q, %d rows, %d runs", d.Trace, d.Rows, len(d.Runs))
 	}
 }

@@ -410,7 +410,7 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, st
 		}
 	}
 	if c.jsonOut != "" && !c.stdout {
-		if err := cli.WriteFileAtomic(c.jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }); err != nil {
+		if err := cli.WriteResults(c.jsonOut, doc); err != nil {
 			return err
 		}
 		fmt.Fprintf(info, "results: %s", c.jsonOut)
@@ -446,22 +446,7 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, st
 // JSON: until this run writes its own at the end, an older one beside the
 // new JSONL would look current, and stay so if the run were killed.
 func claimOutputs(c *config) (*cli.OutputLock, error) {
-	for flag, path := range map[string]string{"json-out": c.jsonOut, "jsonl": c.jsonl} {
-		if err := createDir(path); err != nil {
-			return nil, cli.Usagef("--%s: %v", flag, err)
-		}
-	}
-	lock, err := cli.LockOutputs("exo-bench", c.jsonOut, c.jsonl)
-	if err != nil && !errors.Is(err, cli.ErrOutputInUse) {
-		return nil, &cli.UsageError{Err: err}
-	} else if err != nil {
-		return nil, err
-	}
-	if err := cli.ClearResults(c.jsonOut); err != nil {
-		lock.Release()
-		return nil, err
-	}
-	return lock, nil
+	return cli.ClaimOutputs("exo-bench", cli.Output{Flag: "json-out", Path: c.jsonOut}, cli.Output{Flag: "jsonl", Path: c.jsonl, Append: true})
 }
 
 // writePowerPlot draws each node's sampled power over the run with every

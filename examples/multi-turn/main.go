@@ -21,7 +21,15 @@
 // Each request names its session in the X-Session-ID header (--session-header;
 // "-" sends none) for routers that keep a session on one replica. A session
 // whose turn fails stops there: its later turns are rows of kind not_sent
-// with the reason, and the other sessions go on. --jsonl writes every row.
+// with the reason, and the other sessions go on.
+//
+// --json-out (results/multi-turn.json; "" for none) writes the results
+// document (benchkit.SessionsDocument) as every program writes its own
+// (cli.WriteResults): the run's settings and target, and for each run of
+// the sessions (each cache mode) its summary, one summary per turn with
+// the measured and theoretical hit rates, and every row. It is locked for
+// the run, and the previous one removed when the run starts. --jsonl
+// writes every row as its turn ends. --plot draws TTFT by turn.
 //
 // Exit status: 0 when every turn succeeded and every prompt count matched
 // the server's, 1 otherwise, 2 for a bad flag, 130 when interrupted.

@@ -35,13 +35,14 @@ type options struct {
 	thinkExp           bool
 	header             string
 	prefixCache        bool // --prefix-cache given: run that mode only
-	jsonl              string
+	jsonl, jsonOut     string
 	seed               uint64
 	plot               string
 	rows               *rowsFile
 	source             cli.WorkloadFlags
 	recorded, barrier  bool
 	trim               bool
+	noted              bool // the rows the source skipped were said
 }
 
 // arm is one run of the sessions: the cache mode it ran with ("" for a
@@ -73,7 +74,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.thinkExp, "think-exp", false, "draw each think time from an exponential distribution of mean --think")
 	fs.StringVar(&o.header, "session-header", "", `header naming each request's session ("": X-Session-ID, "-": none)`)
 	fs.StringVar(&o.jsonl, "jsonl", "", "write every row to this JSONL file")
+	fs.StringVar(&o.jsonOut, "json-out", filepath.Join("results", "multi-turn.json"), "write the results (each run's summaries by turn and over the run, and every row) as JSON to this file (\"\": none)")
 	fs.StringVar(&o.plot, "plot", "results/multi-turn-ttft.png", "write a PNG of each arm's TTFT p50 against the turn to this file (\"\": none)")
+	o.source.TraceUsage = "run the sessions of this trace file instead (a Bailian trace's rows linked by parent_chat_id; any other trace's rows are sessions of one turn), each turn at its row's instant or when the previous reply ends, whichever is later"
+	o.source.DatasetUsage = "run the conversations of this dataset file instead (ShareGPT JSON, JSONL of OpenAI messages), one session each, every turn sent when the previous reply ends (and --think)"
 	o.source.AddFlags(fs)
 	fs.BoolVar(&o.recorded, "recorded-replies", false, "with --dataset: carry the dataset's recorded replies into the history instead of the server's")
 	fs.BoolVar(&o.barrier, "round-barrier", false, "hold every session's next turn until every session has ended the current one")
@@ -114,6 +118,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := tg.Check(ctx, args, 0); err != nil {
 		return err
 	}
+	// The results files are this run's until it ends: a second run given
+	// either is refused (exit 2), and the previous ones go now.
+	lock, err := cli.ClaimOutputs("multi-turn", cli.Output{Flag: "json-out", Path: o.jsonOut}, cli.Output{Flag: "jsonl", Path: o.jsonl})
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	var rows *rowsFile
 	if o.jsonl != "" {
 		f, err := os.Create(o.jsonl)
@@ -126,6 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o.rows = rows
 	var arms []arm
 	var runErr error
+	started := time.Now().UTC().Format(time.RFC3339)
 	for _, mode := range modes {
 		a, err := runArm(ctx, &o, mode, stderr)
 		arms = append(arms, a)
@@ -136,6 +148,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	failed, mismatched, total := report(stdout, arms)
+	if o.jsonOut != "" {
+		info := tg.Info
+		if note := o.source.Skipped(); note != "" {
+			info.Warnings = append(info.Warnings, note)
+		}
+		doc := document(info, arms, started, ctx.Err() != nil)
+		if err := cli.WriteResults(o.jsonOut, doc); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(stderr, "multi-turn: results in %s\n", o.jsonOut)
+	}
 	if err := writePlot(o.plot, arms, o.target.Info.Simulated); err != nil {
 		fmt.Fprintf(stderr, "multi-turn: plot not written: %v\n", err)
 	} else if o.plot != "" {
@@ -180,15 +203,37 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		s.Sinks = []benchkit.Sink{o.rows}
 	}
 	if o.source.Set() {
-		w, _, err := o.source.Workload(benchkit.Lengths{}, benchkit.Traffic{}, tg.Counter)
+		w, _, err := o.source.Workload(ctx, benchkit.Lengths{}, benchkit.Traffic{}, tg.Counter)
 		if err != nil {
 			return arm{mode: mode}, err
 		}
 		tr := w.(benchkit.Trace)
 		s.Trace, s.Builder.System = &tr, ""
+		if note := o.source.Skipped(); note != "" && !o.noted {
+			fmt.Fprintln(stderr, "multi-turn:", note)
+			o.noted = true
+		}
 	}
 	rows, err := s.Run(ctx)
 	return arm{mode: mode, s: s, rows: rows}, err
+}
+
+// document is the results file: each arm's summaries by turn and over
+// the run, and its rows.
+func document(info benchkit.RunInfo, arms []arm, started string, interrupted bool) benchkit.SessionsDocument {
+	info.Started, info.Finished, info.Interrupted = started, time.Now().UTC().Format(time.RFC3339), interrupted
+	if len(arms) > 1 {
+		info.PrefixCache = "" // each run's own
+	}
+	doc := benchkit.SessionsDocument{Meta: benchkit.SessionsMeta{RunInfo: info}, Runs: []benchkit.SessionsRun{}}
+	for _, a := range arms {
+		if a.s == nil {
+			continue
+		}
+		doc.Meta.Sessions = a.s.Settings()
+		doc.Runs = append(doc.Runs, a.s.Result(a.mode, a.rows, timing.SLO{}))
+	}
+	return doc
 }
 
 // report prints each arm's per-turn table and, for two arms, their TTFT

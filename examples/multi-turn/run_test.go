@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image"
 	_ "image/png"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 )
 
@@ -25,7 +27,7 @@ func TestDefaultExercise(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	png := filepath.Join(t.TempDir(), "ttft.png")
-	if err := run(context.Background(), []string{"--plot", png}, &out, &errb); err != nil {
+	if err := run(context.Background(), []string{"--plot", png, "--json-out", filepath.Join(t.TempDir(), "multi-turn.json")}, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s%s", err, out.String(), errb.String())
 	}
 	if f, err := os.Open(png); err != nil {
@@ -85,5 +87,60 @@ func TestBadFlags(t *testing.T) {
 		if err := run(context.Background(), args, &out, &errb); cli.ExitCode(err) != cli.ExitUsage {
 			t.Errorf("%v: err %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestJSONOut: --json-out is written as every program's results document
+// is (cli.WriteResults), into a directory it makes, and parses back: one
+// run per cache mode, each with its summary over the run, one summary per
+// turn with the measured and theoretical hit rates, and every turn's row.
+func TestJSONOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out", "multi-turn.json")
+	args := []string{"--sim-preset", "fast", "--sessions", "2", "--turns", "3", "--user-tokens", "40", "--output-len", "4",
+		"--plot", "", "--json-out", path}
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc benchkit.SessionsDocument
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("the document does not parse: %v\n%.400s", err, b)
+	}
+	if !doc.Meta.Simulated || doc.Meta.Sessions.Count != 2 || doc.Meta.Sessions.Turns != 3 || doc.Meta.Sessions.UserTokens != 40 {
+		t.Errorf("meta %+v", doc.Meta)
+	}
+	if len(doc.Runs) != 2 || doc.Runs[0].PrefixCache != "radix" || doc.Runs[1].PrefixCache != "naive" {
+		t.Fatalf("%d runs, want radix then naive: %+v", len(doc.Runs), doc.Runs)
+	}
+	for _, r := range doc.Runs {
+		if r.Summary.Requests != 6 || r.Summary.Completed != 6 || len(r.Requests) != 6 {
+			t.Errorf("%s: summary of %d requests (%d completed), %d rows; want 6", r.PrefixCache, r.Summary.Requests, r.Summary.Completed, len(r.Requests))
+		}
+		if len(r.Turns) != 3 {
+			t.Fatalf("%s: %d turn summaries, want 3", r.PrefixCache, len(r.Turns))
+		}
+		for k, s := range r.Turns {
+			if s.Turn != k+1 || s.Requests != 2 || s.TheoreticalHitRate == nil {
+				t.Errorf("%s: turn summary %d: turn %d, %d requests, theoretical hit rate %v", r.PrefixCache, k, s.Turn, s.Requests, s.TheoreticalHitRate)
+			}
+		}
+		// Turn 1 shares nothing but the system prompt; later turns resend
+		// their history, which the radix cache serves and the naive one not.
+		// (A server that caches nothing reports no cached tokens: no
+		// measured rate.)
+		last := r.Turns[2]
+		switch {
+		case r.PrefixCache == "radix" && (last.PrefixHitRate == nil || *last.PrefixHitRate <= 0.5):
+			t.Errorf("radix: turn 3's hit rate %v; its history is most of its prompt", last.PrefixHitRate)
+		case r.PrefixCache == "naive" && last.PrefixHitRate != nil && *last.PrefixHitRate != 0:
+			t.Errorf("naive: turn 3's hit rate %.3f, want none", *last.PrefixHitRate)
+		}
+	}
+	if !strings.Contains(errb.String(), path) {
+		t.Errorf("stderr does not name the results file:\n%s", errb.String())
 	}
 }

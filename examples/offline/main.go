@@ -19,7 +19,10 @@
 // --trace FILE or --dataset FILE sends a trace's or dataset's rows
 // instead, all at once (the flags of serve-load's, cli.WorkloadFlags):
 // every prompt exact, hash-id rows made of exact token blocks, token ids
-// to /v1/completions with --endpoint completions.
+// to /v1/completions with --endpoint completions; a row shorter than its
+// request's own tokens is skipped, counted and named by line. The --gsp-*
+// flags (serve-load's) send a generated shared-prefix load all at once,
+// its theoretical prefix hit rate beside the server's.
 //
 // With no flags it measures the embedded simulated engine on 127.0.0.1;
 // its figures are simulated.
@@ -37,7 +40,8 @@
 //
 // --json-out is locked for the run (a second run given it is refused,
 // told which run holds it), the previous file is removed when the run
-// starts, and the new one is renamed into place whole at the end.
+// starts, and the new one is renamed into place whole at the end
+// (cli.ClaimOutputs and cli.WriteResults, as every program does).
 //
 // Every prompt's salt carries a run nonce, random unless --seed is given,
 // so no two runs share a prefix beyond the chat template; --shared-prefix N

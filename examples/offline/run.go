@@ -49,7 +49,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	startAt := fs.String("start-at", "", "release the requests at this RFC 3339 wall time, shared by every segment")
 	var wf cli.WorkloadFlags
+	wf.TraceUsage = "send the rows of this trace file (Mooncake or Bailian JSONL, BurstGPT or Azure CSV) all at once, at no instants of their own"
+	wf.DatasetUsage = "send the requests of this dataset file (ShareGPT JSON, JSONL of prompts or messages) all at once"
 	wf.AddFlags(fs)
+	wf.AddSharedPrefixFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h or --help: the usage is written; exit 0
@@ -76,6 +79,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	// do: one request per row unless --num-seqs says fewer.
 	if err := wf.Load(true); err != nil {
 		return err
+	}
+	if *sharedPrefix > 0 && wf.Generated() {
+		return cli.Usagef("--shared-prefix and the --gsp-* flags both set; the generated shared-prefix load shares its own prefixes")
 	}
 	if wf.Set() && !set["num-seqs"] {
 		*numSeqs = wf.Len()
@@ -105,19 +111,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	// --json-out is this run's until it ends: a second run given it is
 	// refused (exit 2), and the previous results go now, so that a run
 	// that dies never leaves them looking like its own.
-	if *jsonOut != "" {
-		lock, err := cli.LockOutputs("offline", *jsonOut)
-		if errors.Is(err, cli.ErrOutputInUse) {
-			return err
-		}
-		if err != nil {
-			return cli.Usagef("--json-out: %v", err)
-		}
-		defer lock.Release()
-		if err := cli.ClearResults(*jsonOut); err != nil {
-			return err
-		}
+	lock, err := cli.ClaimOutputs("offline", cli.Output{Flag: "json-out", Path: *jsonOut})
+	if err != nil {
+		return err
 	}
+	defer lock.Release()
 
 	if err := tg.Start(ctx, stderr); err != nil {
 		return err
@@ -130,9 +128,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	defer client.CloseIdleConnections()
 	meta.RunInfo = tg.Info
 	counter, model := tg.Counter, tg.Model
-	w, traffic, err := wf.Workload(lengths, traffic, counter)
+	wf.Nonce = prov.Nonce
+	w, traffic, err := wf.Workload(ctx, lengths, traffic, counter)
 	if err != nil {
 		return err
+	}
+	if note := wf.Skipped(); note != "" {
+		fmt.Fprintln(stderr, "offline:", note)
+		meta.Warnings = append(meta.Warnings, note)
 	}
 	meta.Workload, meta.Traffic = w, traffic
 	keeper := newReplyKeeper()
@@ -176,7 +179,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		label = " (simulated)"
 	}
 	if wf.Set() {
-		fmt.Fprintf(stdout, "%d requests at once, the first rows of %s, model %s%s\n", *numSeqs, wf.Trace+wf.Dataset, model, label)
+		fmt.Fprintf(stdout, "%d requests at once, the first rows of %s, model %s%s\n", traffic.Burst, wf.Name(), model, label)
 	} else {
 		ilo, ihi := lengths.InputRange()
 		olo, ohi := lengths.OutputRange()
@@ -199,7 +202,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	if *jsonOut != "" {
 		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
-		if err := cli.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }); err != nil {
+		if err := cli.WriteResults(*jsonOut, doc); err != nil {
 			return errors.Join(runErr, err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -433,7 +432,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) error {
 	var errs []error
 	if c.jsonOut != "" && !c.stdout {
-		if err := cli.WriteFileAtomic(c.jsonOut, func(w io.Writer) error { return disagg.WriteJSON(w, doc) }); err != nil {
+		if err := cli.WriteResults(c.jsonOut, doc); err != nil {
 			errs = append(errs, err)
 		} else {
 			fmt.Fprintf(stderr, "prefill-decode: results: %s\n", c.jsonOut)
@@ -453,18 +452,5 @@ func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) erro
 // previous results there, so that a run that dies never leaves them
 // looking like its own.
 func claimOutput(path string) (*cli.OutputLock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, cli.Usagef("--json-out: %v", err)
-	}
-	lock, err := cli.LockOutputs("prefill-decode", path)
-	if err != nil && !errors.Is(err, cli.ErrOutputInUse) {
-		return nil, cli.Usagef("--json-out: %v", err)
-	} else if err != nil {
-		return nil, err
-	}
-	if err := cli.ClearResults(path); err != nil {
-		lock.Release()
-		return nil, err
-	}
-	return lock, nil
+	return cli.ClaimOutputs("prefill-decode", cli.Output{Flag: "json-out", Path: path})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -26,6 +27,12 @@ func TestBadInputSendsNothing(t *testing.T) {
 	}))
 	defer srv.Close()
 	tok, corrupt := hftest.WriteTokenizer(t), hftest.WriteCorruptTokenizer(t)
+	// A results file's directory is made when missing; one under a plain
+	// file cannot be.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string // in the message
@@ -55,7 +62,8 @@ func TestBadInputSendsNothing(t *testing.T) {
 		// overhead named, before the model list or /tokenize is asked.
 		{[]string{"--tokenizer", tok, "--pp", "10"}, "pp=10 is below the chat template's overhead of 19 tokens"},
 		{[]string{"--tokenizer", tok, "--input-len", "20", "--range-ratio", "0.5"}, "pp=10 is below the chat template's overhead of 19 tokens"},
-		{[]string{"--jsonl", filepath.Join(t.TempDir(), "no", "such", "dir", "rows.jsonl")}, "--jsonl"},
+		{[]string{"--jsonl", filepath.Join(notDir, "rows.jsonl")}, "--jsonl"},
+		{[]string{"--json-out", filepath.Join(notDir, "r.json")}, "--json-out"},
 		{[]string{"--api-key-env", "INFERBENCH_TEST_UNSET_KEY"}, "--api-key-env INFERBENCH_TEST_UNSET_KEY: the variable is unset or empty"},
 	}
 	for _, tc := range cases {

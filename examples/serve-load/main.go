@@ -19,7 +19,22 @@
 // --trace-rows N keeps the first N rows, --max-input-tokens skips longer
 // rows, --max-output-tokens caps outputs, and --endpoint completions sends
 // token ids to /v1/completions (exact with no re-tokenization; it needs
-// --tokenizer against a real server).
+// --tokenizer against a real server). A row shorter than its request's own
+// tokens (the chat template's, and a length-only row's salt's) cannot be
+// built: it is skipped, counted and named by line on stderr and in the
+// results' warnings, and the other rows run.
+//
+// --gsp-num-groups G, --gsp-prompts-per-group P, --gsp-system-prompt-len S,
+// --gsp-question-len Q and --gsp-output-len O (SGLang's bench_serving
+// names; any of them turns the load on, SGLang's defaults 64, 16, 2048, 128
+// and 256 filling the rest) send a generated shared-prefix load on the
+// rate's schedule: G·P prompts of S + Q tokens, those of a group sharing
+// exactly their S leading tokens after the chat template and nothing
+// after them (vLLM's prefix_repetition is the same load: its num-prefixes,
+// prefix-len, suffix-len and output-len). --gsp-zipf-alpha A draws each
+// prompt's group from a Zipf distribution instead. The summary's
+// theoretical hit rate is the load's; the server's measured one stands
+// beside it.
 //
 // With no flags it starts the embedded simulated engine on 127.0.0.1 and
 // measures that; its figures are simulated.
@@ -52,8 +67,10 @@
 // redacted from every row, message and file however the server echoes it.
 //
 // Every run draws a random nonce that salts every prompt, so no two
-// requests of any run share a prefix beyond the chat template and a
-// server's prefix cache serves nothing from an earlier run; --seed makes
+// requests of any run share a prefix beyond the chat template (each salt
+// opens with the request's own index, so the prompts differ from their
+// first content token) and a server's prefix cache serves nothing from an
+// earlier run; --seed makes
 // the nonce and the schedule reproducible, and --shared-prefix N gives
 // every prompt the same first N tokens for prefix-cache ablations. Results
 // files record where they came from (build, platform, the command line

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,8 +35,12 @@ func (c *cacheProxy) take() []int {
 }
 
 func startCacheProxy(t *testing.T) (*cacheProxy, string) {
+	return startCacheProxyWith(t, sim.Options{Preset: sim.Fast()})
+}
+
+func startCacheProxyWith(t *testing.T, opts sim.Options) (*cacheProxy, string) {
 	t.Helper()
-	srv, err := sim.Start(context.Background(), "127.0.0.1:0", sim.Options{Preset: sim.Fast()})
+	srv, err := sim.Start(context.Background(), "127.0.0.1:0", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,4 +145,40 @@ func TestServeLoadFreshPrompts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestServeLoadTokenGranularCache: against a cache that reuses any common
+// token prefix (the embedded engine with blocks of one token, as
+// llama.cpp's per-slot cache reuses tokens), the prompts of a run share
+// nothing but the chat template's tokens before the content — the
+// embedded engine's <|im_start|> user \n, 3 tokens — because every salt
+// opens with the request's own index: each request after the first is
+// served exactly those 3 tokens from the cache, not one content token.
+// (The template's own tokens are the same in every request, so even a
+// run meant to share nothing has a measured hit rate of 3 tokens a
+// request on such a cache, not 0.) With --shared-prefix 16 exactly 16
+// content tokens more are served.
+func TestServeLoadTokenGranularCache(t *testing.T) {
+	const n, pp, template = 8, 200, 3
+	for _, shared := range []int{0, 16} {
+		c, base := startCacheProxyWith(t, sim.Options{Preset: sim.Fast(), BlockSize: 1})
+		args := []string{"--base-url", base, "--allow-saturated", "--pp", fmt.Sprint(pp), "--tg", "2", "--num-requests", fmt.Sprint(n),
+			"--rate", "inf", "--stream=false", "--timeout", "30s", "--shared-prefix", fmt.Sprint(shared)}
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+			t.Fatalf("shared %d: %v\n%s", shared, err, stderr.String())
+		}
+		cached := c.take()
+		if len(cached) != n {
+			t.Fatalf("shared %d: the engine answered %d requests, want %d", shared, len(cached), n)
+		}
+		slices.Sort(cached)
+		want := make([]int, n)
+		for i := 1; i < n; i++ {
+			want[i] = template + shared
+		}
+		if !slices.Equal(cached, want) {
+			t.Errorf("shared %d: cached tokens per request %v, want %v: the first none, every other the template's %d and the %d shared", shared, cached, want, template, shared)
+		}
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -66,6 +64,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
 	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
 	o.trace.AddFlags(fs)
+	o.trace.AddSharedPrefixFlags(fs)
 	fs.IntVar(&o.users, "users", 0, "send a closed loop of N users instead, each sending its next request when its previous reply ends (--num-requests in all)")
 	fs.DurationVar(&o.think, "think", 0, "with --users: each user's pause between a reply and its next request")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the lengths, the arrival schedule and, when given, the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
@@ -106,6 +105,9 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	}
 	if o.sharedPrefix < 0 {
 		return o, nil, slo, cli.Usagef("--shared-prefix must not be negative, got %d", o.sharedPrefix)
+	}
+	if o.sharedPrefix > 0 && o.trace.Generated() {
+		return o, nil, slo, cli.Usagef("--shared-prefix and the --gsp-* flags both set; the generated shared-prefix load shares its own prefixes")
 	}
 	if set["pp"] && set["input-len"] || set["tg"] && set["output-len"] {
 		return o, nil, slo, cli.Usagef("--pp/--tg and --input-len/--output-len both set; use one pair")
@@ -315,9 +317,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		load.Sinks = append(load.Sinks, progress)
 	}
 	progress.Start()
-	w, t, err := o.trace.Workload(lengths(o), traffic(o), tg.Counter)
+	o.trace.Nonce = prov.Nonce
+	w, t, err := o.trace.Workload(ctx, lengths(o), traffic(o), tg.Counter)
 	if err != nil {
 		return err
+	}
+	if note := o.trace.Skipped(); note != "" {
+		fmt.Fprintln(stderr, "serve-load:", note)
+		meta.Warnings = append(meta.Warnings, note)
 	}
 	plan := benchkit.LoadPlan{Workload: w, Traffic: t, Rates: rates, SLO: slo, Attainment: o.attainment}
 	if t.Replay {
@@ -408,7 +415,7 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 		}
 	}
 	if o.jsonOut != "" {
-		errs = append(errs, writeFile(o.jsonOut, func(w io.Writer) error { return benchkit.WriteJSON(w, doc) }))
+		errs = append(errs, cli.WriteResults(o.jsonOut, doc))
 	}
 	if o.plotPath != "" && len(runs) > 0 {
 		var p plot.Drawing
@@ -426,36 +433,12 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 	return errors.Join(errs...)
 }
 
-// writeFile writes a results file whole or not at all: through a
-// temporary file renamed into place.
-func writeFile(path string, write func(io.Writer) error) error {
-	return cli.WriteFileAtomic(path, write)
-}
-
-// lockOutputs locks --json-out and --jsonl for this run and removes the
-// previous results JSON. Another run holding either is refused with a
-// message naming it (exit 2), as is a path that cannot be locked.
+// lockOutputs claims --json-out and --jsonl for this run: another run
+// holding either is refused with a message naming it (exit 2), and the
+// previous results JSON goes now, so that a run that dies never leaves it
+// looking current; --jsonl keeps the earlier runs' rows.
 func lockOutputs(o options) (*cli.OutputLock, error) {
-	for _, f := range []struct{ flag, path string }{{"json-out", o.jsonOut}, {"jsonl", o.jsonl}} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Dir(f.path)); err != nil {
-			return nil, cli.Usagef("--%s: %v", f.flag, err)
-		}
-	}
-	lock, err := cli.LockOutputs("serve-load", o.jsonOut, o.jsonl)
-	if errors.Is(err, cli.ErrOutputInUse) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, &cli.UsageError{Err: err}
-	}
-	if err := cli.ClearResults(o.jsonOut); err != nil {
-		lock.Release()
-		return nil, err
-	}
-	return lock, nil
+	return cli.ClaimOutputs("serve-load", cli.Output{Flag: "json-out", Path: o.jsonOut}, cli.Output{Flag: "jsonl", Path: o.jsonl, Append: true})
 }
 
 // jsonlFile is a benchkit.Sink that appends each row as one line as soon

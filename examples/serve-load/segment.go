@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -108,7 +107,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var errs []error
 	if *format == "json" {
-		errs = append(errs, writeMerged(stdout, m))
+		errs = append(errs, benchkit.WriteJSON(stdout, m))
 	} else {
 		errs = append(errs, benchkit.WriteTable(stdout, []benchkit.Summary{m.Summary}, benchkit.TableOptions{Title: fmt.Sprintf("merged: %d segments of plan %.12s", m.Segments, m.PlanHash)}))
 		for _, s := range m.PerSegment {
@@ -120,7 +119,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if *jsonOut != "" {
-		errs = append(errs, cli.WriteFileAtomic(*jsonOut, func(w io.Writer) error { return writeMerged(w, m) }))
+		errs = append(errs, cli.WriteResults(*jsonOut, m))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -132,11 +131,4 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w: in the union or a segment (see each segment's client); --allow-saturated keeps the figures", cli.ErrClientSaturated)
 	}
 	return nil
-}
-
-// writeMerged writes m as indented JSON.
-func writeMerged(w io.Writer, m benchkit.MergedLoad) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(m)
 }

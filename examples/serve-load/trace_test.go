@@ -67,3 +67,52 @@ func TestBadTraceSendsNothing(t *testing.T) {
 		t.Errorf("the engine started for a bad trace:\n%s", stderr.String())
 	}
 }
+
+// TestShortTraceRowsSkipped: a trace row shorter than the chat template's
+// own tokens (and, for a row of a length only, its salt's) cannot be
+// built; it is skipped, as a row over --max-input-tokens is, counted and
+// named by line on stderr and in the results' warnings, and the other
+// rows run (exit 0) — for a trace of hash ids and one of lengths.
+func TestShortTraceRowsSkipped(t *testing.T) {
+	for _, c := range []struct{ name, lines, text string }{
+		{"short.jsonl", "lines 2, 4)", `{"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [0, 1]}` + "\n" +
+			`{"timestamp": 5, "input_length": 4, "output_length": 3, "hash_ids": [2]}` + "\n" +
+			`{"timestamp": 9, "input_length": 700, "output_length": 3, "hash_ids": [0, 3]}` + "\n" +
+			`{"timestamp": 12, "input_length": 1, "output_length": 3, "hash_ids": [4]}` + "\n"},
+		{"short.csv", "lines 3, 5)", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n" +
+			"0,GPT-4,300,3,303,API log\n" +
+			"1,GPT-4,9,3,12,API log\n" +
+			"2,GPT-4,250,3,253,API log\n" +
+			"3,GPT-4,2,3,5,API log\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			trace, out := filepath.Join(dir, c.name), filepath.Join(dir, "r.json")
+			if err := os.WriteFile(trace, []byte(c.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{"--trace", trace, "--trace-speedup", "100", "--json-out", out, "--allow-saturated"}, &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "skipped 2 shorter than") || !strings.Contains(stderr.String(), c.lines) {
+				t.Errorf("stderr does not name the two short rows:\n%s", stderr.String())
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc benchkit.LoadDocument
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Requests) != 2 || doc.Summary.Completed != 2 {
+				t.Errorf("%d requests, %d completed; want the 2 long rows", len(doc.Requests), doc.Summary.Completed)
+			}
+			if len(doc.Meta.Warnings) == 0 || !strings.Contains(strings.Join(doc.Meta.Warnings, "\n"), "skipped 2 shorter than") {
+				t.Errorf("the results' warnings do not say which rows were skipped: %q", doc.Meta.Warnings)
+			}
+		})
+	}
+}
