@@ -156,6 +156,15 @@ INFERBENCH_OLLAMA_URL=$url INFERBENCH_OLLAMA_MODEL=$model INFERBENCH_TOKENIZER=$
 	HOME="$HOME" go test -tags integration -count=1 -p 1 -v -timeout 20m "${run[@]}" ./integration/... || rc=$?
 timings+=("tests in $(since "$t")")
 
+# The same suite against the embedded engine's llama.cpp profile (engine/sim,
+# written from llama-server's source): what a real llama.cpp showed (a
+# connection closed after every stream, any model name served, a
+# token-granular cache per slot) fails here first.
+t=$(ms)
+INFERBENCH_SIM_PROFILE=llamacpp INFERBENCH_TOKENIZER=$tokdir \
+	HOME="$HOME" go test -tags integration -count=1 -p 1 -v -timeout 20m "${run[@]}" ./integration/... || rc=$?
+timings+=("tests against the embedded llama.cpp profile in $(since "$t")")
+
 printf '\nintegration timings:\n' >&2
 for l in "${timings[@]}"; do printf '  %s\n' "$l" >&2; done
 printf '  total %s\n' "$(since "$t_all")" >&2
