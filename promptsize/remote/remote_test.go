@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/countertest"
 	"github.com/inferbench/inferbench/promptsize/remote"
@@ -125,7 +126,7 @@ func TestVLLMCount(t *testing.T) {
 	if n != 13 {
 		t.Errorf("count = %d, want 13", n)
 	}
-	req := <-seen
+	req := testkit.RecvWithin(t, seen, testkit.Patience)
 	if req.Model != "m" || req.AddGenerationPrompt == nil || !*req.AddGenerationPrompt {
 		t.Errorf("request model %q, add_generation_prompt %v; want m, true", req.Model, req.AddGenerationPrompt)
 	}
