@@ -17,6 +17,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -135,7 +136,7 @@ func TestSegmentsUnionIsTheSchedule(t *testing.T) {
 				})
 				wg.Go(func() { runs[i], errs[i] = l.Run(ctx, lengths, traffic, slo) })
 			}
-			wg.Wait()
+			testkit.WaitWithin(t, &wg, testkit.Patience)
 			var union []Request
 			for i := range count {
 				if errs[i] != nil {

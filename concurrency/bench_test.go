@@ -81,7 +81,10 @@ func benchSkew(b *testing.B, n int) {
 			if held.Add(1) == int64(n) {
 				close(allIn)
 			}
-			<-allIn
+			select {
+			case <-allIn:
+			case <-r.Context().Done():
+			}
 		} else if i, err := strconv.Atoi(r.Header.Get("X-Index")); err == nil && i >= 0 && i < n {
 			arrivals[i].Store(int64(at))
 		}

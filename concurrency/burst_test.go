@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/concurrency/clocktest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 var errBoom = errors.New("boom")
@@ -42,9 +43,9 @@ func TestBurstExactOffsets(t *testing.T) {
 	var got []concurrency.Result[int]
 	for range 4 {
 		clk.Advance(10 * time.Millisecond)
-		got = append(got, <-run.Results())
+		got = append(got, testkit.RecvWithin(t, run.Results(), testkit.Patience))
 	}
-	if _, open := <-run.Results(); open {
+	if _, open := testkit.RecvOKWithin(t, run.Results(), testkit.Patience); open {
 		t.Fatal("results channel still open after 4 results")
 	}
 	sum := run.Summary()
@@ -125,7 +126,7 @@ func TestBurstFailuresDoNotAbort(t *testing.T) {
 			failed.Done()
 			return 0, fmt.Errorf("request %d: %w", i, errBoom)
 		}
-		failed.Wait()
+		_ = testkit.WaitContext(ctx, &failed)
 		return i, ctx.Err()
 	}
 	res := concurrency.Burst(ctx, n, send, nil)
@@ -160,7 +161,7 @@ func TestBurstCancelInFlight(t *testing.T) {
 		return 0, ctx.Err()
 	}
 	run := concurrency.StartBurst(ctx, 8, send, nil)
-	blocked.Wait()
+	testkit.WaitWithin(t, &blocked, testkit.Patience)
 	cancel()
 	all, sum := run.Collect()
 	if len(all) != 8 {
@@ -201,7 +202,7 @@ func TestBurstCancelBeforeRelease(t *testing.T) {
 		return 0, nil
 	}
 	run := concurrency.StartBurst(ctx, 5, send, &concurrency.BurstOptions{Prepare: prepare})
-	ready.Wait()
+	testkit.WaitWithin(t, &ready, testkit.Patience)
 	cancel()
 	all, sum := run.Collect()
 	for _, r := range all {

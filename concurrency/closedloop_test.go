@@ -11,6 +11,7 @@ import (
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/concurrency/clocktest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // TestClosedLoop: 2 users, each request takes 5 ms, think time 2 ms,
@@ -82,7 +83,7 @@ func TestClosedLoopCancel(t *testing.T) {
 		return 0, ctx.Err()
 	}
 	run := concurrency.StartClosedLoop(ctx, concurrency.ClosedLoop{Users: 2, Think: time.Hour, Clock: clk}, send)
-	<-inFlight
+	testkit.RecvWithin(t, inFlight, testkit.Patience)
 	if err := clk.BlockUntil(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/concurrency/clocktest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // byIndex returns the results ordered by Index.
@@ -157,7 +158,7 @@ func TestOpenLoopCancel(t *testing.T) {
 		return 0, ctx.Err()
 	}
 	run := concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{Arrivals: concurrency.Constant{Rate: 10}, Clock: clk}, send)
-	<-started
+	testkit.RecvWithin(t, started, testkit.Patience)
 	if err := clk.BlockUntil(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

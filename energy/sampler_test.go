@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // stepClock returns t0 + k·step on its k-th call to Now, and a ticker whose
@@ -79,7 +81,7 @@ func TestSamplerPollsAndStamps(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		clk.tick <- time.Time{}
+		testkit.SendWithin(t, clk.tick, time.Time{}, testkit.Patience)
 	}
 	rec := s.Stop()
 	if clk.interval != 200*time.Millisecond {
@@ -139,9 +141,9 @@ func TestSamplerStopsWithContext(t *testing.T) {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	<-reads // the first poll
-	clk.tick <- time.Time{}
-	<-reads // the tick's poll
+	testkit.RecvWithin(t, reads, testkit.Patience) // the first poll
+	testkit.SendWithin(t, clk.tick, time.Time{}, testkit.Patience)
+	testkit.RecvWithin(t, reads, testkit.Patience) // the tick's poll
 	cancel()
 	<-s.Done()
 	rec := s.Stop() // no last reading: the context is done
@@ -311,9 +313,9 @@ func TestSamplerRecordingWhileRunning(t *testing.T) {
 		}
 	}()
 	for range 20 {
-		clk.tick <- time.Time{}
+		testkit.SendWithin(t, clk.tick, time.Time{}, testkit.Patience)
 	}
-	<-done
+	testkit.RecvWithin(t, done, testkit.Patience)
 	if n := len(s.Stop().Power()[0].Samples); n != 22 {
 		t.Errorf("%d samples, want 22", n)
 	}

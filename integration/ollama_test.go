@@ -23,6 +23,7 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/ollama"
 	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -161,7 +162,7 @@ func post(ctx context.Context, t *testing.T, url string, body any) []line {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

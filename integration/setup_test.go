@@ -43,6 +43,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
@@ -389,7 +390,7 @@ func startServer(t *testing.T) *server {
 	if bin == "" || models == "" {
 		t.Skip("set INFERBENCH_OLLAMA_BIN and INFERBENCH_OLLAMA_MODELS to let this test start and stop an Ollama of its own (make integration does)")
 	}
-	cmd := exec.Command(bin, "serve")
+	cmd := exec.Command(bin, "serve") // bounded: a server for the whole test, which stop (the test's cleanup) interrupts, then kills
 	// Its own home (Ollama writes a key pair in ~/.ollama) and its CPU
 	// backend by path (a set LD_LIBRARY_PATH replaces where it looks).
 	cmd.Env = append(os.Environ(), "OLLAMA_HOST=127.0.0.1:0", "OLLAMA_MODELS="+models, "OLLAMA_NUM_PARALLEL=4",
@@ -424,7 +425,7 @@ func startServer(t *testing.T) *server {
 		t.Fatalf("ollama serve did not listen within 60 s:\n%s", s.log.String())
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(s.url + "/api/version")
+		resp, err := testkit.Client.Get(s.url + "/api/version")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -454,6 +455,6 @@ func (s *server) stop(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Logf("ollama serve ignored SIGINT for 20 s; killing it")
 		_ = s.cmd.Process.Kill()
-		<-s.done
+		<-s.done // bounded: the process was killed
 	}
 }

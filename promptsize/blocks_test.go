@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
@@ -471,7 +472,7 @@ func TestBlocksConcurrent(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	// Whatever the order, an id's block is the same in every row.
 	blocks := map[int64][]int{}
 	for i, r := range rows {

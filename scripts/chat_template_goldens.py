@@ -11,12 +11,19 @@ indent, separators), raise_exception, and strftime_now pinned to DATE so the
 goldens are reproducible. tools and documents are passed as None when absent,
 as transformers does; bos_token and eos_token come from SPECIAL.
 
-The output, goldens.json.gz beside the templates, holds one record per
+The output, goldens.json.gz beside index.json, holds one record per
 (template, conversation): the rendered text, or the error Jinja2 raised
 (kind "raise_exception" for the template's own raise_exception, else the
 Python exception's class). Go's tests read it; they need no Python.
 
-Usage (from the repository root; needs Jinja2, tested with 3.1.6):
+The template files are not in the repository: they are read from the
+shared data folder beside it, ../shared/data/chat-templates from the
+repository root ($INFERBENCH_SHARED_DATA/chat-templates when that is set),
+and each is checked against the sha256 index.json records before anything
+is rendered. index.json, conversations.json, expressions.txt and what this
+script writes stay in promptsize/hf/testdata/templates.
+
+Usage (from any directory; needs Jinja2, tested with 3.1.6):
 
     python3 scripts/chat_template_goldens.py            # rewrite the goldens
     python3 scripts/chat_template_goldens.py --check    # verify the sha256s only
@@ -43,6 +50,10 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DIR = os.path.join(ROOT, "promptsize", "hf", "testdata", "templates")
+# TEMPLATES holds the vendor template files, beside the repository.
+TEMPLATES = os.path.join(
+    os.environ.get("INFERBENCH_SHARED_DATA") or os.path.join(ROOT, "..", "shared", "data"), "chat-templates"
+)
 
 # DATE is what strftime_now formats; the Go test pins RenderOptions.Date to it.
 DATE = datetime.datetime(2025, 3, 14, 9, 26, 53)
@@ -114,20 +125,24 @@ def render(env, source, conv):
 def main():
     with open(os.path.join(DIR, "index.json"), encoding="utf-8") as f:
         index = json.load(f)
+    if not os.path.isdir(TEMPLATES):
+        sys.exit("%s is missing: the chat templates are kept beside the repository, in ../shared/data/chat-templates "
+                 "from its root (or set INFERBENCH_SHARED_DATA to the folder that holds chat-templates/)"
+                 % os.path.normpath(TEMPLATES))
     for t in index:
-        with open(os.path.join(DIR, t["file"]), "rb") as f:
+        with open(os.path.join(TEMPLATES, t["file"]), "rb") as f:
             got = hashlib.sha256(f.read()).hexdigest()
         if got != t["sha256"]:
             sys.exit("%s: sha256 %s, index says %s" % (t["file"], got, t["sha256"]))
     if "--check" in sys.argv[1:]:
-        print("%d templates, sha256s match" % len(index))
+        print("%d templates in %s, sha256s match" % (len(index), os.path.normpath(TEMPLATES)))
         return
     with open(os.path.join(DIR, "conversations.json"), encoding="utf-8") as f:
         convs = json.load(f)
     env = environment()
     records = []
     for t in index:
-        with open(os.path.join(DIR, t["file"]), encoding="utf-8") as f:
+        with open(os.path.join(TEMPLATES, t["file"]), encoding="utf-8") as f:
             source = f.read()
         for conv in convs:
             rec = {"template": t["name"], "conversation": conv["name"]}

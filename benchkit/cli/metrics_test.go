@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -173,7 +174,7 @@ func TestSimProfileFlag(t *testing.T) {
 		if tg.URL != tg.Server.URL {
 			t.Errorf("URL %s, want the server root %s (llama-server serves /v1 there)", tg.URL, tg.Server.URL)
 		}
-		resp, err := http.Get(tg.URL + "/v1/models")
+		resp, err := testkit.Client.Get(tg.URL + "/v1/models")
 		if err != nil {
 			t.Fatal(err)
 		}

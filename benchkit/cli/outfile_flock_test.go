@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // TestLockFreedWhenHolderKilled locks a results path in a child process,
@@ -25,10 +26,10 @@ func TestLockFreedWhenHolderKilled(t *testing.T) {
 			os.Exit(1)
 		}
 		fmt.Println("locked")
-		select {} // until killed
+		select {} // bounded: until the test that started this child kills it
 	}
 	path := filepath.Join(t.TempDir(), "out.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockFreedWhenHolderKilled$")
+	cmd := testkit.Command(t, testkit.Patience, os.Args[0], "-test.run=^TestLockFreedWhenHolderKilled$")
 	cmd.Env = append(os.Environ(), "BENCHKIT_LOCK_HOLDER="+path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

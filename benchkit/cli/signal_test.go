@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/internal/rowlock"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once;
@@ -46,7 +47,7 @@ type blockingWriter struct {
 
 func (w *blockingWriter) Write(p []byte) (int, error) {
 	close(w.entered)
-	<-w.unblock
+	<-w.unblock // bounded: the test closes unblock; one that fails first leaves only this writer's goroutine behind
 	w.log("row written")
 	return len(p), nil
 }
@@ -70,7 +71,7 @@ func TestNotifyContextSecondSignalExits(t *testing.T) {
 
 	sigs <- os.Interrupt
 	<-ctx.Done()
-	if msg := <-stderr.writes; !strings.Contains(msg, "prog: interrupt: stopping") || !strings.Contains(msg, "signal again to exit at once") {
+	if msg := testkit.RecvWithin(t, stderr.writes, testkit.Patience); !strings.Contains(msg, "prog: interrupt: stopping") || !strings.Contains(msg, "signal again to exit at once") {
 		t.Errorf("first signal said %q", msg)
 	}
 
@@ -78,16 +79,16 @@ func TestNotifyContextSecondSignalExits(t *testing.T) {
 	sink := benchkit.NewJSONLSink(w)
 	wrote := make(chan error, 1)
 	go func() { wrote <- sink.Add(benchkit.Request{}) }()
-	<-w.entered
+	testkit.RecvWithin(t, w.entered, testkit.Patience)
 	sigs <- syscall.SIGTERM
-	if msg := <-stderr.writes; !strings.Contains(msg, "prog: second terminated: exiting now with status 130") {
+	if msg := testkit.RecvWithin(t, stderr.writes, testkit.Patience); !strings.Contains(msg, "prog: second terminated: exiting now with status 130") {
 		t.Errorf("second signal said %q", msg)
 	}
 	close(w.unblock)
-	if code := <-exited; code != ExitInterrupted {
+	if code := testkit.RecvWithin(t, exited, testkit.Patience); code != ExitInterrupted {
 		t.Errorf("exit status %d, want %d", code, ExitInterrupted)
 	}
-	if err := <-wrote; err != nil {
+	if err := testkit.RecvWithin(t, wrote, testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -107,20 +108,20 @@ func TestNotifyContextStuckWriteDoesNotHoldExit(t *testing.T) {
 	w := &blockingWriter{entered: make(chan struct{}), unblock: make(chan struct{}), log: func(string) {}}
 	wrote := make(chan error, 1)
 	go func() { wrote <- benchkit.NewJSONLSink(w).Add(benchkit.Request{}) }()
-	<-w.entered
+	testkit.RecvWithin(t, w.entered, testkit.Patience)
 	sigs <- os.Interrupt
 	sigs <- os.Interrupt
-	if code := <-exited; code != ExitInterrupted {
+	if code := testkit.RecvWithin(t, exited, testkit.Patience); code != ExitInterrupted {
 		t.Errorf("exit status %d, want %d", code, ExitInterrupted)
 	}
 	close(w.unblock)
-	if err := <-wrote; err != nil {
+	if err := testkit.RecvWithin(t, wrote, testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
 	// The hold is released for the tests that follow.
 	done := make(chan struct{})
 	go func() { rowlock.Hold(time.Hour)(); close(done) }()
-	<-done
+	testkit.RecvWithin(t, done, testkit.Patience)
 }
 
 // TestNotifyContextStop: after stop, a signal neither cancels nor exits.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/concurrency/clocktest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 var _ concurrency.Clock = (*clocktest.Clock)(nil)
@@ -29,14 +30,14 @@ func TestSleepWakesAtDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(20 * time.Millisecond)
-	if got := <-woke; !got.Equal(start.Add(20 * time.Millisecond)) {
+	if got := testkit.RecvWithin(t, woke, testkit.Patience); !got.Equal(start.Add(20 * time.Millisecond)) {
 		t.Errorf("first sleeper woke at %v, expected start+20ms", got)
 	}
 	if n := c.Sleepers(); n != 1 {
 		t.Errorf("%d sleepers after the first woke, expected 1", n)
 	}
 	c.Set(start.Add(30 * time.Millisecond))
-	if got := <-woke; !got.Equal(start.Add(30 * time.Millisecond)) {
+	if got := testkit.RecvWithin(t, woke, testkit.Patience); !got.Equal(start.Add(30 * time.Millisecond)) {
 		t.Errorf("second sleeper woke at %v, expected start+30ms", got)
 	}
 	if err := c.Sleep(ctx, 0); err != nil {
@@ -53,7 +54,7 @@ func TestSleepCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := testkit.RecvWithin(t, done, testkit.Patience); !errors.Is(err, context.Canceled) {
 		t.Errorf("Sleep = %v, expected Canceled", err)
 	}
 	if n := c.Sleepers(); n != 0 {

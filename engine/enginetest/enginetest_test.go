@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/enginetest"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -181,7 +182,7 @@ func (d dialer) Complete(ctx context.Context, req engine.Request) (engine.Result
 	if err != nil {
 		return engine.Result{}, err
 	}
-	resp, err := http.DefaultClient.Do(hr)
+	resp, err := testkit.Client.Do(hr)
 	if err != nil {
 		return engine.Result{}, engine.Wrap(ctx, engine.KindReset, "POST "+hr.URL.String(), err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 func TestNewBaseURL(t *testing.T) {
@@ -294,7 +295,7 @@ func TestPrewarmOpensConnections(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	if got := opened(); got != n {
 		t.Errorf("after a burst of %d: %d connections opened in all, want %d", n, got, n)
 	}

@@ -145,7 +145,7 @@ func FuzzStream(f *testing.F) {
 	var mu = make(chan struct{}, 1)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mu <- struct{}{}
-		defer func() { <-mu }()
+		defer func() { <-mu }() // bounded: the send above put a token in mu
 		rec.mu.Lock()
 		rec.body = data
 		rec.paths, rec.bodies, rec.headers = nil, nil, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // dumper answers every request with a canned body and keeps the wire dump
@@ -228,7 +229,7 @@ func TestPreparedSendOnceUnderRace(t *testing.T) {
 	for i := range n {
 		wg.Go(func() { _, errs[i] = p.Send(context.Background()) })
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	ok, twice := 0, 0
 	for _, err := range errs {
 		switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/inferbench/inferbench/engine/enginetest"
 	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 func newSim(t testing.TB, o sim.Options) *sim.Server { return adaptertest.NewSim(t, o) }
@@ -208,7 +209,7 @@ func TestSimCancel(t *testing.T) {
 	if err := c.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	o := <-done
+	o := testkit.RecvWithin(t, done, testkit.Patience)
 	if o.err != nil {
 		t.Fatal(o.err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 	"github.com/inferbench/inferbench/internal/httpsafe"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -570,7 +571,7 @@ func TestPrewarmOpensConnections(t *testing.T) {
 			errs <- err
 		}()
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	close(errs)
 	for err := range errs {
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/internal/adaptertest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // reuseResult is one request of runUsers.
@@ -37,7 +38,7 @@ func runUsers(t *testing.T, url string, users, each int) []reuseResult {
 			}
 		})
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	return out
 }
 

@@ -1,9 +1,10 @@
 package sim
 
 import (
-	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // BenchmarkTokenize measures the built-in tokenizer on a 4096-atom prompt.
@@ -23,7 +24,7 @@ func BenchmarkBenchRequest(b *testing.B) {
 	defer s.Close()
 	body := chatBody(s.Model(), "hello", 1, "")
 	for b.Loop() {
-		resp, err := http.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(body))
+		resp, err := testkit.Client.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // completionResp is the part of a non-streaming text_completion the tests
@@ -171,7 +173,7 @@ func TestPrefixCacheConcurrentArrivals(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	if sum != 656 || misses != 1 {
 		t.Errorf("%d tokens prefilled, %d requests without a hit; want 656 and 1", sum, misses)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -20,7 +21,8 @@ func Example() {
 
 	body := `{"model": "` + s.Model() + `", "messages": [{"role": "user", "content": "` +
 		strings.Repeat("a ", 100) + `"}], "max_tokens": 16, "use_prefix_cache": false, "stream": false}`
-	resp, err := http.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(body))
+	client := &http.Client{Timeout: time.Minute} // a sim that stops answering is an error, not a hang
+	resp, err := client.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -70,6 +72,7 @@ func ExampleCounter() {
 // every token of every prompt without reuse, the prefix once with the
 // block cache.
 func ExampleServer_CacheStats() {
+	client := &http.Client{Timeout: time.Minute}
 	for _, mode := range []sim.PrefixCacheMode{sim.PrefixCacheNaive, sim.PrefixCacheRadix} {
 		s := sim.NewServer(sim.Options{Preset: sim.Fast(), PrefixCache: mode})
 		for i := range 16 {
@@ -82,7 +85,7 @@ func ExampleServer_CacheStats() {
 			}
 			prompt, _ := json.Marshal(ids)
 			body := `{"model":"` + s.Model() + `","prompt":` + string(prompt) + `,"max_tokens":4}`
-			resp, err := http.Post(s.VLLMURL+"/v1/completions", "application/json", strings.NewReader(body))
+			resp, err := client.Post(s.VLLMURL+"/v1/completions", "application/json", strings.NewReader(body))
 			if err != nil {
 				fmt.Println(err)
 				return
@@ -104,9 +107,10 @@ func ExampleServer_CacheStats() {
 func Example_llamaCpp() {
 	s := sim.NewServer(sim.Options{Preset: sim.Fast(), Profile: sim.LlamaCpp})
 	defer s.Close()
+	client := &http.Client{Timeout: time.Minute}
 	for range 2 {
 		body := `{"model": "any", "messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 4}`
-		resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		resp, err := client.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			fmt.Println(err)
 			return

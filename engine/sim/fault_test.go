@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // streamResult is what a plain HTTP client observes of one request.
@@ -38,7 +40,7 @@ func observe(t *testing.T, ctx context.Context, url, body, fault string) streamR
 		req.Header.Set(FaultHeader, fault)
 	}
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.Client.Do(req)
 	var r streamResult
 	if err != nil {
 		r.doErr = err
@@ -267,8 +269,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			resp.Body.Close()
 		}()
 	}
-	<-started
-	<-started
+	testkit.RecvWithin(t, started, testkit.Patience)
+	testkit.RecvWithin(t, started, testkit.Patience)
 	s.Close()
 	tr.CloseIdleConnections()
 	deadline := time.Now().Add(5 * time.Second)
@@ -293,7 +295,7 @@ func TestStartStopsWithContext(t *testing.T) {
 	cancel()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := http.Get(s.URL + "/models"); err != nil {
+		if _, err := testkit.Client.Get(s.URL + "/models"); err != nil {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

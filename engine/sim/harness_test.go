@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // call sends one request with exo_tools' client habits (JSON body,
@@ -29,7 +31,7 @@ func call(t *testing.T, method, u, body string) (int, []byte) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.Client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, u, err)
 	}

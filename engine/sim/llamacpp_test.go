@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine/metrics"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/remote"
 )
@@ -427,9 +428,9 @@ func TestLlamaCppSlotQueue(t *testing.T) {
 	var burst time.Time
 	for i := range got {
 		wg.Go(func() {
-			<-start
+			<-start // bounded: closed below before the bounded wait for the group
 			body := fmt.Sprintf(`{"messages":[{"role":"user","content":"request %d"}],"max_tokens":%d,"ignore_eos":true,"stream":true}`, i, gen)
-			resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			resp, err := testkit.Client.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 			if err != nil {
 				errs[i] = err
 				return
@@ -462,7 +463,7 @@ func TestLlamaCppSlotQueue(t *testing.T) {
 	}
 	burst = time.Now()
 	close(start)
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
@@ -765,7 +766,7 @@ func TestLlamaCppMetrics(t *testing.T) {
 		t.Errorf("C++ stream formatting: %s %s %s", cppDouble(1234567), cppDouble(0.5), cppDouble(42))
 	}
 	off := newFast(t, Options{Profile: LlamaCpp, Metrics: MetricsOff})
-	resp, err := http.Get(off.URL + "/metrics")
+	resp, err := testkit.Client.Get(off.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferbench/inferbench/engine/metrics"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // truth records the schedule as the scheduler lives it: every token's
@@ -215,7 +216,7 @@ func counter(t *testing.T, w metrics.Window, name string) float64 {
 // postErr POSTs a JSON body; it is safe in goroutines other than the
 // test's.
 func postErr(url, body string) error {
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	resp, err := testkit.Client.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func concurrently(t *testing.T, url string, bodies []string) {
 	for i, b := range bodies {
 		wg.Go(func() { errs[i] = postErr(url, b) })
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -289,7 +290,7 @@ func TestMetricsMatchSchedule(t *testing.T) {
 				return
 			default:
 			}
-			resp, err := http.Get(url)
+			resp, err := testkit.Client.Get(url)
 			if err != nil {
 				return
 			}
@@ -328,7 +329,7 @@ func TestMetricsMatchSchedule(t *testing.T) {
 
 	after := waitIdle(t, url, "vllm:num_requests_running", "vllm:num_requests_waiting")
 	close(stop)
-	p := <-peaks
+	p := testkit.RecvWithin(t, peaks, testkit.Patience)
 	if p.running <= 0 || p.running > 3 || p.waiting <= 0 || p.kv <= 0 {
 		t.Errorf("gauges mid-run peaked at running %v (want 1..3), waiting %v, kv usage %v (want > 0)", p.running, p.waiting, p.kv)
 	}
@@ -435,7 +436,7 @@ func TestMetricsGaugesAfterCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Go(func() {
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := testkit.Client.Do(req); err == nil {
 				resp.Body.Close()
 			}
 		})
@@ -446,7 +447,7 @@ func TestMetricsGaugesAfterCancel(t *testing.T) {
 	cancels[1]()
 	waitFor(1, 0)
 	cancels[0]()
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	after := waitIdle(t, url, "vllm:num_requests_running", "vllm:num_requests_waiting")
 	w, warns := metrics.Delta(before, after)
 	if len(warns) > 0 {
@@ -482,7 +483,7 @@ func TestMetricsShapeMatchesPython(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(s.URL + "/metrics")
+	resp, err := testkit.Client.Get(s.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,7 +652,7 @@ func TestMetricsOff(t *testing.T) {
 	s := newFast(t, Options{Metrics: MetricsOff})
 	complete(t, s, completionBody(s.Model(), ids(20, 100), 2, ""))
 	for _, u := range []string{s.URL + "/metrics", s.VLLMURL + "/metrics"} {
-		resp, err := http.Get(u)
+		resp, err := testkit.Client.Get(u)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
 // postOllama posts body to the Ollama dialect's /api/chat.
 func postOllama(t *testing.T, s *Server, body string) *http.Response {
 	t.Helper()
-	resp, err := http.Post(s.OllamaURL()+"/api/chat", "application/json", strings.NewReader(body))
+	resp, err := testkit.Client.Post(s.OllamaURL()+"/api/chat", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestOllamaErrors(t *testing.T) {
 		"/api/version": `{"version":"0.6.5"}`,
 		"/api/tags":    `{"models":[{"name":"` + s.Model() + `:latest","model":"` + s.Model() + `:latest","modified_at":"`,
 	} {
-		resp, err := http.Get(s.OllamaURL() + path)
+		resp, err := testkit.Client.Get(s.OllamaURL() + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func TestOllamaPromptEvalIncludesTheWait(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			resp, err := http.Post(s.OllamaURL()+"/api/chat", "application/json", strings.NewReader(fmt.Sprintf(
+			resp, err := testkit.Client.Post(s.OllamaURL()+"/api/chat", "application/json", strings.NewReader(fmt.Sprintf(
 				`{"model":%q,"stream":false,"messages":[{"role":"user","content":"request %d"}],"options":{"num_predict":8}}`, s.Model(), i)))
 			if err != nil {
 				t.Error(err)
@@ -165,7 +166,7 @@ func TestOllamaPromptEvalIncludesTheWait(t *testing.T) {
 			got <- v.PromptEvalDuration
 		})
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	close(got)
 	var server, want []int64
 	for d := range got {

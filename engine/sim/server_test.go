@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -84,7 +85,7 @@ func post(t *testing.T, url, body string, hdr ...string) *http.Response {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.Client.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", url, err)
 	}
@@ -104,7 +105,7 @@ func bench(t *testing.T, s *Server, content string, maxTokens int, extra string)
 // other than the test's.
 func benchErr(s *Server, content string, maxTokens int, extra string) (benchResp, error) {
 	var r benchResp
-	resp, err := http.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(chatBody(s.Model(), content, maxTokens, extra)))
+	resp, err := testkit.Client.Post(s.URL+"/bench/chat/completions", "application/json", strings.NewReader(chatBody(s.Model(), content, maxTokens, extra)))
 	if err != nil {
 		return r, err
 	}
@@ -239,7 +240,7 @@ func TestConcurrencyBatches(t *testing.T) {
 					}
 				})
 			}
-			wg.Wait()
+			testkit.WaitWithin(t, &wg, testkit.Patience)
 			if t.Failed() {
 				t.FailNow()
 			}
@@ -278,7 +279,7 @@ func TestMaxRunningQueues(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	for i, r := range res {
 		if r.Sim.MaxBatch > 2 {
 			t.Errorf("request %d ran in a batch of %d, cap is 2", i, r.Sim.MaxBatch)
@@ -686,7 +687,7 @@ func TestCancel(t *testing.T) {
 
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := testkit.Client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -814,7 +815,7 @@ func TestStateAndPlacement(t *testing.T) {
 		t.Errorf("duplicate instance: %d, want 400", resp.StatusCode)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, s.URL+"/instance/"+id, nil)
-	dr, err := http.DefaultClient.Do(req)
+	dr, err := testkit.Client.Do(req)
 	if err != nil || dr.StatusCode != 200 {
 		t.Fatalf("DELETE: %v %v", err, dr)
 	}
@@ -889,7 +890,7 @@ func TestRemotePrefill(t *testing.T) {
 	// instance is no longer a decode instance of any link.
 	swapped := fmt.Sprintf(`{"prefill_instances":[%q],"decode_instances":[%q]}`, decodeID, prefillID)
 	preq, _ := http.NewRequest(http.MethodPut, s.URL+"/v1/instance-links/"+links[0].ID, strings.NewReader(swapped))
-	pr, err := http.DefaultClient.Do(preq)
+	pr, err := testkit.Client.Do(preq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -904,7 +905,7 @@ func TestRemotePrefill(t *testing.T) {
 		t.Errorf("with the link reversed: served by %s, remote %v; want %s, remote", r.Sim.InstanceID, r.Sim.RemotePrefill, prefillID)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, s.URL+"/v1/instance-links/"+links[0].ID, nil)
-	dr, _ := http.DefaultClient.Do(req)
+	dr, _ := testkit.Client.Do(req)
 	dr.Body.Close()
 	if r := bench(t, s, prompt(1002), 3, ""); r.Sim.RemotePrefill {
 		t.Errorf("prefilled remotely after the link was deleted")
@@ -1005,7 +1006,7 @@ func TestCancelNonStreaming(t *testing.T) {
 	}
 	c := post(t, s.URL+"/v1/cancel/"+id, "")
 	c.Body.Close()
-	r := <-done
+	r := testkit.RecvWithin(t, done, testkit.Patience)
 	if len(r.Choices) == 0 {
 		t.Fatal("no response to the cancelled request")
 	}
@@ -1033,7 +1034,7 @@ func TestDeleteInstanceEndsStreams(t *testing.T) {
 	getJSON(t, s.URL+"/state", &state)
 	for id := range state.Instances {
 		req, _ := http.NewRequest(http.MethodDelete, s.URL+"/instance/"+id, nil)
-		dr, err := http.DefaultClient.Do(req)
+		dr, err := testkit.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

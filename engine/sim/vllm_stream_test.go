@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -33,7 +34,7 @@ func TestVLLMRoleChunkWithFirstToken(t *testing.T) {
 	}
 	body := `{"model":"` + s.Model() + `","messages":[{"role":"user","content":"` + content + `"}],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`
 	start := time.Now()
-	resp, err := http.Post(s.VLLMURL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := testkit.Client.Post(s.VLLMURL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestVLLMStreamOptionsWithoutStream(t *testing.T) {
 	s := NewServer(Options{Preset: Fast()})
 	defer s.Close()
 	body := `{"model":"` + s.Model() + `","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":false,"stream_options":{"include_usage":true}}`
-	resp, err := http.Post(s.VLLMURL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := testkit.Client.Post(s.VLLMURL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/internal/progtest"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/workload"
 )
 
@@ -240,24 +240,12 @@ func TestBuiltBinaryRunsAnywhere(t *testing.T) {
 	}
 	bin := progtest.Build(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "--rows", "20", "--scales", "0.1", "--json-out", "q.json", "--allow-saturated")
+	cmd := testkit.Command(t, testkit.Patience, bin, "--rows", "20", "--scales", "0.1", "--json-out", "q.json", "--allow-saturated")
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%v (exit %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
-		}
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("the program did not end within 2 minutes\n%s", stderr.String())
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v (exit %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "synthetic_qwen_traceA_1k.jsonl (built in)") {
 		t.Errorf("stdout does not name the built-in sample:\n%s", stdout.String())

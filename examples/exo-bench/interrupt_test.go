@@ -17,6 +17,7 @@ import (
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/internal/progtest"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
@@ -57,7 +58,7 @@ func TestInterruptWritesRowsAndCleansUp(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 	dir := t.TempDir()
 	jsonl, out := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "out.json")
-	cmd := exec.Command(bin, "--host", u.Hostname(), "--port", u.Port(), "--model", srv.Model(), "--tokenizer", tokDir,
+	cmd := testkit.Command(t, testkit.Patience, bin, "--host", u.Hostname(), "--port", u.Port(), "--model", srv.Model(), "--tokenizer", tokDir,
 		"--pp", "64", "--tg", "16", "--repeat", "40", "--max-nodes", "1", "--settle-timeout", "0",
 		"--pause-repeat", "0", "--pause-group", "0", "--metrics-interval", "0.05", "--json-out", out)
 	var stderr bytes.Buffer

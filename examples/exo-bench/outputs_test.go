@@ -16,6 +16,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/internal/progtest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // slowArgs makes exo-bench measure its embedded engine with the slow
@@ -36,7 +37,7 @@ func startUntilFirstRow(t *testing.T, cmd *exec.Cmd, jsonl string) *bytes.Buffer
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // bounded: the process is killed first
 	deadline := time.Now().Add(60 * time.Second)
 	for !hasSlowRow(jsonl) {
 		if time.Now().After(deadline) {
@@ -95,10 +96,10 @@ func TestSecondRunSameOutputRefused(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.json")
 	jsonl := filepath.Join(dir, "out.jsonl")
-	first := exec.Command(bin, slowArgs(out)...)
+	first := testkit.Command(t, testkit.Patience, bin, slowArgs(out)...)
 	firstErr := startUntilFirstRow(t, first, jsonl)
 
-	second := exec.Command(bin, slowArgs(out)...)
+	second := testkit.Command(t, testkit.Patience, bin, slowArgs(out)...)
 	var secondErr bytes.Buffer
 	second.Stderr = &secondErr
 	err := second.Run()
@@ -167,7 +168,7 @@ func TestKilledRunLeavesNoStaleResults(t *testing.T) {
 		t.Fatalf("first run wrote no results JSON: %v", err)
 	}
 
-	killed := exec.Command(bin, slowArgs(out)...)
+	killed := testkit.Command(t, testkit.Patience, bin, slowArgs(out)...)
 	startUntilFirstRow(t, killed, jsonl)
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("mid-run, the first run's results JSON is still beside the new JSONL: %v", err)

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 
 	"github.com/inferbench/inferbench/internal/progtest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // progressBar matches one redraw of the progress bar: done/total, the
@@ -44,7 +44,7 @@ func TestProgressOnATerminal(t *testing.T) {
 		t.Errorf("the last redraw reads %s/6, ETA %s; want 6/6 and 0s", last[1], last[4])
 	}
 
-	piped := exec.Command(bin, "--json-out", filepath.Join(dir, "piped.json"))
+	piped := testkit.Command(t, testkit.Patience, bin, "--json-out", filepath.Join(dir, "piped.json"))
 	var stdout, stderr bytes.Buffer
 	piped.Stdout, piped.Stderr = &stdout, &stderr
 	if err := piped.Run(); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // The fault matrix of serve-load against the sim's vLLM API: each fault
@@ -297,7 +298,7 @@ func TestServeLoadServerRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	err = <-done
+	err = testkit.RecvWithin(t, done, testkit.Patience)
 	if code := cli.ExitCode(err); code != cli.ExitFailed {
 		t.Errorf("exit status %d (err %v), want %d", code, err, cli.ExitFailed)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/internal/progtest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // TestSIGTERMWritesEveryRow runs serve-load as a program against its
@@ -27,7 +28,7 @@ func TestSIGTERMWritesEveryRow(t *testing.T) {
 	bin := progtest.Build(t)
 	dir := t.TempDir()
 	jsonl, out := filepath.Join(dir, "rows.jsonl"), filepath.Join(dir, "out.json")
-	cmd := exec.Command(bin, "--sim-preset", "m3-ultra-gemma3-27b-4bit", "--pp", "64", "--tg", "8",
+	cmd := testkit.Command(t, testkit.Patience, bin, "--sim-preset", "m3-ultra-gemma3-27b-4bit", "--pp", "64", "--tg", "8",
 		"--rate", "4", "--num-requests", "40", "--seed", "2", "--jsonl", jsonl, "--json-out", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

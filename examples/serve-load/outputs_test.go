@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +20,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/internal/progtest"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/promptsize/hf/hftest"
 )
@@ -103,35 +104,43 @@ func TestOutputInUseRefused(t *testing.T) {
 	}
 }
 
-// lineWatcher collects a program's stderr and reports when a line with a
-// given text has been seen.
+// lineWatcher collects a program's stderr (it is the command's Stderr, so
+// cmd.Wait returns only once every line has been written to it) and
+// reports when a line with a given text has been seen.
 type lineWatcher struct {
-	mu    sync.Mutex
-	buf   strings.Builder
-	wants map[string]chan struct{}
+	mu      sync.Mutex
+	buf     strings.Builder
+	partial []byte
+	wants   map[string]chan struct{}
 }
 
-func watchLines(r io.Reader, wants ...string) *lineWatcher {
+func watchLines(wants ...string) *lineWatcher {
 	w := &lineWatcher{wants: map[string]chan struct{}{}}
 	for _, s := range wants {
 		w.wants[s] = make(chan struct{})
 	}
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			line := sc.Text()
-			w.mu.Lock()
-			w.buf.WriteString(line + "\n")
-			for s, ch := range w.wants {
-				if strings.Contains(line, s) {
-					close(ch)
-					delete(w.wants, s)
-				}
-			}
-			w.mu.Unlock()
-		}
-	}()
 	return w
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		w.buf.WriteString(line + "\n")
+		for s, ch := range w.wants {
+			if strings.Contains(line, s) {
+				close(ch)
+				delete(w.wants, s)
+			}
+		}
+	}
 }
 
 // seen returns a channel closed once a line containing s was read.
@@ -149,17 +158,18 @@ func (w *lineWatcher) seen(s string) <-chan struct{} {
 func (w *lineWatcher) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.buf.String()
+	return w.buf.String() + string(w.partial)
 }
 
 // TestSecondSignalExitsAtOnce runs serve-load as a program against a sim
 // whose third request stalls for an hour, with a grace period of ten
-// minutes, so the graceful stop that the first SIGINT starts is blocked.
-// The second SIGINT must end it at once: status 130, well before the
-// grace period, with the two rows measured before intact in the JSONL
-// after their run header, and no results JSON; the previous run's
-// results JSON was removed when the run started, so none is left looking
-// current.
+// minutes, so the graceful stop that the first SIGINT starts is blocked:
+// the first SIGINT goes only once the sim's log says it has received the
+// third request, so it is in flight whatever the machine's speed. The second SIGINT must
+// end the run at once: status 130, well before the grace period, with the
+// two rows measured before intact in the JSONL after their run header,
+// and no results JSON; the previous run's results JSON was removed when
+// the run started, so none is left looking current.
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the program")
@@ -170,8 +180,13 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sim's log says when it injects the fault: request 3 has reached
+	// it and is in flight.
+	const injecting = "sim: injecting a fault"
+	simLog := watchLines(injecting)
 	srv := sim.NewServer(sim.Options{Preset: sim.Fast(), Counter: tok,
-		Fault: sim.Fault{Kind: sim.FaultStall, Duration: time.Hour}, FaultEvery: 3})
+		Fault: sim.Fault{Kind: sim.FaultStall, Duration: time.Hour}, FaultEvery: 3,
+		Logger: slog.New(slog.NewTextHandler(simLog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	defer srv.Close()
 	dir := t.TempDir()
 	jsonl, out := filepath.Join(dir, "rows.jsonl"), filepath.Join(dir, "out.json")
@@ -179,26 +194,29 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const grace = 10 * time.Minute
-	cmd := exec.Command(bin, "--base-url", srv.VLLMURL, "--model", srv.Model(), "--tokenizer", tokDir,
+	cmd := testkit.Command(t, grace, bin, "--base-url", srv.VLLMURL, "--model", srv.Model(), "--tokenizer", tokDir,
 		"--pp", "64", "--tg", "8", "--num-requests", "10", "--max-concurrency", "1",
 		"--timeout", "1h", "--grace", grace.String(), "--jsonl", jsonl, "--json-out", out)
-	stderrPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const first, second = "signal again to exit at once", "exiting now with status 130"
-	lines := watchLines(stderrPipe, first, second)
+	lines := watchLines(first, second)
+	cmd.Stderr = lines
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	// Requests 1 and 2 succeed and request 3 stalls: wait for two rows.
+	// Requests 1 and 2 succeed and request 3 stalls: wait for two rows,
+	// and for request 3 to reach the sim.
 	deadline := time.Now().Add(60 * time.Second)
 	for n, _ := countKind(jsonl, ""); n < 2; n, _ = countKind(jsonl, "") {
 		if time.Now().After(deadline) {
 			t.Fatalf("fewer than 2 rows after 60 s; stderr:\n%s", lines)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-simLog.seen(injecting):
+	case <-time.After(time.Until(deadline)):
+		t.Fatalf("the sim had not received the third request after 60 s; its log:\n%s\nstderr:\n%s", simLog, lines)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the earlier run's results JSON is still there mid-run: %v", err)
@@ -231,7 +249,12 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatalf("exit: %v, want status %d; stderr:\n%s", werr, cli.ExitInterrupted, lines)
 	}
 	t.Logf("exited %v after the second SIGINT", time.Since(sent).Round(time.Millisecond))
-	<-lines.seen(second)
+	// cmd.Wait has returned, so every line of stderr has been written.
+	select {
+	case <-lines.seen(second):
+	default:
+		t.Errorf("stderr does not say %q:\n%s", second, lines)
+	}
 	rows := readRows(t, jsonl) // a header, then rows that all decode
 	if len(rows) != 2 {
 		t.Errorf("%d rows in the JSONL, want the 2 measured before the stall", len(rows))

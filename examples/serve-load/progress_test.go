@@ -2,11 +2,11 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/inferbench/inferbench/internal/progtest"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // progressArgs is a short run whose progress line ends at 6/6.
@@ -43,7 +43,7 @@ func TestNoProgressWhenNotATerminal(t *testing.T) {
 	}
 	bin := progtest.Build(t)
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, progressArgs...)
+	cmd := testkit.Command(t, testkit.Patience, bin, progressArgs...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())

@@ -19,6 +19,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -77,7 +78,7 @@ func TestSegmentsAsProcesses(t *testing.T) {
 		args := append(append([]string{}, plan...), "--segment", fmt.Sprintf("%d/4", i), "--start-at", start, "--jsonl", paths[i])
 		wg.Go(func() { errs[i] = run(ctx, args, &bytes.Buffer{}, &logs[i]) })
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	var union []benchkit.Request
 	for i := range 4 {
 		if errs[i] != nil {

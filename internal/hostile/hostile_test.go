@@ -5,13 +5,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 func TestServerRecordsRequests(t *testing.T) {
 	s := New(t, SSE(false, `{"a":1}`))
 	req, _ := http.NewRequest("POST", s.URL+"/v1/x?q=1", strings.NewReader("body"))
 	req.Header.Set("Authorization", "Bearer k")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,16 +3,17 @@ package hostile
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // TestUsageHandlers: the payloads are the JSON they claim to be, with the
 // absurd numbers spelled as plain integers.
 func TestUsageHandlers(t *testing.T) {
 	s := New(t, UsageStream(Usage{8, 1}, Usage{8, 1e18}))
-	resp, err := http.Get(s.URL)
+	resp, err := testkit.Client.Get(s.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestUsageHandlers(t *testing.T) {
 func TestFloodStopsWithClient(t *testing.T) {
 	f := &Flood{ChunkBytes: 1024, Total: 1 << 40}
 	s := New(t, f)
-	resp, err := http.Get(s.URL)
+	resp, err := testkit.Client.Get(s.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // Build builds the package in the current directory into a temporary
@@ -25,7 +28,9 @@ func Build(t testing.TB) string {
 			}
 		}
 	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+	// A cold build with the race detector on a loaded machine takes
+	// minutes; one that takes ten is stuck.
+	if out, err := testkit.Command(t, 10*time.Minute, "go", append(args, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
@@ -50,7 +55,7 @@ func OnTerminal(t testing.TB, bin string, args ...string) []byte {
 		quoted = append(quoted, "'"+a+"'")
 	}
 	cmd := strings.Join(quoted, " ")
-	out, err := exec.Command(script, "-qec", cmd, "/dev/null").CombinedOutput()
+	out, err := testkit.Command(t, testkit.Patience, script, "-qec", cmd, "/dev/null").CombinedOutput()
 	if err != nil {
 		t.Fatalf("script -qec %q: %v\n%s", cmd, err, out)
 	}

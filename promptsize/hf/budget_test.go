@@ -3,7 +3,6 @@ package hf
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -90,11 +89,7 @@ func corpusTemplateNamed(t *testing.T, name string) *ChatTemplate {
 	index, _, _ := loadCorpus(t)
 	for _, tpl := range index {
 		if tpl.Name == name {
-			src, err := os.ReadFile(corpusDir + "/" + tpl.File)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ct, err := ParseChatTemplate(string(src), SpecialTokens{})
+			ct, err := ParseChatTemplate(readCorpusTemplate(t, corpusTemplateDir(t), tpl), SpecialTokens{})
 			if err != nil {
 				t.Fatal(err)
 			}

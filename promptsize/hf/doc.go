@@ -131,7 +131,9 @@
 // The corpus test (TestTemplateCorpus) renders 63 real templates from
 // public repositories and npm tokenizer packages
 // (testdata/templates/index.json: repository or package, path, commit or
-// tarball sha1, sha256) with 13 conversations each and compares with the
+// tarball sha1, sha256; the files themselves are not in the repository
+// but beside it, in ../shared/data/chat-templates from its root, and the
+// test skips without them) with 13 conversations each and compares with the
 // Jinja2 3.1.6 goldens of scripts/chat_template_goldens.py: all 691 cases
 // Jinja2 renders are byte-identical, and all 128 where it raises are errors in Go
 // (raise_exception with the template's message, the others of Python's

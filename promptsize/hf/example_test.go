@@ -3,6 +3,8 @@ package hf_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
@@ -46,12 +48,43 @@ func Example() {
 
 // A model directory from the Hugging Face hub (tokenizer.json and
 // tokenizer_config.json; testdata/tiny-model is a small one) loads with
-// Load. A model that ships its chat template as a separate file (gpt-oss
-// does) gets it with WithChatTemplateFile, whose relative path is relative
-// to the working directory, not to the model directory.
+// Load, and its chat template comes from tokenizer_config.json (or
+// chat_template.jinja beside it).
 func ExampleLoad() {
-	tok, err := hf.Load("testdata/tiny-model",
-		hf.WithChatTemplateFile("testdata/templates/phi-3.5-mini.jinja"))
+	tok, err := hf.Load("testdata/tiny-model")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	msgs := []promptsize.Message{{Role: "user", Content: "Hello"}}
+	text, err := tok.Render(msgs, hf.RenderOptions{AddGenerationPrompt: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	n, err := tok.Count(context.Background(), msgs)
+	fmt.Printf("%q: %d tokens, err %v\n", text, n, err)
+	// Output: "<s><|user|>Hello\n<|assistant|>": 9 tokens, err <nil>
+}
+
+// A model that ships its chat template as a separate file (gpt-oss does)
+// gets it with WithChatTemplateFile, whose relative path is relative to
+// the working directory, not to the model directory.
+func ExampleWithChatTemplateFile() {
+	dir, err := os.MkdirTemp("", "chat-template")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "template.jinja")
+	src := "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}<|end|>\n{% endfor %}" +
+		"{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+	tok, err := hf.Load("testdata/tiny-model", hf.WithChatTemplateFile(file))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // FuzzLoad feeds arbitrary tokenizer.json and tokenizer_config.json to New:
@@ -166,6 +168,6 @@ func TestConcurrentEncode(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		testkit.WaitWithin(t, &wg, testkit.Patience)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -104,11 +104,7 @@ func modelDir(t testing.TB, model string) string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "testdata", "models", model)
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		msg := fmt.Sprintf("tokenizer files for %s are missing (%v): run scripts/testdata.sh (make test does)", model, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.MissingData(t, fmt.Sprintf("tokenizer files for %s are missing (%v): run scripts/testdata.sh (make test does)", model, err))
 	}
 	return dir
 }
@@ -117,7 +113,7 @@ func modelDir(t testing.TB, model string) string {
 // module's testdata, read from the module cache.
 func jinjaTemplate(t testing.TB, name string) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
+	out, err := testkit.Command(t, testkit.Patience, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
 	if err != nil {
 		t.Fatalf("locating github.com/ardanlabs/jinja in the module cache: %v", err)
 	}

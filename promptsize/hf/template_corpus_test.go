@@ -12,13 +12,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
-// The chat-template corpus: real templates from public repositories
-// (testdata/templates/index.json names the repository, path, commit and
-// sha256 of each), conversations.json, and the output of Python's Jinja2
+// The chat-template corpus: real templates from public repositories and
+// registry packages, conversations.json, and the output of Python's Jinja2
 // under transformers' settings for every pair, written by
-// scripts/chat_template_goldens.py.
+// scripts/chat_template_goldens.py. The templates themselves are not in
+// the repository: they are read from the shared data folder beside it
+// (../shared/data/chat-templates from the repository root, or
+// $INFERBENCH_SHARED_DATA/chat-templates), and each is checked against the
+// sha256 that testdata/templates/index.json records with its repository
+// or package, path and commit. Without the folder the tests that render
+// templates skip (fail under CI=true).
 
 type corpusTemplate struct {
 	Name   string `json:"name"`
@@ -54,7 +61,31 @@ type corpusGoldens struct {
 	Records []corpusGolden    `json:"records"`
 }
 
+// corpusDir holds what the project keeps of the corpus: the index, the
+// conversations, the goldens and the expression probes.
 const corpusDir = "testdata/templates"
+
+// corpusTemplateDir returns the folder of the vendor templates, or skips
+// the test (fails it under CI=true) when it is absent.
+func corpusTemplateDir(t testing.TB) string {
+	t.Helper()
+	return testkit.SharedData(t, "chat-templates", corpusDir+"/index.json names the repository or package, path and commit of each file")
+}
+
+// readCorpusTemplate returns the source of tpl from dir, failing t when
+// its sha256 is not the one the index records.
+func readCorpusTemplate(t testing.TB, dir string, tpl corpusTemplate) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, tpl.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != tpl.SHA256 {
+		t.Fatalf("%s: sha256 %s, the index (%s/index.json) says %s", filepath.Join(dir, tpl.File), got, corpusDir, tpl.SHA256)
+	}
+	return string(data)
+}
 
 func loadCorpus(t testing.TB) ([]corpusTemplate, map[string]corpusConversation, corpusGoldens) {
 	t.Helper()
@@ -90,28 +121,25 @@ func loadCorpus(t testing.TB) ([]corpusTemplate, map[string]corpusConversation, 
 	return index, byName, goldens
 }
 
-// TestTemplateCorpusSources checks every template file against the sha256
-// its index entry records, and that the corpus is as large as promised.
+// TestTemplateCorpusSources checks that the index names the source of
+// every template, that the corpus is as large as promised, and that every
+// template file has the sha256 its index entry records.
 func TestTemplateCorpusSources(t *testing.T) {
 	index, convs, goldens := loadCorpus(t)
 	if len(index) < 40 || len(convs) < 10 {
 		t.Errorf("corpus: %d templates and %d conversations, want at least 40 and 10", len(index), len(convs))
 	}
 	for _, tpl := range index {
-		data, err := os.ReadFile(filepath.Join(corpusDir, tpl.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(data)
-		if got := hex.EncodeToString(sum[:]); got != tpl.SHA256 {
-			t.Errorf("%s: sha256 %s, index says %s", tpl.File, got, tpl.SHA256)
-		}
-		if tpl.Repo == "" || tpl.Path == "" || len(tpl.Commit) != 40 {
-			t.Errorf("%s: the index lacks its source (repo %q, path %q, commit %q)", tpl.Name, tpl.Repo, tpl.Path, tpl.Commit)
+		if tpl.Repo == "" || tpl.Path == "" || len(tpl.Commit) != 40 || len(tpl.SHA256) != 64 {
+			t.Errorf("%s: the index lacks its source (repo %q, path %q, commit %q, sha256 %q)", tpl.Name, tpl.Repo, tpl.Path, tpl.Commit, tpl.SHA256)
 		}
 	}
 	if want := len(index) * len(convs); len(goldens.Records) != want {
 		t.Errorf("goldens: %d records, want %d (templates x conversations): rerun scripts/chat_template_goldens.py", len(goldens.Records), want)
+	}
+	dir := corpusTemplateDir(t)
+	for _, tpl := range index {
+		readCorpusTemplate(t, dir, tpl)
 	}
 }
 
@@ -131,14 +159,11 @@ func runCorpus(t testing.TB) []corpusResult {
 		t.Fatal(err)
 	}
 	special := SpecialTokens{BOS: goldens.Special["bos_token"], EOS: goldens.Special["eos_token"]}
+	dir := corpusTemplateDir(t)
 	templates := make(map[string]*ChatTemplate, len(index))
 	compileErr := make(map[string]error)
 	for _, tpl := range index {
-		src, err := os.ReadFile(filepath.Join(corpusDir, tpl.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ct, err := ParseChatTemplate(string(src), special)
+		ct, err := ParseChatTemplate(readCorpusTemplate(t, dir, tpl), special)
 		if err != nil {
 			compileErr[tpl.Name] = err
 			continue

@@ -16,6 +16,7 @@ import (
 	"github.com/dlclark/regexp2"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
 
@@ -43,11 +44,7 @@ func tiktokenRanks(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
-		msg := fmt.Sprintf("tiktoken ranks %s are missing (%v): run scripts/testdata.sh (make test does)", name, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.MissingData(t, fmt.Sprintf("tiktoken ranks %s are missing (%v): run scripts/testdata.sh (make test does)", name, err))
 	}
 	return path
 }

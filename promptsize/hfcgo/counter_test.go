@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
 )
@@ -31,11 +31,7 @@ func modelDir(t *testing.T, model string) string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "testdata", "models", model)
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		msg := fmt.Sprintf("tokenizer files for %s are missing (%v): run scripts/testdata.sh", model, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testkit.MissingData(t, fmt.Sprintf("tokenizer files for %s are missing (%v): run scripts/testdata.sh", model, err))
 	}
 	return dir
 }
@@ -98,7 +94,7 @@ func TestParity(t *testing.T) {
 			readJSON(t, model+".json.gz", &g)
 			var opts []Option
 			if model == "gptoss" {
-				out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
+				out, err := testkit.Command(t, testkit.Patience, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/ardanlabs/jinja").Output()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/countertest"
 	"github.com/inferbench/inferbench/promptsize/remote"
@@ -163,7 +164,7 @@ func TestVLLMCount(t *testing.T) {
 	if n != 13 {
 		t.Errorf("count = %d, want 13", n)
 	}
-	req := <-seen
+	req := testkit.RecvWithin(t, seen, testkit.Patience)
 	if req.Model != "m" || req.AddGenerationPrompt == nil || !*req.AddGenerationPrompt {
 		t.Errorf("request model %q, add_generation_prompt %v; want m, true", req.Model, req.AddGenerationPrompt)
 	}
@@ -196,7 +197,7 @@ func TestLlamaCppCount(t *testing.T) {
 		if want := inference(msgs); n != want || want != 9 {
 			t.Errorf("add_bos_token %v: count %d, want the server's %d (9)", addBOS, n, want)
 		}
-		if body := <-seen; body["add_special"] != true || body["parse_special"] != true {
+		if body := testkit.RecvWithin(t, seen, testkit.Patience); body["add_special"] != true || body["parse_special"] != true {
 			t.Errorf("add_bos_token %v: /tokenize body %v, want add_special and parse_special true", addBOS, body)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 var errTestResent = errors.New("test: resent")
@@ -141,7 +142,7 @@ func TestRequestIDHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := <-got
+	h := testkit.RecvWithin(t, got, testkit.Patience)
 	if h.Get(RequestIDHeader) != res.RequestID || !strings.HasPrefix(res.RequestID, "ib-") || res.ServerRequestID != res.RequestID {
 		t.Errorf("X-Request-Id sent %q, Result.RequestID %q, ServerRequestID %q: want one new id in all three", h.Get(RequestIDHeader), res.RequestID, res.ServerRequestID)
 	}
@@ -149,7 +150,7 @@ func TestRequestIDHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h = <-got; h.Get(RequestIDHeader) != "mine" || res.RequestID != "mine" {
+	if h = testkit.RecvWithin(t, got, testkit.Patience); h.Get(RequestIDHeader) != "mine" || res.RequestID != "mine" {
 		t.Errorf("X-Request-Id sent %q, Result.RequestID %q: want the caller's, mine", h.Get(RequestIDHeader), res.RequestID)
 	}
 }
