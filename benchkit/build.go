@@ -74,6 +74,14 @@ func NewRequest(asked Request, p promptsize.Prompt, q concurrency.Result[engine.
 		r.CompletionTokens = &n
 	}
 	r.setTiming(res.Trace, implausible)
+	if f, ok := serverFirstToken(r.Stats); ok && r.TTFTS != nil {
+		r.TTFTBeyondServerS = finite(*r.TTFTS - f.Seconds())
+	}
+	if r.Stats != nil && r.E2ES != nil {
+		if d := serverTotal(r.Stats); d != nil {
+			r.E2EBeyondServerS = finite(*r.E2ES - d.Seconds())
+		}
+	}
 	if q.Err == nil {
 		if r.ServerPromptTokens != nil && r.PPTokens > 0 && *r.ServerPromptTokens != r.PPTokens {
 			r.warn(WarnPromptMismatch, fmt.Sprintf("server counted %d prompt tokens, the client %d: the client's tokenizer or chat template differs from the engine's", *r.ServerPromptTokens, r.PPTokens))

@@ -31,7 +31,12 @@
 //
 // The server's own view of a run, read from its /metrics (Load.ServerMetrics,
 // Sessions.ServerMetrics), is package engine/metrics/view's; benchkit sets
-// it beside the client's summary of the same run (Summary.Server).
+// it beside the client's summary of the same run (Summary.Server). The
+// timings a server puts on each response (llama.cpp's, Ollama's, TGI's)
+// are summarised beside it (Summary.Responses, ResponseTimings), each
+// difference from the client's labelled with what it holds on that
+// server, and for llama.cpp, whose timings leave out the wait for a slot,
+// that wait estimated per request.
 //
 // The command-line plumbing the example programs share (flags, the target
 // they measure, exit statuses, interrupts, progress lines, output files)

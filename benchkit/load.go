@@ -482,12 +482,9 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
 	}
-	if v := scr.Finish(ctx, ls.Completed, reachedServer(rows)); v != nil {
+	if v := scr.Finish(ctx, serverCounts(rows)); v != nil {
 		compareServer(v, ls)
 		ls.Server = v
-		for _, w := range v.Warnings {
-			ls.DriverWarnings = append(ls.DriverWarnings, "server metrics: "+w)
-		}
 	}
 	ls.Warnings = append(ls.Warnings, ls.DriverWarnings...)
 	return LoadRun{Summary: ls, Requests: rows}, err

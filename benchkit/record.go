@@ -79,6 +79,19 @@ type Request struct {
 	TTFTS *float64 `json:"ttft_s"`
 	TPOTS *float64 `json:"tpot_s"`
 	E2ES  *float64 `json:"e2e_s"`
+	// TTFTBeyondServerS is TTFTS less the server's own time to the first
+	// token as its response timed it (queue + load + prefill of Stats:
+	// llama.cpp's prompt_ms, Ollama's load and prompt_eval durations);
+	// E2EBeyondServerS is E2ES less the server's own time for the whole
+	// request (Ollama's total_duration, TGI's x-total-time, llama.cpp's
+	// prompt_ms + predicted_ms). Absent where either side is unknown.
+	// They hold what the server's timers leave out: with llama.cpp the
+	// wait for a free slot, the chat template and tokenization, and the
+	// HTTP path and the network (the summary's server_timings estimates
+	// the wait from them: this less http_path_est_s); with Ollama and TGI
+	// the HTTP path, the network and what precedes their clocks.
+	TTFTBeyondServerS *float64 `json:"ttft_beyond_server_s,omitempty"`
+	E2EBeyondServerS  *float64 `json:"e2e_beyond_server_s,omitempty"`
 	// TTFTFirstChunkS is the time to the server's first chunk when that
 	// chunk marks the first token before its text (a role chunk:
 	// timing.Trace.FirstChunk); null when the server wrote nothing before

@@ -466,7 +466,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			l := &lines[len(lines)-1]
 			*l = append(*l, hitRate(s.PrefixHitRate, s.TheoreticalHitRate))
 		}
-		for _, wn := range s.Warnings {
+		for _, wn := range loadNotes(s) {
 			if len(sums) > 1 && inEvery(sums, wn) {
 				if i == 0 {
 					notes = append(notes, "every run: "+wn)
@@ -611,12 +611,27 @@ func num(v *float64, prec int) string {
 // table says it once.
 func inEvery(sums []Summary, w string) bool {
 	for _, s := range sums {
-		if !slices.Contains(s.Warnings, w) {
+		if !slices.Contains(loadNotes(s), w) {
 			return false
 		}
 	}
 	return true
 }
+
+// loadNotes are a load summary's warnings, then its server view's.
+func loadNotes(s Summary) []string {
+	if s.Server == nil || len(s.Server.Warnings) == 0 {
+		return s.Warnings
+	}
+	out := slices.Clone(s.Warnings)
+	for _, w := range s.Server.Warnings {
+		out = append(out, serverNote+w)
+	}
+	return out
+}
+
+// serverNote heads a server view's warning where it is printed.
+const serverNote = "server metrics: "
 
 // hitRate formats a measured and a theoretical hit rate as percentages,
 // "-" for one that is unknown.

@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -177,8 +178,9 @@ func TestServerViewBesideClient(t *testing.T) {
 		// The order statistic at rank ⌈q·N⌉ is what histogram_quantile brackets.
 		k := int(math.Ceil(p.q*float64(len(obs)))) - 1
 		x := obs[max(k, 0)]
-		if p.p.Upper == nil || !(x > p.p.Lower && x <= *p.p.Upper) || p.p.Value < p.p.Lower || p.p.Value > *p.p.Upper {
-			t.Errorf("p%v = %v; the true order statistic %v is outside its bounds", p.q*100, p.p, x)
+		if p.p.Upper == nil || p.p.Lower == nil || p.p.Min == nil || p.p.Max == nil || !(x > *p.p.Lower && x <= *p.p.Upper) ||
+			x < *p.p.Min || x > *p.p.Max || p.p.Point && (p.p.Value < *p.p.Min || p.p.Value > *p.p.Max) {
+			t.Errorf("p%v = %v (%+v); the true order statistic %v is outside its bounds", p.q*100, p.p, p.p, x)
 		}
 	}
 	if diff := slices.Compare(v.TTFT.Buckets, vllmTTFTBuckets); diff != 0 {
@@ -256,8 +258,24 @@ func TestServerViewRefusals(t *testing.T) {
 			if !slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, tc.want) }) {
 				t.Errorf("warnings %q; want one saying %q", v.Warnings, tc.want)
 			}
-			if !slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, "server metrics: ") }) {
-				t.Errorf("summary warnings %q do not carry the server's", s.Warnings)
+			// Each warning is printed once: by the table's notes (or
+			// WriteServerView), never also from the summary's Warnings.
+			if slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, "server metrics: ") }) {
+				t.Errorf("summary warnings %q repeat the server view's", s.Warnings)
+			}
+			for _, print := range []func(w io.Writer) error{
+				func(w io.Writer) error { return WriteTable(w, []Summary{s}, TableOptions{}) },
+				s.WriteServerView,
+			} {
+				var out strings.Builder
+				if err := print(&out); err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range v.Warnings {
+					if n := strings.Count(out.String(), w); n != 1 {
+						t.Errorf("warning %q printed %d times:\n%s", w, n, out.String())
+					}
+				}
 			}
 		})
 	}
@@ -451,4 +469,118 @@ func TestServerViewOfTheEmbeddedEngine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServerViewLlamaCpp: a burst of 16 on the embedded engine's llama.cpp
+// profile with 4 slots queues 12 of them in waves. The /metrics view says
+// nothing of a request counter llama.cpp lacks, checks its generated
+// tokens against the client's and gives its per-step output speed; the
+// per-response view gives the server's E2E as prompt_ms + predicted_ms,
+// says the TTFT difference holds the wait for a slot, and estimates each
+// request's wait: the requests of wave w (w = 0…3, by their estimate)
+// waited w × the service time of a wave, the server's E2E (plus, for a
+// request that missed the loop's first batch, a batch more).
+func TestServerViewLlamaCpp(t *testing.T) {
+	const slots, waves, output = 4, 4, 20
+	slow := sim.Fast()
+	slow.Hardware.StepOverhead = 8 * time.Millisecond
+	srv := sim.NewServer(sim.Options{Preset: slow, Profile: sim.LlamaCpp, LlamaCpp: sim.LlamaCppOptions{Slots: slots}})
+	t.Cleanup(srv.Close)
+	c, err := openai.New(srv.OpenAIURL(), &openai.Options{Counter: srv.Counter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	m := &view.Scraper{URL: srv.URL + "/metrics", Timeout: 2 * time.Second, IdleWait: 5 * time.Second, Settle: -1}
+	l := &Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, ServerMetrics: m}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := l.Run(ctx, Lengths{Input: 64, Output: output}, Traffic{Burst: slots * waves}, timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := run.Summary
+	if s.Completed != slots*waves {
+		t.Fatalf("%d of %d completed", s.Completed, slots*waves)
+	}
+
+	// The /metrics window.
+	v := s.Server
+	if v == nil || v.Server != "llama.cpp" || len(v.Warnings) != 0 {
+		t.Fatalf("server view %+v; want llama.cpp's, without warnings", v)
+	}
+	if v.Requests != nil || v.OutputTokens == nil || *v.OutputTokens != float64(s.TotalOutputTokens) {
+		t.Errorf("server requests %v, output tokens %v; want no request count and the client's %d tokens", v.Requests, v.OutputTokens, s.TotalOutputTokens)
+	}
+	steps, decode := 0, 0.0
+	for _, r := range run.Requests {
+		steps += r.Stats.GenerationTokens - 1
+		decode += r.Stats.Decode.Seconds()
+	}
+	// Per step, as each response's predicted_per_second; the counter's
+	// seconds have a millisecond's resolution.
+	if want := float64(steps) / decode; v.OutputTPS == nil || math.Abs(*v.OutputTPS-want) > 0.01*want {
+		t.Errorf("server output speed %v; want the responses' per-step %v", v.OutputTPS, want)
+	}
+
+	// The per-response view.
+	rt := s.Responses
+	if rt == nil || rt.Source != "llama.cpp" || rt.Requests != slots*waves || rt.Total == nil || rt.QueueEstimate == nil || rt.HTTPPathEstimate == nil {
+		t.Fatalf("server timings %+v; want llama.cpp's for every request, with its E2E and the queue estimated", rt)
+	}
+	if want := *rt.Prefill.Mean + *rt.Decode.Mean; math.Abs(*rt.Total.Mean-want) > 1e-9 {
+		t.Errorf("server E2E mean %v; want prompt_ms + predicted_ms, %v", *rt.Total.Mean, want)
+	}
+	var ttft *view.Comparison
+	for i := range rt.Beside {
+		if rt.Beside[i].Figure == "ttft_s" {
+			ttft = &rt.Beside[i]
+		}
+	}
+	if ttft == nil || !strings.Contains(ttft.Contains, "wait for a free slot") {
+		t.Errorf("TTFT beside the client's: %+v; want it to name the wait for a slot", ttft)
+	}
+	service, batch := *rt.Total.Mean, *rt.Prefill.Mean
+	var wait []float64
+	for _, r := range run.Requests {
+		if r.TTFTBeyondServerS == nil {
+			t.Fatalf("request %d: no ttft_beyond_server_s", r.Index)
+		}
+		wait = append(wait, *r.TTFTBeyondServerS-*rt.HTTPPathEstimate)
+	}
+	slices.Sort(wait)
+	// The machine's scheduling blurs each wait by up to a tenth of a wave.
+	tol := 0.1 * service
+	for i, w := range wait {
+		k := float64(i / slots)
+		if w < k*service-tol || w > k*service+batch+tol {
+			t.Errorf("request %d of wave %v: estimated wait %.1f ms; want %.1f–%.1f ms (%v × the service time %.1f ms, and up to a batch of %.1f ms)",
+				i, k, w*1e3, (k*service-tol)*1e3, (k*service+batch+tol)*1e3, k, service*1e3, batch*1e3)
+		}
+	}
+	if got := *rt.QueueEstimate.Max; math.Abs(got-wait[len(wait)-1]) > 1e-12 {
+		t.Errorf("queue estimate max %v; want the longest wait %v", got, wait[len(wait)-1])
+	}
+
+	// Printed once each, with the slot wait named and no word of a
+	// request counter.
+	var out strings.Builder
+	if err := s.WriteServerView(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"llama.cpp", "wait for a free slot", "~", fmt.Sprintf("%.2f", *rt.Total.Mean*1000)} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("server view lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "counts no finished requests") {
+		t.Errorf("server view warns of a request counter llama.cpp never has:\n%s", out.String())
+	}
+	t.Logf("waits (ms): %.1f; service %.1f ms\n%s", func() []float64 {
+		ms := make([]float64, len(wait))
+		for i, w := range wait {
+			ms[i] = w * 1e3
+		}
+		return ms
+	}(), service*1e3, out.String())
 }

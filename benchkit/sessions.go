@@ -187,8 +187,7 @@ func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
 	rows, err := s.run(ctx)
 	s.Server = nil
 	if scr != nil {
-		completed := countIf(rows, func(r Request) bool { return !r.Failed() })
-		s.Server = scr.Finish(ctx, completed, reachedServer(rows))
+		s.Server = scr.Finish(ctx, serverCounts(rows))
 	}
 	return rows, err
 }
@@ -479,9 +478,6 @@ func (s *Sessions) Summarize(rows []Request, key Key, slo timing.SLO) []Summary 
 			v := *s.Server
 			compareServer(&v, sums[j])
 			sums[j].Server = &v
-			for _, w := range v.Warnings {
-				sums[j].Warnings = append(sums[j].Warnings, "server metrics: "+w)
-			}
 		}
 	}
 	return sums

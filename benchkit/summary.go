@@ -122,7 +122,8 @@ type Summary struct {
 	Client *ClientHealth `json:"client_health,omitempty"`
 	// Server is the server's own view of the run from its /metrics
 	// (Load.ServerMetrics), with the client's means beside it; null when
-	// not scraped.
+	// not scraped. Its warnings stay in it, not in Warnings: the table's
+	// notes and WriteServerView print them, once.
 	Server *view.View `json:"server,omitempty"`
 	// Responses summarises the server's own timings of each response
 	// (Ollama, llama.cpp, TGI), beside the client's; null when no

@@ -18,13 +18,17 @@ import (
 
 // TestProbeMetrics: the server root's /metrics is read when it answers
 // and left alone, silently, when it does not; a --server-metrics that
-// fails or serves nothing is said, and the run goes on without it;
-// --no-server-metrics reads nothing.
+// fails is said, and the run goes on without it; an endpoint that serves
+// nothing yet is kept, one that serves no server's families refused with
+// a word; --no-server-metrics reads nothing.
 func TestProbeMetrics(t *testing.T) {
 	const text = "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 7\n"
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /root/metrics", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, text) })
 	mux.HandleFunc("GET /empty/metrics", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /process/metrics", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3\n")
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	for _, tc := range []struct {
@@ -39,7 +43,12 @@ func TestProbeMetrics(t *testing.T) {
 		{"root given as its /v1", srv.URL + "/root/v1/", "", false, srv.URL + "/root/metrics", "the server's own view from"},
 		{"named and answers", srv.URL + "/none", srv.URL + "/root/metrics", false, srv.URL + "/root/metrics", "the server's own view from"},
 		{"named and fails", srv.URL + "/root", srv.URL + "/none/metrics", false, "", "404 Not Found; no server figures"},
-		{"named and empty", srv.URL, srv.URL + "/empty/metrics", false, "", "serves no metric families"},
+		// A fresh SGLang serves nothing before its first request: kept.
+		{"named and empty", srv.URL, srv.URL + "/empty/metrics", false, srv.URL + "/empty/metrics", "it serves no metric family yet"},
+		{"root empty", srv.URL + "/empty", "", false, srv.URL + "/empty/metrics", "it serves no metric family yet"},
+		// vLLM without stats logging: its process's families alone.
+		{"named, no server's families", srv.URL, srv.URL + "/process/metrics", false, "", "serves none of vLLM's, SGLang's, TGI's or llama.cpp's"},
+		{"root, no server's families", srv.URL + "/process", "", false, "", "serves none of vLLM's, SGLang's, TGI's or llama.cpp's"},
 		{"off", srv.URL + "/root", "", true, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

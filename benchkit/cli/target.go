@@ -17,6 +17,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
+	"github.com/inferbench/inferbench/engine/metrics"
 	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/engine/ollama"
 	"github.com/inferbench/inferbench/engine/openai"
@@ -326,7 +327,11 @@ func (t *Target) Start(ctx context.Context, stderr io.Writer) error {
 // probeMetrics scrapes the server's metrics endpoint once: the endpoint
 // the run will read when it answered, nil otherwise. An endpoint named on
 // the command line that fails is said on stderr; the run goes on without
-// it, as it would lose the figures of a scrape that fails later.
+// it, as it would lose the figures of a scrape that fails later. One
+// that serves families, none of them a known server's (vLLM without
+// stats logging serves only its process's), is refused; one that serves
+// none yet (a fresh SGLang) is kept, and the run's view says whether it
+// served a server's after the run.
 func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *view.Scraper {
 	if t.NoServerMetrics {
 		return nil
@@ -350,11 +355,17 @@ func (t *Target) probeMetrics(ctx context.Context, stderr io.Writer) *view.Scrap
 		return nil
 	case err != nil:
 		return nil
-	case len(snap.Families) == 0:
-		fmt.Fprintf(stderr, "%s: %s serves no metric families (vLLM without stats logging?); no server figures\n", t.Program, url)
+	case len(snap.Families) > 0 && snap.Server() == metrics.ServerUnknown:
+		fmt.Fprintf(stderr, "%s: %s serves none of vLLM's, SGLang's, TGI's or llama.cpp's metric families (vLLM without stats logging?); no server figures\n", t.Program, url)
 		return nil
+	case len(snap.Families) == 0:
+		// A fresh SGLang (its multiprocess collector) serves nothing
+		// before its first request: the run tells, and says so if it
+		// still serves no server's families after.
+		fmt.Fprintf(stderr, "%s: the server's own view from %s (before and after each run; it serves no metric family yet)\n", t.Program, url)
+		return m
 	}
-	fmt.Fprintf(stderr, "%s: the server's own view from %s (before and after each run)\n", t.Program, url)
+	fmt.Fprintf(stderr, "%s: the server's own view from %s (%s, before and after each run)\n", t.Program, url, snap.Server())
 	return m
 }
 

@@ -25,6 +25,8 @@ type Percentile struct {
 	// first bucket [0, Upper] (observations are taken to be non-negative
 	// when its bound is; a first bound below 0 gives Lower −Inf).
 	Lower, Upper float64
+	// Closed says the interval includes Lower: the first bucket's 0.
+	Closed bool
 	// AtLeast marks x₍ₖ₎ in the +Inf bucket: Upper is +Inf, Value is Lower.
 	AtLeast bool
 	// Min and Max are the interval the bucket counts and the exact sum
@@ -40,8 +42,6 @@ type Percentile struct {
 	// server that adds to its sum what it does not count): Min and Max are
 	// then the bucket's bounds.
 	Inconsistent bool
-	// floor says the interval includes Lower: the first bucket's 0.
-	floor bool
 }
 
 // nearlyAll is the share of the observations in one bucket past which an
@@ -87,7 +87,7 @@ func (h Hist) Quantile(q float64) (Percentile, bool) {
 	b := sort.Search(n, func(i int) bool { return h.Buckets[i].Count >= k })
 	b = min(b, n-1)
 	p := Percentile{Q: q, Upper: h.Buckets[b].UpperBound}
-	p.Lower, p.floor = h.lower(b)
+	p.Lower, p.Closed = h.lower(b)
 	below := 0.0
 	if b > 0 {
 		below = h.Buckets[b-1].Count
@@ -204,7 +204,9 @@ func (p Percentile) String() string { return p.Format(1, 6) }
 
 // Format writes the percentile for print, its values times scale (1000 for
 // milliseconds of a histogram in seconds) with digits significant digits,
-// in the first of these forms that applies:
+// the bounds rounded outward (Min down, Max up: "≤ 41.9" is never written
+// for a Max of 41.94; see roundOut) and the point to the nearest, in the first of these
+// forms that applies:
 //
 //	"v"            Min and Max print alike: the order statistic is known
 //	"v [min, max]" Point: the interpolated value, and what the counts and the sum allow
@@ -212,15 +214,19 @@ func (p Percentile) String() string { return p.Format(1, 6) }
 //	"(min, max]"   no point; "[" where Min is above the bucket's lower bound
 //	"≥ min"        the +Inf bucket, unbounded (no finite sum)
 //
-// It never prints a value the bucket counts and the sum rule out.
+// It never prints a value the bucket counts and the sum rule out, and what
+// it prints holds the order statistic wherever Min and Max do.
 func (p Percentile) Format(scale float64, digits int) string {
 	f := func(v float64) string { return strconv.FormatFloat(v*scale, 'g', digits, 64) }
-	if math.IsInf(p.Max, 1) {
-		return "≥ " + f(p.Min)
+	out := func(v float64, up bool) string {
+		return strconv.FormatFloat(roundOut(v*scale, digits, up), 'g', digits, 64)
 	}
-	lo, hi := f(p.Min), f(p.Max)
+	if math.IsInf(p.Max, 1) {
+		return "≥ " + out(p.Min, false)
+	}
+	lo, hi := out(p.Min, false), out(p.Max, true)
 	open := "["
-	if p.Min == p.Lower && !p.floor {
+	if p.Min == p.Lower && !p.Closed {
 		open = "("
 	}
 	switch {
@@ -228,8 +234,27 @@ func (p Percentile) Format(scale float64, digits int) string {
 		return hi
 	case p.Point:
 		return f(p.Value) + " " + open + lo + ", " + hi + "]"
-	case p.Min <= 0 && p.floor:
+	case p.Min <= 0 && p.Closed:
 		return "≤ " + hi
 	}
 	return open + lo + ", " + hi + "]"
+}
+
+// roundOut rounds v to digits significant digits toward −Inf (up false)
+// or +Inf (up true). A value within 10⁻⁷ of itself from the figure
+// nearest it takes that figure: the sum's bounds carry a slack of that
+// order (the server's rounding), and 0.99999999 is printed 1, not 0.999.
+// From 15 digits on, v is kept: its rounding is below that slack.
+func roundOut(v float64, digits int, up bool) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) || digits < 1 || digits >= 15 {
+		return v
+	}
+	if near, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', digits, 64), 64); err == nil && math.Abs(near-v) <= 1e-7*math.Abs(v) {
+		return near
+	}
+	unit := math.Pow(10, math.Floor(math.Log10(math.Abs(v)))-float64(digits-1))
+	if up {
+		return math.Ceil(v/unit) * unit
+	}
+	return math.Floor(v/unit) * unit
 }

@@ -224,6 +224,23 @@ func TestPercentileForms(t *testing.T) {
 			t.Errorf("%s: %q (%+v); want %q", c.name, got, p, c.want)
 		}
 	}
+	// Bounds round outward, never inward past what they allow; a bound
+	// within the sum's slack of a figure prints as that figure.
+	for _, c := range []struct {
+		p    Percentile
+		want string
+	}{
+		{Percentile{Upper: 0.05, Closed: true, Max: 0.04194}, "≤ 42"},
+		{Percentile{Lower: 0.01, Upper: 0.05, Min: 0.01006, Max: 0.04194}, "[10, 42]"},
+		{Percentile{Lower: 0.01, Upper: 0.05, Min: 0.01, Max: 0.04194}, "(10, 42]"},
+		{Percentile{Lower: 0.01, Upper: 0.05, Min: 0.0419, Max: 0.04194, Value: 0.0419, Point: true}, "41.9 [41.9, 42]"},
+		{Percentile{Lower: 0.04, Upper: 0.05, Min: 0.04, Max: 0.05 - 5e-12}, "(40, 50]"},
+		{Percentile{Lower: 1, Upper: math.Inf(1), AtLeast: true, Min: 1.23456, Max: math.Inf(1)}, "≥ 1.23e+03"},
+	} {
+		if got := c.p.Format(1000, 3); got != c.want {
+			t.Errorf("%+v: %q; want %q", c.p, got, c.want)
+		}
+	}
 	// Fractional counts: no order statistics, the bucket alone.
 	h := Hist{Buckets: []Bucket{{1, 0.5}, {math.Inf(1), 1.5}}, Sum: 1, Count: 1.5}
 	if p, ok := h.Quantile(0.9); !ok || p.Min != 1 || !math.IsInf(p.Max, 1) || p.String() != "≥ 1" {

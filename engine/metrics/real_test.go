@@ -90,7 +90,7 @@ func checkOrderStatistics(t *testing.T, name string, h Hist, obs []float64) {
 // within [Min, Max], and a printed point within [Min, Max].
 func checkHolds(t *testing.T, name string, p Percentile, x float64) {
 	t.Helper()
-	inBucket := x <= p.Upper && (x > p.Lower || p.floor && x == p.Lower)
+	inBucket := x <= p.Upper && (x > p.Lower || p.Closed && x == p.Lower)
 	if !inBucket {
 		t.Errorf("%s p%v: true %v outside the bucket of %+v", name, p.Q, x, p)
 	}

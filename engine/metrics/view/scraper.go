@@ -168,24 +168,37 @@ func (r *Run) StopSampling() {
 	}
 }
 
+// Counts are what the client knows of a run's requests, for Finish to
+// check the server's counters against.
+type Counts struct {
+	// Completed are the requests that finished at the server, Sent those
+	// that reached it: the server's count of finished requests must lie
+	// between them.
+	Completed, Sent int
+	// OutputTokens, when not nil, are the completed requests' generated
+	// tokens as the server counted them (its usage). Where the server
+	// counts no requests (llama.cpp) its output token counter is checked
+	// against them instead: at least them, and exactly them when every
+	// request sent completed.
+	OutputTokens *int
+}
+
 // Finish takes the second scrape once the server is idle and returns the
-// run's view, with the gauge samples; completed is the requests that
-// finished at the server and sent those that reached it (the server's
-// count of finished requests must lie between them). A run whose ctx has
-// ended (interrupted) is scraped without waiting for the server to go
-// idle. nil when r is nil.
-func (r *Run) Finish(ctx context.Context, completed, sent int) *View {
+// run's view, with the gauge samples; c is the client's count of the
+// run's requests. A run whose ctx has ended (interrupted) is scraped
+// without waiting for the server to go idle. nil when r is nil.
+func (r *Run) Finish(ctx context.Context, c Counts) *View {
 	if r == nil {
 		return nil
 	}
 	r.StopSampling()
-	v := r.window(ctx, completed, sent)
+	v := r.window(ctx, c)
 	r.smp.put(v)
 	return v
 }
 
 // window is Finish's view of the window alone.
-func (r *Run) window(ctx context.Context, completed, sent int) *View {
+func (r *Run) window(ctx context.Context, c Counts) *View {
 	r.Ready()
 	v := &View{URL: r.m.URL}
 	if r.err != nil {
@@ -198,20 +211,53 @@ func (r *Run) window(ctx context.Context, completed, sent int) *View {
 		return v
 	}
 	w, refused := metrics.Delta(r.snap, after)
+	v.Server = w.Server()
+	if v.Server == metrics.ServerUnknown {
+		v.Warnings = append(v.Warnings, "no server figures: the endpoint served none of vLLM's, SGLang's, TGI's or llama.cpp's families after the run (vLLM without stats logging, or not an inference server's /metrics?)")
+		return v
+	}
 	for _, rf := range refused {
 		v.Warnings = append(v.Warnings, "server figure refused: "+rf.String())
 	}
-	if n, ok := w.Requests(); ok {
-		if n < float64(completed) || n > float64(sent) {
-			v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: the server finished %v requests in the window, the run %s: foreign traffic, another replica behind a balancer, a restart, or requests straddling a scrape", n, countRange(completed, sent)))
+	switch n, ok := w.Requests(); {
+	case ok:
+		if n < float64(c.Completed) || n > float64(c.Sent) {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("no server figures: the server finished %v requests in the window, the run %s: foreign traffic, another replica behind a balancer, a restart, or requests straddling a scrape", n, countRange(c.Completed, c.Sent)))
 			return v
 		}
 		v.Requests = &n
-	} else {
+	case v.Server.CountsRequests():
 		v.Warnings = append(v.Warnings, "the server counts no finished requests: foreign traffic in the window cannot be ruled out")
+	default:
+		// llama.cpp: its generated tokens, counted as each request ends,
+		// stand in for the request count.
+		if msg := checkOutput(w, c); msg != "" {
+			v.Warnings = append(v.Warnings, msg)
+			return v
+		}
 	}
-	v.fill(w)
+	v.fill(w, c.Completed)
 	return v
+}
+
+// checkOutput checks a window's output token counter against the
+// client's tokens: the server counts every token of every request that
+// reached it (those that failed included), so at least the completed
+// requests' and, when all that were sent completed, exactly theirs. It
+// returns why the window is refused, or "".
+func checkOutput(w metrics.Window, c Counts) string {
+	n, ok := w.OutputTokens()
+	if !ok || c.OutputTokens == nil {
+		return ""
+	}
+	client := float64(*c.OutputTokens)
+	switch {
+	case n < client:
+		return fmt.Sprintf("no server figures: the server generated %v tokens in the window, fewer than the %v the run's completed requests received: a restart, another replica behind a balancer, or requests straddling a scrape", n, client)
+	case n > client && c.Completed == c.Sent:
+		return fmt.Sprintf("no server figures: the server generated %v tokens in the window, the run's %d requests received %v: foreign traffic, or requests straddling a scrape", n, c.Sent, client)
+	}
+	return ""
 }
 
 // countRange writes "sent 5" or "completed 4 of 5 sent".

@@ -4,7 +4,9 @@
 // with the server idle, subtracted (package metrics), and the server's
 // gauges sampled while the run goes on. A [View] holds the figures of the
 // window, each histogram a [Figure] with its exact mean and its
-// percentiles bracketed by their buckets.
+// percentiles, each the interval its bucket counts and the exact sum allow
+// ([Percentile.Format] prints histogram_quantile's point only where they
+// do not rule it out).
 //
 // A run drives it in four steps:
 //
@@ -13,13 +15,19 @@
 //	run.StartSampling(ctx, time.Now())
 //	// … the requests …
 //	run.StopSampling()
-//	v := run.Finish(ctx, completed, sent)
+//	v := run.Finish(ctx, view.Counts{Completed: completed, Sent: sent})
+//
+// Servers as they really behave: a fresh SGLang serves nothing before its
+// first request, and its series then count from zero; llama.cpp counts no
+// requests, so its generated tokens are checked against the client's
+// ([Counts]) where other servers' request counts are.
 //
 // Nothing here can fail or change the client's measurement: a scrape that
 // errs, hangs past its timeout, is too large or does not parse, a server
-// that restarted between the scrapes, a changed bucket layout, or a request
-// count that is not the run's (foreign traffic, a load balancer) each end in
-// a warning and no figure rather than a wrong one.
+// that restarted between the scrapes, a changed bucket layout, an endpoint
+// that serves no inference server's families, or a request (or llama.cpp
+// token) count that is not the run's (foreign traffic, a load balancer)
+// each end in a warning and no figure rather than a wrong one.
 //
 // Package benchkit sets each View beside the client's summary of the same
 // run (Summary.Server); the package itself knows nothing of the client's
@@ -27,7 +35,6 @@
 package view
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/inferbench/inferbench/engine/metrics"
@@ -38,6 +45,10 @@ import (
 type View struct {
 	// URL is the endpoint scraped.
 	URL string `json:"url"`
+	// Server is whose families the endpoint served after the run
+	// (metrics.Server: "vLLM", "SGLang", "TGI", "llama.cpp"); empty when
+	// none of theirs, and the view then has no figure.
+	Server metrics.Server `json:"server_kind,omitempty"`
 	// Requests is the server's count of requests finished in the window.
 	Requests *float64 `json:"requests,omitempty"`
 	// The server's latency histograms over the window, each absent where
@@ -64,10 +75,14 @@ type View struct {
 	OutputTokens *float64 `json:"output_tokens,omitempty"`
 	CachedTokens *float64 `json:"cached_tokens,omitempty"`
 	// PrefixHitRate is the measured hit rate: vLLM's Δhits/Δqueries (in
-	// tokens), else SGLang's cached over prompt tokens.
+	// tokens), else the cached over all prompt tokens (SGLang; llama.cpp,
+	// whose prompt counter holds only the tokens evaluated).
 	PrefixHitRate *float64 `json:"prefix_hit_rate,omitempty"`
 	// PromptTPS and OutputTPS are llama.cpp's per-slot speeds from its
-	// counters (Δtokens/Δseconds).
+	// counters: Δprompt_tokens/Δprompt_seconds, and the per-step decode
+	// speed its timings give, (Δtokens_predicted − the client's completed
+	// requests)/Δtokens_predicted_seconds (metrics.Window.LlamaCppStepSpeed:
+	// each request takes one step fewer than its tokens).
 	PromptTPS *float64 `json:"prompt_tps,omitempty"`
 	OutputTPS *float64 `json:"output_tps,omitempty"`
 	// Beside sets each server mean beside the client's (benchkit fills
@@ -82,9 +97,9 @@ type View struct {
 }
 
 // Figure is one server histogram over the window: its count, its exact
-// mean (Δsum/Δcount), percentiles estimated from the bucket deltas as
-// Prometheus's histogram_quantile does, each with its bucket's bounds, and
-// the bucket layout they came from.
+// mean (Δsum/Δcount), its percentiles (each the interval the bucket deltas
+// and the exact sum allow, with histogram_quantile's point where they do
+// not rule it out), and the bucket layout they came from.
 type Figure struct {
 	// Family is the exposed family read.
 	Family string     `json:"family"`
@@ -98,23 +113,64 @@ type Figure struct {
 	Buckets []float64 `json:"buckets"`
 }
 
-// Percentile is an estimated percentile: the true order statistic lies in
-// (Lower, Upper]. Upper is null when the rank fell in the +Inf bucket, and
-// Value (AtLeast) is then only a lower bound.
+// Percentile is a server percentile, the order statistic x₍ₖ₎ (k = ⌈q·N⌉)
+// of the window's N observations, as far as the bucket counts and the
+// exact sum tell it (metrics.Percentile): x₍ₖ₎ lies in its bucket (Lower,
+// Upper] and, narrower, in [Min, Max]. Value is histogram_quantile's
+// interpolation, a figure only where Point says the buckets and the sum
+// do not rule it out. A null bound is unbounded: Upper and Max past the
+// last bucket with no finite sum to bound them (Value, AtLeast, is then
+// the last finite bound).
 type Percentile struct {
 	Value   float64  `json:"value"`
-	Lower   float64  `json:"lower"`
+	Lower   *float64 `json:"lower"`
 	Upper   *float64 `json:"upper"`
 	AtLeast bool     `json:"at_least,omitempty"`
+	// Closed says the interval holds Lower: the first bucket, [0, Upper].
+	Closed bool `json:"lower_closed,omitempty"`
+	// Min and Max are what the counts and the sum allow x₍ₖ₎.
+	Min *float64 `json:"min"`
+	Max *float64 `json:"max"`
+	// Point says Value lies in [Min, Max], outside the +Inf bucket and in
+	// a bucket that holds less than nine tenths of the observations.
+	Point bool `json:"point"`
+	// Inconsistent says the sum contradicts the counts; Min and Max are
+	// then the bucket's bounds.
+	Inconsistent bool `json:"inconsistent,omitempty"`
 }
 
-// String writes the percentile in seconds: "v (lo, hi]", or "≥ v".
-func (p Percentile) String() string {
-	if p.AtLeast || p.Upper == nil {
-		return fmt.Sprintf("≥ %.4g", p.Value)
-	}
-	return fmt.Sprintf("%.4g (%.4g, %.4g]", p.Value, p.Lower, *p.Upper)
+// newPercentile keeps p's fields, an infinite bound as null.
+func newPercentile(p metrics.Percentile) Percentile {
+	return Percentile{Value: p.Value, Lower: finite(p.Lower), Upper: finite(p.Upper), AtLeast: p.AtLeast,
+		Closed: p.Closed, Min: finite(p.Min), Max: finite(p.Max), Point: p.Point, Inconsistent: p.Inconsistent}
 }
+
+// metrics is the percentile as package metrics has it, null bounds
+// infinite.
+func (p Percentile) metrics() metrics.Percentile {
+	or := func(v *float64, inf float64) float64 {
+		if v == nil {
+			return inf
+		}
+		return *v
+	}
+	return metrics.Percentile{Value: p.Value, Lower: or(p.Lower, math.Inf(-1)), Upper: or(p.Upper, math.Inf(1)),
+		AtLeast: p.AtLeast, Closed: p.Closed, Min: or(p.Min, math.Inf(-1)), Max: or(p.Max, math.Inf(1)),
+		Point: p.Point, Inconsistent: p.Inconsistent}
+}
+
+// Format writes the percentile as metrics.Percentile.Format does, its
+// values times scale (1000 for milliseconds) with digits significant
+// digits: "41.9" (known), "3.2 [1, 5]" (the point and what the counts
+// and sum allow), "≤ 41.9", "(1, 5]" or "[1.2, 5]" (no point can be
+// told), "≥ 2.5e+03" (past the last bucket, unbounded). It never prints a
+// value the buckets and the mean rule out.
+func (p Percentile) Format(scale float64, digits int) string {
+	return p.metrics().Format(scale, digits)
+}
+
+// String writes the percentile in seconds to four significant digits.
+func (p Percentile) String() string { return p.Format(1, 4) }
 
 // Sample is the server's gauges at one instant of a run: samples, not a
 // distribution, read Scraper.SampleEvery apart.
@@ -140,8 +196,9 @@ type Comparison struct {
 	Contains   string  `json:"contains"`
 }
 
-// fill sets the view's figures from the window.
-func (v *View) fill(w metrics.Window) {
+// fill sets the view's figures from the window; completed is the
+// client's count of the requests the server finished.
+func (v *View) fill(w metrics.Window, completed int) {
 	hist := func(get func() (metrics.Hist, bool)) *Figure {
 		h, ok := get()
 		if !ok {
@@ -163,7 +220,8 @@ func (v *View) fill(w metrics.Window) {
 	if v.PrefixHitRate == nil && v.CachedTokens != nil && v.PromptTokens != nil && *v.PromptTokens > 0 {
 		v.PrefixHitRate = finite(*v.CachedTokens / *v.PromptTokens)
 	}
-	v.PromptTPS, v.OutputTPS = counter(w.LlamaCppPromptSpeed), counter(w.LlamaCppOutputSpeed)
+	v.PromptTPS = counter(w.LlamaCppPromptSpeed)
+	v.OutputTPS = counter(func() (float64, bool) { return w.LlamaCppStepSpeed(completed) })
 }
 
 // newFigure summarises a histogram; nil for an empty one.
@@ -186,11 +244,7 @@ func newFigure(h metrics.Hist) *Figure {
 		if !ok {
 			continue
 		}
-		*q.dst = Percentile{Value: p.Value, Lower: p.Lower, AtLeast: p.AtLeast}
-		if !math.IsInf(p.Upper, 1) {
-			up := p.Upper
-			q.dst.Upper = &up
-		}
+		*q.dst = newPercentile(p)
 	}
 	return f
 }

@@ -94,7 +94,7 @@ func TestRunWindow(t *testing.T) {
 	run.Ready()
 	obs := []float64{0.004, 0.02, 0.03, 0.07, 0.2, 0.3, 0.4, 0.6}
 	f.serve(obs...)
-	v := run.Finish(ctx, len(obs), len(obs))
+	v := run.Finish(ctx, Counts{Completed: len(obs), Sent: len(obs)})
 	if v == nil || len(v.Warnings) != 0 {
 		t.Fatalf("view %+v; want one without warnings", v)
 	}
@@ -113,7 +113,7 @@ func TestRunWindow(t *testing.T) {
 		p Percentile
 	}{{0.5, v.TTFT.P50}, {0.9, v.TTFT.P90}, {0.99, v.TTFT.P99}} {
 		x := obs[int(math.Ceil(p.q*float64(len(obs))))-1]
-		if p.p.Upper == nil || !(x > p.p.Lower && x <= *p.p.Upper) {
+		if p.p.Upper == nil || p.p.Lower == nil || !(x > *p.p.Lower && x <= *p.p.Upper) || !holds(p.p, x) {
 			t.Errorf("p%v = %v; the order statistic %v lies outside", p.q*100, p.p, x)
 		}
 	}
@@ -154,7 +154,7 @@ func TestRunRefusals(t *testing.T) {
 			run.Ready()
 			tc.during(f)
 			t0 := time.Now()
-			v := run.Finish(ctx, 2, 2)
+			v := run.Finish(ctx, Counts{Completed: 2, Sent: 2})
 			// IdleWait and a scrape's timeout at most, with room to spare.
 			if d := time.Since(t0); d > 5*time.Second {
 				t.Errorf("Finish took %v", d)
@@ -181,7 +181,7 @@ func TestRunInterrupted(t *testing.T) {
 	f.set(func(f *fakeServer) { f.running = 1 })
 	cancel()
 	t0 := time.Now()
-	v := run.Finish(ctx, 1, 1)
+	v := run.Finish(ctx, Counts{Completed: 1, Sent: 1})
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Errorf("an interrupted run waited %v for an idle server", d)
 	}
@@ -225,7 +225,7 @@ func TestSampling(t *testing.T) {
 	run.StopSampling()
 	f.set(func(f *fakeServer) { f.fail, f.running = false, 0 })
 	f.serve(0.1)
-	v := run.Finish(ctx, 1, 1)
+	v := run.Finish(ctx, Counts{Completed: 1, Sent: 1})
 	if len(v.Samples) == 0 {
 		t.Fatal("no samples")
 	}
@@ -253,7 +253,7 @@ func TestNil(t *testing.T) {
 		run.Ready()
 		run.StartSampling(ctx, time.Now())
 		run.StopSampling()
-		if v := run.Finish(ctx, 1, 1); v != nil {
+		if v := run.Finish(ctx, Counts{Completed: 1, Sent: 1}); v != nil {
 			t.Errorf("Finish of a nil run = %+v", v)
 		}
 	}
@@ -276,5 +276,168 @@ func TestHeaderAndRedirect(t *testing.T) {
 	f.set(func(f *fakeServer) { f.header = "" })
 	if _, err := m.Probe(context.Background()); err == nil || f.header != "" {
 		t.Errorf("redirect followed: err %v, header %q at its target", err, f.header)
+	}
+}
+
+// holds reports whether p's interval [Min, Max] holds x.
+func holds(p Percentile, x float64) bool {
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if p.Min != nil {
+		lo = *p.Min
+	}
+	if p.Max != nil {
+		hi = *p.Max
+	}
+	return lo <= x && x <= hi
+}
+
+// textServer serves /metrics as body() gives it at each scrape.
+func textServer(t *testing.T, body func() string) *Scraper {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write([]byte(body()))
+	}))
+	t.Cleanup(srv.Close)
+	return &Scraper{URL: srv.URL + "/metrics", Timeout: time.Second, IdleWait: 300 * time.Millisecond, Settle: -1}
+}
+
+// TestRunServerKind: an endpoint that serves nothing before the run (a
+// fresh SGLang's multiprocess collector) is counted from zero; one that
+// serves no inference server's families after it gives a warning and no
+// figure.
+func TestRunServerKind(t *testing.T) {
+	sglang := "# TYPE sglang:num_requests_total counter\nsglang:num_requests_total{model_name=\"m\"} 3\n" +
+		"# TYPE sglang:e2e_request_latency_seconds histogram\n" +
+		"sglang:e2e_request_latency_seconds_bucket{le=\"0.5\",model_name=\"m\"} 2\n" +
+		"sglang:e2e_request_latency_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 3\n" +
+		"sglang:e2e_request_latency_seconds_sum{model_name=\"m\"} 1.5\n" +
+		"sglang:e2e_request_latency_seconds_count{model_name=\"m\"} 3\n"
+	other := "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12\n"
+	for _, tc := range []struct {
+		name, before, after, warn string
+		kind                      string
+	}{
+		{"fresh SGLang", "", sglang, "", "SGLang"},
+		{"empty throughout", "", "", "none of vLLM's, SGLang's, TGI's or llama.cpp's", ""},
+		{"not a server's", other, other, "none of vLLM's, SGLang's, TGI's or llama.cpp's", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			body := tc.before
+			m := textServer(t, func() string { mu.Lock(); defer mu.Unlock(); return body })
+			ctx := context.Background()
+			run := m.Start(ctx)
+			run.Ready()
+			mu.Lock()
+			body = tc.after
+			mu.Unlock()
+			v := run.Finish(ctx, Counts{Completed: 3, Sent: 3})
+			if string(v.Server) != tc.kind {
+				t.Errorf("server %q; want %q", v.Server, tc.kind)
+			}
+			if tc.warn == "" {
+				if len(v.Warnings) != 0 || v.Requests == nil || *v.Requests != 3 || v.E2E == nil || v.E2E.Count != 3 || v.E2E.Mean != 0.5 {
+					t.Errorf("view %+v (E2E %+v); want 3 requests, E2E mean 0.5 s, no warning", v, v.E2E)
+				}
+				return
+			}
+			if v.Requests != nil || v.E2E != nil || len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], tc.warn) {
+				t.Errorf("view %+v; want no figure and one warning saying %q", v, tc.warn)
+			}
+		})
+	}
+}
+
+// llamaText is llama.cpp's /metrics after n requests of tokens each,
+// decoded at speed tokens a second per step.
+func llamaText(n, tokens int, speed float64) string {
+	steps := float64(n * (tokens - 1))
+	return fmt.Sprintf("# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total %d\n"+
+		"# TYPE llamacpp:prompt_seconds_total counter\nllamacpp:prompt_seconds_total %g\n"+
+		"# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total %d\n"+
+		"# TYPE llamacpp:tokens_predicted_seconds_total counter\nllamacpp:tokens_predicted_seconds_total %g\n"+
+		"# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n"+
+		"# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred 0\n",
+		100*n, 0.01*float64(n), n*tokens, steps/speed)
+}
+
+// TestRunLlamaCpp: llama.cpp counts no requests, so no warning says so;
+// its generated tokens are checked against the client's instead (exact
+// when every request sent completed, a lower bound otherwise), and its
+// output speed is per step.
+func TestRunLlamaCpp(t *testing.T) {
+	const tokens, speed = 20, 50.0
+	ptr := func(n int) *int { return &n }
+	for _, tc := range []struct {
+		name   string
+		served int // requests the server finished in the window
+		c      Counts
+		warn   string
+	}{
+		{"clean", 4, Counts{Completed: 4, Sent: 4, OutputTokens: ptr(4 * tokens)}, ""},
+		{"no client tokens", 4, Counts{Completed: 4, Sent: 4}, ""},
+		{"foreign", 5, Counts{Completed: 4, Sent: 4, OutputTokens: ptr(4 * tokens)}, "foreign traffic"},
+		{"one failed", 5, Counts{Completed: 4, Sent: 5, OutputTokens: ptr(4 * tokens)}, ""},
+		{"fewer than received", 3, Counts{Completed: 4, Sent: 4, OutputTokens: ptr(4 * tokens)}, "fewer than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			served := 2 // before the run
+			m := textServer(t, func() string { mu.Lock(); defer mu.Unlock(); return llamaText(served, tokens, speed) })
+			ctx := context.Background()
+			run := m.Start(ctx)
+			run.Ready()
+			mu.Lock()
+			served += tc.served
+			mu.Unlock()
+			v := run.Finish(ctx, tc.c)
+			if v.Server != "llama.cpp" {
+				t.Errorf("server %q; want llama.cpp", v.Server)
+			}
+			if tc.warn != "" {
+				if v.OutputTokens != nil || len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], tc.warn) {
+					t.Errorf("view %+v; want no figure and a warning saying %q", v, tc.warn)
+				}
+				return
+			}
+			if len(v.Warnings) != 0 {
+				t.Errorf("warnings %q", v.Warnings)
+			}
+			if v.OutputTokens == nil || *v.OutputTokens != float64(tc.served*tokens) || v.Requests != nil {
+				t.Fatalf("output tokens %v, requests %v; want %d tokens and no request count", v.OutputTokens, v.Requests, tc.served*tokens)
+			}
+			// Per step: (tokens − the client's completed)/seconds, which is
+			// the speed itself when the client saw every request end.
+			want := float64(tc.served*tokens-tc.c.Completed) / (float64(tc.served*(tokens-1)) / speed)
+			if v.OutputTPS == nil || math.Abs(*v.OutputTPS-want) > 1e-9*want {
+				t.Errorf("output speed %v; want %v", v.OutputTPS, want)
+			}
+			if tc.served == tc.c.Completed && math.Abs(*v.OutputTPS-speed) > 1e-9*speed {
+				t.Errorf("output speed %v; want the per-step %v", *v.OutputTPS, speed)
+			}
+		})
+	}
+}
+
+// TestRunNoRequestCounter: a server that should count its finished
+// requests but serves no counter (here vLLM's TTFT alone) keeps its
+// figures, with a warning that foreign traffic cannot be ruled out.
+func TestRunNoRequestCounter(t *testing.T) {
+	text := "# TYPE vllm:time_to_first_token_seconds histogram\n" +
+		"vllm:time_to_first_token_seconds_bucket{le=\"0.1\"} 2\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 2\n" +
+		"vllm:time_to_first_token_seconds_sum 0.1\nvllm:time_to_first_token_seconds_count 2\n"
+	var mu sync.Mutex
+	body := ""
+	m := textServer(t, func() string { mu.Lock(); defer mu.Unlock(); return body })
+	ctx := context.Background()
+	run := m.Start(ctx)
+	run.Ready()
+	mu.Lock()
+	body = text
+	mu.Unlock()
+	v := run.Finish(ctx, Counts{Completed: 2, Sent: 2})
+	if v.TTFT == nil || v.TTFT.Count != 2 || len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], "counts no finished requests") {
+		t.Errorf("view %+v; want the TTFT of 2 requests and the warning", v)
 	}
 }
