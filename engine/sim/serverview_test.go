@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine/metrics/view"
+	"github.com/inferbench/inferbench/internal/testkit"
 )
 
 // The server view (engine/metrics/view) read from the sim's /metrics,
@@ -36,7 +37,7 @@ func completeAll(ctx context.Context, t *testing.T, url string, bodies []string)
 				return
 			}
 			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testkit.Client.Do(req)
 			if err != nil {
 				errs[i] = err
 				return
@@ -50,7 +51,7 @@ func completeAll(ctx context.Context, t *testing.T, url string, bodies []string)
 			errs[i] = json.Unmarshal(raw, &out[i])
 		})
 	}
-	wg.Wait()
+	testkit.WaitWithin(t, &wg, testkit.Patience)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
