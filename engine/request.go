@@ -66,6 +66,10 @@ type Request struct {
 	// bench path.
 	Stop []string
 
+	// Thinking controls a reasoning model's thinking; nil sends no
+	// control, leaving it to the server and the template's defaults.
+	Thinking *Thinking
+
 	// Extra holds request body fields this type does not name. Adapters
 	// marshal each value with encoding/json and add it to the body; a key
 	// that names a field the adapter already writes replaces that field.
@@ -73,6 +77,44 @@ type Request struct {
 	// Header holds request-scoped HTTP headers, sent in addition to the
 	// adapter's own (for example engine/sim's fault-injection header).
 	Header http.Header
+}
+
+// Thinking is the control of a reasoning model's thinking, as a request
+// carries it. Each adapter sends what its server takes (see its package
+// doc): the chat template's switch (chat_template_kwargs enable_thinking
+// and thinking), gpt-oss's reasoning_effort, a thinking-token budget where
+// the server has one, Ollama's think. The prompt Builder renders the chat
+// template with TemplateVars, the variables the request makes the server
+// render with, so that a prompt's count stays exact whatever the switch.
+type Thinking struct {
+	// Enabled turns thinking on or off where the template or the server
+	// has a switch; nil leaves the default.
+	Enabled *bool
+	// Effort is the reasoning effort, "low", "medium" or "high"
+	// (gpt-oss's reasoning_effort, Ollama's think level); empty leaves
+	// the default.
+	Effort string
+	// Budget bounds the reasoning tokens where the server takes a bound;
+	// 0 sets none.
+	Budget int
+}
+
+// TemplateVars returns the chat template variables t makes a server render
+// with: enable_thinking and thinking (Qwen3, DeepSeek V3.1, GLM and the
+// like) when Enabled is set, reasoning_effort (gpt-oss) when Effort is. A
+// nil t, or one with neither, returns nil.
+func (t *Thinking) TemplateVars() map[string]any {
+	if t == nil || (t.Enabled == nil && t.Effort == "") {
+		return nil
+	}
+	v := map[string]any{}
+	if t.Enabled != nil {
+		v["enable_thinking"], v["thinking"] = *t.Enabled, *t.Enabled
+	}
+	if t.Effort != "" {
+		v["reasoning_effort"] = t.Effort
+	}
+	return v
 }
 
 // A Prompt is the prompt of a text completion: token ids or raw text,

@@ -306,6 +306,11 @@ type Usage struct {
 	// reports it only with --enable-prompt-tokens-details, SGLang with
 	// --enable-cache-report), which is not the same as 0 (nothing cached).
 	CachedTokens *int
+	// ReasoningTokens is the number of the completion tokens the model
+	// spent reasoning (completion_tokens_details.reasoning_tokens), as the
+	// server counts them. Nil when the server did not say, which is not
+	// the same as 0 (no reasoning).
+	ReasoningTokens *int
 }
 
 // Cached returns *CachedTokens and true, or 0 and false when the server
@@ -324,10 +329,14 @@ type usageWire struct {
 	PromptTokensDetails *struct {
 		CachedTokens *int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens *int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details,omitempty"`
 }
 
 // MarshalJSON encodes u in the OpenAI wire form, with prompt_tokens_details
-// only when CachedTokens is set.
+// only when CachedTokens is set and completion_tokens_details only when
+// ReasoningTokens is.
 func (u Usage) MarshalJSON() ([]byte, error) {
 	w := usageWire{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 	if u.CachedTokens != nil {
@@ -336,11 +345,18 @@ func (u Usage) MarshalJSON() ([]byte, error) {
 			CachedTokens *int `json:"cached_tokens"`
 		}{&n}
 	}
+	if u.ReasoningTokens != nil {
+		n := *u.ReasoningTokens
+		w.CompletionTokensDetails = &struct {
+			ReasoningTokens *int `json:"reasoning_tokens"`
+		}{&n}
+	}
 	return json.Marshal(w)
 }
 
 // UnmarshalJSON decodes the OpenAI wire form. A missing or null
-// prompt_tokens_details or cached_tokens leaves CachedTokens nil.
+// prompt_tokens_details or cached_tokens leaves CachedTokens nil, and
+// likewise completion_tokens_details.reasoning_tokens ReasoningTokens.
 func (u *Usage) UnmarshalJSON(data []byte) error {
 	var w usageWire
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -349,6 +365,9 @@ func (u *Usage) UnmarshalJSON(data []byte) error {
 	*u = Usage{PromptTokens: w.PromptTokens, CompletionTokens: w.CompletionTokens, TotalTokens: w.TotalTokens}
 	if w.PromptTokensDetails != nil {
 		u.CachedTokens = w.PromptTokensDetails.CachedTokens
+	}
+	if w.CompletionTokensDetails != nil {
+		u.ReasoningTokens = w.CompletionTokensDetails.ReasoningTokens
 	}
 	return nil
 }

@@ -72,13 +72,13 @@ func TestUsageJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(in), &u); err != nil {
 		t.Fatal(err)
 	}
-	seven := 7
-	want := engine.Usage{PromptTokens: 4096, CompletionTokens: 128, TotalTokens: 4224, CachedTokens: &seven}
+	seven, none := 7, 0
+	want := engine.Usage{PromptTokens: 4096, CompletionTokens: 128, TotalTokens: 4224, CachedTokens: &seven, ReasoningTokens: &none}
 	if diff := cmp.Diff(want, u); diff != "" {
 		t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 	}
 	b, _ := json.Marshal(u)
-	if got, w := string(b), `{"prompt_tokens":4096,"completion_tokens":128,"total_tokens":4224,"prompt_tokens_details":{"cached_tokens":7}}`; got != w {
+	if got, w := string(b), `{"prompt_tokens":4096,"completion_tokens":128,"total_tokens":4224,"prompt_tokens_details":{"cached_tokens":7},"completion_tokens_details":{"reasoning_tokens":0}}`; got != w {
 		t.Errorf("Marshal = %s, want %s", got, w)
 	}
 	b, _ = json.Marshal(engine.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3})
@@ -324,5 +324,24 @@ func TestServerStatsOtherServersRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, back); diff != "" {
 		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestThinkingTemplateVars(t *testing.T) {
+	off, on := false, true
+	for _, c := range []struct {
+		th   *engine.Thinking
+		want map[string]any
+	}{
+		{nil, nil},
+		{&engine.Thinking{}, nil},
+		{&engine.Thinking{Budget: 512}, nil},
+		{&engine.Thinking{Enabled: &off}, map[string]any{"enable_thinking": false, "thinking": false}},
+		{&engine.Thinking{Enabled: &on, Effort: "high"}, map[string]any{"enable_thinking": true, "thinking": true, "reasoning_effort": "high"}},
+		{&engine.Thinking{Effort: "low"}, map[string]any{"reasoning_effort": "low"}},
+	} {
+		if diff := cmp.Diff(c.want, c.th.TemplateVars()); diff != "" {
+			t.Errorf("%+v: TemplateVars mismatch (-want +got):\n%s", c.th, diff)
+		}
 	}
 }

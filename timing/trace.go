@@ -19,6 +19,41 @@ type Chunk struct {
 	// A count comes from the server and may lie: Validate rejects a
 	// negative one and any trace of more than MaxTraceTokens tokens.
 	Tokens int
+	// Kind says what the chunk carried: the answer (the zero value), the
+	// model's reasoning streamed apart from it, or a tool call. A chunk
+	// carries one kind; a server's chunk that carries two is split into
+	// two chunks at the same instant.
+	Kind ChunkKind
+}
+
+// A ChunkKind says what a streamed chunk carried. Every kind is generated
+// tokens: counted, timed, never dropped.
+type ChunkKind uint8
+
+const (
+	// Answer is the reply's text (delta.content), the zero value.
+	Answer ChunkKind = iota
+	// Reasoning is the model's thinking, streamed apart from the answer:
+	// delta.reasoning_content (SGLang, llama.cpp, DeepSeek, vLLM < 0.11),
+	// delta.reasoning (vLLM >= 0.11, Ollama's OpenAI API), Ollama's native
+	// message.thinking, a harmony model's analysis channel.
+	Reasoning
+	// ToolCall is a streamed tool call (delta.tool_calls): generated
+	// tokens of the answer that are not its text.
+	ToolCall
+)
+
+// String returns "answer", "reasoning" or "tool_call".
+func (k ChunkKind) String() string {
+	switch k {
+	case Answer:
+		return "answer"
+	case Reasoning:
+		return "reasoning"
+	case ToolCall:
+		return "tool_call"
+	}
+	return fmt.Sprintf("ChunkKind(%d)", uint8(k))
 }
 
 // MaxTraceTokens is the most generated tokens a Trace may carry: 2^20
