@@ -93,6 +93,12 @@ type Trace struct {
 	// before Start nor after the first content chunk; TPOT and ITL then
 	// count from it (see TTFTFirstChunk).
 	FirstChunk time.Time
+	// HiddenTokens is the number of tokens the server generated and
+	// counted (in usage.completion_tokens) but never sent in any chunk:
+	// Ollama's OpenAI API drops a thinking model's <think> and </think>.
+	// They are in no chunk, so they are kept out of the rates the client
+	// measures from chunk arrivals, and reported. 0 when none are known.
+	HiddenTokens int
 }
 
 // Validate reports whether t keeps the Trace invariants. The error wraps
