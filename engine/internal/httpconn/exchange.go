@@ -140,10 +140,15 @@ func Do(ctx context.Context, client *http.Client, now func() time.Time, hreq *ht
 		resp *http.Response
 		err  error
 	)
-	for {
+	for tries := 1; ; tries++ {
+		// An attempt whose connection never came (a dial that failed) is
+		// not a reused one: only GotConn says it was.
+		mu.Lock()
+		reused, answered = false, false
+		mu.Unlock()
 		resp, err = client.Do(req)
 		mu.Lock()
-		again := err != nil && reused && !answered && attempts < maxAttempts && unanswered(err)
+		again := err != nil && reused && !answered && tries < maxAttempts && unanswered(err)
 		mu.Unlock()
 		if !again || ctx.Err() != nil || hreq.GetBody == nil && hreq.Body != nil && hreq.Body != http.NoBody {
 			break

@@ -246,3 +246,41 @@ func FuzzPrintable(f *testing.F) {
 		}
 	})
 }
+
+// TestResendToAGoneServerIsFinal: a request whose reused connection the
+// server closed goes out again, and when the server has gone altogether
+// (its listener closed, so the new connection is refused) that failure is
+// final at once: an attempt that got no connection is not a reused one.
+func TestResendToAGoneServerIsFinal(t *testing.T) {
+	var s seen
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.add(r)
+		if r.Header.Get("X-Mode") != "gone" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		srv.Listener.Close()
+		conn.Close()
+	}))
+	defer srv.Close()
+	c := newTestConn(srv.URL)
+	if _, err := send(t, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, err := send(t, c, http.Header{"X-Mode": {"gone"}})
+	if err == nil {
+		t.Fatal("a request to a server that went away succeeded")
+	}
+	if k := engine.KindOf(err); k == engine.KindTimeout || k == engine.KindCanceled {
+		t.Fatalf("error of kind %s after %v (%v): want the refused connection at once", k, time.Since(start), err)
+	}
+	if s.get(res.RequestID) != 1 {
+		t.Errorf("the server read the request %d times, want once", s.get(res.RequestID))
+	}
+}
