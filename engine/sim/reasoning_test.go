@@ -732,3 +732,85 @@ func FuzzReasoningControls(f *testing.F) {
 		}
 	})
 }
+
+// TestReasoningCutByMaxTokens: a thinking that max_tokens cuts leaves no
+// answer: vLLM's whole answer has only its reasoning and content null;
+// exo sends the token that carries the finish reason as content, and
+// counts the reasoning without it.
+func TestReasoningCutByMaxTokens(t *testing.T) {
+	s := reasoningServer(t, Options{})
+	const maxTok = 5
+	resp := post(t, s.VLLMURL+"/v1/chat/completions", chatBody(s.Model(), "hi", maxTok, ""))
+	defer resp.Body.Close()
+	var r struct {
+		Choices []struct {
+			FinishReason string         `json:"finish_reason"`
+			Message      map[string]any `json:"message"`
+		} `json:"choices"`
+		Usage map[string]any `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	m := r.Choices[0].Message
+	if th, _ := m["reasoning"].(string); CountText(th) != maxTok || m["content"] != nil || r.Choices[0].FinishReason != "length" {
+		t.Errorf("message %v, finish %q: want %d reasoning tokens, content null, length", m, r.Choices[0].FinishReason, maxTok)
+	}
+	if d, _ := r.Usage["completion_tokens_details"].(map[string]any); num(d, "reasoning_tokens") != maxTok {
+		t.Errorf("usage %v: want reasoning_tokens %d", r.Usage, maxTok)
+	}
+	chunks, _ := streamData(t, s.URL+"/v1/chat/completions", chatBody(s.Model(), "hi", maxTok, `,"stream":true`))
+	f := facts(t, chunks, "reasoning_content")
+	d := f.usage["completion_tokens_details"].(map[string]any)
+	if f.reasoning != maxTok-1 || f.content != 1 || num(d, "reasoning_tokens") != maxTok-1 || f.finish != "length" {
+		t.Errorf("exo: %d reasoning, %d content chunks, reasoning_tokens %d, finish %q; want %d, 1, %d, length",
+			f.reasoning, f.content, num(d, "reasoning_tokens"), f.finish, maxTok-1, maxTok-1)
+	}
+}
+
+// TestReasoningChunksAndContinuousUsage: chunks of several tokens end
+// where the kind changes, and continuous usage counts every generated
+// token, the hidden tags too, so it runs ahead of the sent text by the
+// tags once they are generated.
+func TestReasoningChunksAndContinuousUsage(t *testing.T) {
+	s := reasoningServer(t, Options{StreamChunk: 4, Reasoning: ReasoningOptions{HiddenMarkers: true}})
+	chunks, _ := streamData(t, s.VLLMURL+"/v1/chat/completions",
+		chatBody(s.Model(), "hi", 500, `,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}`))
+	plan := planOf(s, noControl(), "hi", 42)
+	sent := 0
+	for _, c := range chunks {
+		choices, _ := c["choices"].([]any)
+		if len(choices) == 0 {
+			continue
+		}
+		d := choices[0].(map[string]any)["delta"].(map[string]any)
+		r, _ := d["reasoning"].(string)
+		a, _ := d["content"].(string)
+		if r != "" && a != "" {
+			t.Fatalf("chunk %v carries both kinds", c)
+		}
+		n := CountText(r + a)
+		if r+a == "" {
+			n = 0
+		}
+		if n > 4 {
+			t.Errorf("chunk %v carries %d tokens, StreamChunk is 4", c, n)
+		}
+		sent += n
+		u := c["usage"].(map[string]any)
+		hidden := 1 // <think>, the first token generated
+		if sent > plan.n || (sent == plan.n && a != "") {
+			hidden = 2
+		}
+		if choices[0].(map[string]any)["finish_reason"] == nil && n > 0 && num(u, "completion_tokens") != sent+hidden {
+			t.Errorf("after %d sent tokens completion_tokens %d, want %d (%d hidden tags generated)", sent, num(u, "completion_tokens"), sent+hidden, hidden)
+		}
+	}
+	f := facts(t, chunks, "reasoning")
+	if diff := cmp.Diff([]string{"role", "reasoning", "content"}, f.kinds); diff != "" {
+		t.Errorf("delta kinds (-want +got):\n%s", diff)
+	}
+	if sent != CountText(f.text) || num(f.usage, "completion_tokens") != sent+2 {
+		t.Errorf("%d tokens sent, text of %d, completion_tokens %d; want the sent tokens + 2", sent, CountText(f.text), num(f.usage, "completion_tokens"))
+	}
+}
