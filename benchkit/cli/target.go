@@ -117,6 +117,7 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 		fs.StringVar(&t.Tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json (default: the embedded engine's)")
 		fs.StringVar(&t.Preset, "preset", "", "preset of the embedded engine (without --host)")
 		fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
+		t.addReasoningFlag(fs, "--host")
 		return
 	}
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root, e.g. http://127.0.0.1:8000 (default: start the embedded simulated engine)")
@@ -150,6 +151,37 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 		t.Sim.PrefixCache = m
 		return err
 	})
+	t.addReasoningFlag(fs, "--base-url")
+}
+
+// addReasoningFlag registers --sim-reasoning, the embedded engine's
+// reasoning mode (sim.ReasoningOptions): off, on, or MIN-MAX, the range
+// of its drawn thinking lengths in tokens.
+func (t *Target) addReasoningFlag(fs *flag.FlagSet, server string) {
+	fs.Func("sim-reasoning", "the embedded engine's reasoning mode (without "+server+"): on (the model thinks before it answers, in each API's reasoning fields, honouring the thinking controls), MIN-MAX (on, thinking MIN to MAX tokens), or off (default off)", func(v string) error {
+		r, err := ParseSimReasoning(v)
+		t.Sim.Reasoning = r
+		return err
+	})
+}
+
+// ParseSimReasoning reads --sim-reasoning: "off" (or empty), "on", or
+// "MIN-MAX", the range of the drawn thinking lengths in tokens (the mode
+// on).
+func ParseSimReasoning(v string) (sim.ReasoningOptions, error) {
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case "", "off", "false", "no":
+		return sim.ReasoningOptions{}, nil
+	case "on", "true", "yes":
+		return sim.ReasoningOptions{Enabled: true}, nil
+	}
+	lo, hi, ok := strings.Cut(v, "-")
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || a < 1 || b < a {
+		return sim.ReasoningOptions{}, fmt.Errorf("want on, off or MIN-MAX thinking tokens with 1 ≤ MIN ≤ MAX, got %q", v)
+	}
+	return sim.ReasoningOptions{Enabled: true, MinTokens: a, MaxTokens: b}, nil
 }
 
 func (t *Target) defaultPreset() sim.Preset {
@@ -449,6 +481,9 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	as := ""
 	if t.SimProfile != "" && t.SimProfile != SimVLLM && !t.Exo {
 		as = ", as " + t.SimProfile
+	}
+	if opts.Reasoning.Enabled {
+		as += ", in its reasoning mode (the model thinks before it answers)"
 	}
 	fmt.Fprintf(stderr, "%s: no %s: measuring the embedded simulated engine; every figure is simulated\n%s: the embedded engine at %s, preset %s%s\n", t.Program, flag, t.Program, t.URL, opts.Preset.Name, as)
 	return nil

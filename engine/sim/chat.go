@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net/http"
 	"slices"
@@ -20,6 +19,8 @@ type dialect int
 const (
 	dialectExo dialect = iota
 	dialectVLLM
+	dialectOllama   // Ollama's native API (its own writers)
+	dialectLlamaCpp // the LlamaCpp profile (its own writers)
 )
 
 // chatRequest is the union of exo's ChatCompletionRequest (with the bench
@@ -37,6 +38,7 @@ type chatRequest struct {
 	MinTokens           int             `json:"min_tokens"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	CacheSalt           *string         `json:"cache_salt"`
+	reasoningFields
 }
 
 type chatMessage struct {
@@ -143,15 +145,7 @@ func (d dialect) invalid(w http.ResponseWriter, loc []string, msg string) {
 //
 //	L = 1 + splitmix64(FNV-1a(prompt token ids) xor seed) mod NaturalLength
 func naturalLength(ids []int, seed uint64, span int) int {
-	h := fnv.New64a()
-	var b [8]byte
-	for _, id := range ids {
-		for i := range b {
-			b[i] = byte(id >> (8 * i))
-		}
-		h.Write(b[:])
-	}
-	return 1 + int(mix(h.Sum64()^seed)%uint64(span))
+	return 1 + int(mix(promptHash(ids)^seed)%uint64(span))
 }
 
 func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
@@ -207,7 +201,17 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 			exoError(w, http.StatusNotFound, "No instance found for model "+*req.Model)
 			return
 		}
-		prompt, err := s.counter.Count(r.Context(), msgs)
+		var ctl thinkControl
+		if d == dialectExo {
+			ctl, err = exoControl(req.reasoningFields)
+		} else {
+			ctl, err = openAIControl(s.reasoningAPI(), req.reasoningFields)
+		}
+		if err != nil {
+			d.invalid(w, []string{"body", strings.SplitN(err.Error(), ":", 2)[0]}, err.Error())
+			return
+		}
+		prompt, err := s.countChat(r.Context(), msgs, ctl.vars)
 		if err != nil {
 			d.fail(w, http.StatusBadRequest, "counting prompt tokens: "+err.Error())
 			return
@@ -226,10 +230,11 @@ func (s *Server) chat(d dialect, bench bool) http.HandlerFunc {
 			sysTokens = len(templateIDs(system))
 		}
 		g := generation{
-			model: *req.Model, ids: templateIDs(msgs), prompt: prompt, system: sysTokens,
+			model: *req.Model, ids: chatIDs(msgs, ctl.vars), prompt: prompt, system: sysTokens,
 			bench: bench, maxTokens: maxTok, ignoreEOS: req.IgnoreEOS, minTokens: req.MinTokens,
 			seed: req.Seed, stop: req.Stop, stream: req.Stream, streamOptions: req.StreamOptions,
 			useCache: d == dialectExo && (!bench || req.UsePrefixCache), fault: fault,
+			think: ctl,
 		}
 		if req.CacheSalt != nil {
 			g.salt = *req.CacheSalt
@@ -264,6 +269,7 @@ type generation struct {
 	useCache      bool   // exo's KVPrefixCache
 	salt          string // cache_salt (the vLLM API)
 	fault         Fault
+	think         thinkControl // the thinking controls (chat requests)
 }
 
 // generate runs g on inst and writes its response: the checks of
@@ -289,10 +295,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, ins
 			inst.model.ContextLength, prompt+maxTok, prompt, in, maxTok, in))
 		return
 	}
+	// The reasoning mode's thinking comes first: its tokens are generated
+	// tokens, under max_tokens with the answer's.
+	var plan thinkPlan
+	if !g.completion {
+		plan = s.opts.Reasoning.plan(g.think, g.ids, seed)
+	}
 	target, reason := maxTok, "length"
 	eosBanned := g.bench || (d == dialectVLLM && g.ignoreEOS)
 	if !eosBanned {
-		l := naturalLength(g.ids, seed, s.opts.natural())
+		l := plan.span() + naturalLength(g.ids, seed, s.opts.natural())
 		if d == dialectVLLM {
 			l = max(l, g.minTokens)
 		}
@@ -306,7 +318,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, ins
 		return
 	}
 	cut := -1
-	if k, at := stopAt(s.vocab, seed, target, stops); k > 0 {
+	if k, at := stopAt(plan.wordFunc(s.vocab, seed), target, stops); k > 0 {
 		target, reason, cut = k, "stop", at
 	}
 	j := &job{
@@ -319,6 +331,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, ins
 		target:   target,
 		reason:   reason,
 		seed:     seed,
+		think:    plan,
 		notify:   make(chan struct{}, 1),
 	}
 	if j.blocks {
@@ -489,10 +502,11 @@ func parseStop(raw json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-// stopAt finds the first of the n generated tokens after which the text
-// contains a stop string; it returns that token count and the byte offset
-// where the earliest stop string starts, or 0, -1 when none occurs.
-func stopAt(vocab []string, seed uint64, n int, stops []string) (int, int) {
+// stopAt finds the first of the n generated tokens (word(i) the i-th's
+// text) after which the text contains a stop string; it returns that
+// token count and the byte offset where the earliest stop string starts,
+// or 0, -1 when none occurs.
+func stopAt(word func(int) string, n int, stops []string) (int, int) {
 	if len(stops) == 0 {
 		return 0, -1
 	}
@@ -503,7 +517,7 @@ func stopAt(vocab []string, seed uint64, n int, stops []string) (int, int) {
 	var text strings.Builder
 	for i := range n {
 		prev := text.Len()
-		text.WriteString(generatedWord(vocab, seed, i))
+		text.WriteString(word(i))
 		t := text.String()
 		from := max(prev-longest+1, 0)
 		best := -1
@@ -574,6 +588,9 @@ func (rs *response) usage(st *finalStats, generated int) map[string]any {
 		u["prompt_tokens_details"] = map[string]int{"cached_tokens": cached, "audio_tokens": 0}
 		u["completion_tokens_details"] = map[string]int{"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
 	}
+	if st != nil && rs.s.opts.Reasoning.Enabled {
+		rs.reasoningUsage(u, st.generated)
+	}
 	return u
 }
 
@@ -591,7 +608,7 @@ func (rs *response) genStats(st *finalStats, memKey string) map[string]any {
 // simInfo is the sim's own block: the request's schedule, labelled
 // simulated.
 func (rs *response) simInfo(st *finalStats) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"simulated":       true,
 		"preset":          rs.s.preset.Name,
 		"instance_id":     rs.inst.id,
@@ -605,6 +622,11 @@ func (rs *response) simInfo(st *finalStats) map[string]any {
 		"max_batch":       st.maxBatch,
 		"remote_prefill":  st.remote,
 	}
+	if p := rs.j.think; p.on {
+		m["thinking_tokens"] = min(p.span(), st.generated)
+		m["reasoning_tokens"] = min(p.n, max(st.generated-boolInt(p.markers), 0))
+	}
+	return m
 }
 
 func (rs *response) chunkID() string {
@@ -614,8 +636,14 @@ func (rs *response) chunkID() string {
 	return rs.j.id
 }
 
-// dataChunk renders one streamed data chunk.
+// dataChunk renders one streamed data chunk of the answer.
 func (rs *response) dataChunk(text string, first bool, finish string, usage map[string]any) []byte {
+	return rs.dataChunkKind(text, tokAnswer, first, finish, usage)
+}
+
+// dataChunkKind renders one streamed data chunk whose text is of kind
+// (the answer's content, or reasoning in the dialect's field).
+func (rs *response) dataChunkKind(text string, kind tokenKind, first bool, finish string, usage map[string]any) []byte {
 	if rs.completion {
 		var u *vllmUsage
 		if usage != nil {
@@ -624,6 +652,9 @@ func (rs *response) dataChunk(text string, first bool, finish string, usage map[
 		return rs.completionData(text, finish, u)
 	}
 	delta := map[string]any{"content": text}
+	if kind == tokReasoning {
+		delta = map[string]any{rs.reasoningKey(): text}
+	}
 	choice := map[string]any{"index": 0, "delta": delta}
 	obj := "chat.completion"
 	if rs.d == dialectExo {
@@ -693,6 +724,7 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 	chunks, generated := 0, 0
 	var buf strings.Builder
 	pending := 0
+	bufKind, bufAt := tokAnswer, 0 // the buffered text's kind, and the tokens generated at its last
 	// emit writes a data chunk, firing the fault when its turn comes. It
 	// reports whether the stream goes on.
 	emit := func(b []byte) bool {
@@ -734,7 +766,7 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			if errors.Is(err, errCancelled) {
 				if pending > 0 {
-					emit(rs.dataChunk(buf.String(), false, "", nil))
+					emit(rs.dataChunkKind(buf.String(), bufKind, false, "", nil))
 				}
 				o.write([]byte("data: [DONE]\n\n"))
 			}
@@ -755,15 +787,34 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 				if !sendRole() {
 					return
 				}
-				buf.WriteString(rs.clip(e.text))
-				pending++
+				text := rs.clip(e.text)
 				generated = e.cumulative
+				// A chunk carries one kind; a thinking tag is sent by no
+				// reasoning parser.
+				switch kind := rs.kindAt(generated); {
+				case kind == tokMarker:
+				case pending > 0 && kind != bufKind:
+					var u map[string]any
+					if rs.continuous {
+						u = rs.usage(nil, bufAt)
+					}
+					if !emit(rs.dataChunkKind(buf.String(), bufKind, false, "", u)) {
+						return
+					}
+					buf.Reset()
+					pending = 0
+					fallthrough
+				default:
+					buf.WriteString(text)
+					bufKind, bufAt = kind, generated
+					pending++
+				}
 				if pending >= k && generated < rs.j.target {
 					var u map[string]any
 					if rs.continuous {
 						u = rs.usage(nil, generated)
 					}
-					if !emit(rs.dataChunk(buf.String(), false, "", u)) {
+					if !emit(rs.dataChunkKind(buf.String(), bufKind, false, "", u)) {
 						return
 					}
 					buf.Reset()
@@ -782,7 +833,7 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 					// chunk after it does.
 					u = rs.usage(nil, st.generated)
 				}
-				if !emit(rs.dataChunk(buf.String(), false, st.reason, u)) {
+				if !emit(rs.dataChunkKind(buf.String(), bufKind, false, st.reason, u)) {
 					return
 				}
 				if rs.d == dialectExo {
@@ -811,7 +862,7 @@ func (rs *response) stream(w http.ResponseWriter, r *http.Request) {
 
 // whole writes a non-streaming response once the job is done.
 func (rs *response) whole(w http.ResponseWriter, r *http.Request) {
-	var text strings.Builder
+	var text, thought strings.Builder
 	var st *finalStats
 	generated := 0
 collect:
@@ -826,8 +877,14 @@ collect:
 		for _, e := range evs {
 			switch e.kind {
 			case evToken:
-				text.WriteString(rs.clip(e.text))
+				t := rs.clip(e.text)
 				generated = e.cumulative
+				switch rs.kindAt(generated) {
+				case tokAnswer:
+					text.WriteString(t)
+				case tokReasoning:
+					thought.WriteString(t)
+				}
 				if f := rs.fault; !rs.fired && f.Kind == FaultResetMidStream && generated >= f.after() {
 					rs.fired = true
 					w.Header().Set("Content-Type", "application/json")
@@ -865,6 +922,15 @@ collect:
 		"model": rs.model, "choices": []any{choice}}
 	switch {
 	case rs.d == dialectVLLM:
+		if rs.s.opts.Reasoning.Enabled {
+			msg[rs.reasoningKey()] = nil
+			if thought.Len() > 0 {
+				msg[rs.reasoningKey()] = thought.String()
+				if text.Len() == 0 {
+					msg["content"] = nil
+				}
+			}
+		}
 		msg["tool_calls"] = []any{}
 		choice["stop_reason"] = nil
 		resp["usage"] = rs.usage(st, generated)
@@ -887,6 +953,9 @@ collect:
 	default:
 		for _, k := range []string{"reasoning_content", "name", "tool_calls", "tool_call_id", "function_call"} {
 			msg[k] = nil
+		}
+		if thought.Len() > 0 {
+			msg["reasoning_content"] = thought.String()
 		}
 		resp["usage"] = rs.usage(st, generated)
 		resp["service_tier"] = nil

@@ -92,9 +92,10 @@ func (s *Server) handleAddModel(w http.ResponseWriter, r *http.Request) {
 // add_generation_prompt} or {model, prompt} → {count, max_model_len, tokens}.
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Messages            []chatMessage `json:"messages"`
-		Prompt              *string       `json:"prompt"`
-		AddGenerationPrompt *bool         `json:"add_generation_prompt"`
+		Messages            []chatMessage   `json:"messages"`
+		Prompt              *string         `json:"prompt"`
+		AddGenerationPrompt *bool           `json:"add_generation_prompt"`
+		ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(&req); err != nil {
 		vllmError(w, http.StatusBadRequest, "expected a JSON body {model, messages} or {model, prompt}: "+err.Error())
@@ -126,15 +127,25 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		}
 		msgs[i] = promptsize.Message{Role: m.Role, Content: t}
 	}
+	vars, err := reasoningFields{ChatTemplateKwargs: req.ChatTemplateKwargs}.kwargs()
+	if err != nil {
+		vllmError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	gen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
-	n, err := s.counter.Count(r.Context(), msgs)
+	if !gen {
+		// The template writes its empty thinking block only after the
+		// generation prompt.
+		vars = nil
+	}
+	n, err := s.countChat(r.Context(), msgs, vars)
 	if err != nil {
 		vllmError(w, http.StatusBadRequest, "counting tokens: "+err.Error())
 		return
 	}
 	var ids []int
 	if _, builtin := s.counter.(Counter); builtin {
-		ids = templateIDs(msgs)
+		ids = chatIDs(msgs, vars)
 	}
 	if !gen {
 		n -= GenerationPromptTokens

@@ -459,11 +459,92 @@
 // Faults and NaturalLength work as on the other APIs. Not modelled on this
 // profile: context shift, speculative decoding, n > 1, slot save and
 // restore, /props, /slots, /detokenize, embeddings and reranking, and
-// the chat format's parser (a reply is always plain content).
+// the chat format's parser (a reply is plain content, and reasoning in
+// the reasoning mode).
+//
+// # Reasoning
+//
+// Options.Reasoning (ReasoningOptions) turns on the reasoning mode: the
+// served model thinks before it answers, as Qwen3, DeepSeek R1 or gpt-oss
+// do. The zero value is off and changes nothing. In the mode every chat
+// request (not a text completion, which has no chat template) draws a
+// thinking length, a function of its prompt's token identities, its seed
+// and ReasoningOptions.Seed:
+//
+//	n₀ = MinTokens + splitmix64(FNV-1a(prompt ids) xor seed xor splitmix64(Seed xor salt)) mod (MaxTokens − MinTokens + 1)
+//	n  = min(max(1, round(n₀ · scale(effort))), budget)      scale: minimal 1/8, low 1/4, medium 1, high 2, xhigh 4
+//
+// (MinTokens, MaxTokens default 64 and 256). Its n reasoning tokens are
+// generated tokens like any other: decode steps of the schedule, in the
+// cost model, power and metrics, counted in completion_tokens, under
+// max_tokens with the answer (as every server bounds them: a request whose
+// thinking reaches max_tokens ends with finish_reason "length" and no
+// answer). The answer follows, of its natural length L; a request ends by
+// itself after n + L tokens (plus the markers). With
+// ReasoningOptions.HiddenMarkers the thinking is framed by <think> and
+// </think>, one generated token each, which every server's reasoning parser
+// swallows: they take steps and count in completion_tokens (eval_count,
+// predicted_n) but no chunk carries them, so a stream has two tokens fewer
+// than its usage; without it every generated token is sent.
+//
+// Each dialect streams the thinking as its server does, one kind of text a
+// chunk (a chunk of StreamChunk tokens ends where the kind changes):
+//
+//	vLLM (VLLMURL)       delta.reasoning_content before 0.11, delta.reasoning from 0.11 (ReasoningOptions.VLLMVersion;
+//	                     empty: the newest); the whole answer's message carries the same field (null without thinking)
+//	                     and content null when only thinking came; usage.completion_tokens_details.reasoning_tokens
+//	                     from 0.26 (VLLMReasoningTokensVersion: vllm-project/vllm#45802, the reasoning parser's count,
+//	                     boundary tokens excluded), none before
+//	SGLang (VLLMURL with MetricsSGLang, or ReasoningOptions.API ReasoningSGLang)
+//	                     delta.reasoning_content; usage.reasoning_tokens at the top of usage, as SGLang's UsageInfo has it
+//	                     (entrypoints/openai/protocol.py, usage_processor.py)
+//	Ollama's OpenAI API  (VLLMURL with ReasoningOllama) delta.reasoning (openai/openai.go); usage has no reasoning count
+//	Ollama (OllamaURL)   message.thinking lines, then message.content lines (api.Message.Thinking, Ollama ≥ 0.9); the
+//	                     whole answer carries both; eval_count counts every generated token; no reasoning count
+//	llama.cpp (LlamaCpp) delta.reasoning_content (common_chat_msg_diff_to_json_oaicompat), message.reasoning_content;
+//	                     usage_json_oaicompat reports no reasoning count (server-task.cpp)
+//	exo (URL)            /v1: delta {"role":"assistant","reasoning_content":...} (chunk_to_response), the whole
+//	                     answer's message.reasoning_content, usage.completion_tokens_details.reasoning_tokens
+//	                     (count_reasoning_tokens); the token that carries finish_reason is content whatever it is, as
+//	                     parse_thinking_models sends it; /bench runs no output parser (batch_generator.py): the thinking
+//	                     is content, the markers visible text, reasoning_tokens 0
+//
+// The controls each server takes turn the thinking off or shape it:
+//
+//	vLLM     chat_template_kwargs {"enable_thinking": false} or {"thinking": false}; reasoning_effort; thinking_token_budget
+//	SGLang   chat_template_kwargs; reasoning_effort or reasoning.effort; custom_params.thinking_budget
+//	Ollama   think: false, true, "low", "medium", "high" ("max" is "high"); on its OpenAI API reasoning_effort or
+//	         reasoning.effort; no budget
+//	llama.cpp  chat_template_kwargs; thinking_budget_tokens (-1: none)
+//	exo      enable_thinking; reasoning_effort (none, minimal, low, medium, high, xhigh), resolved as exo's
+//	         resolve_reasoning_params does: one given alone implies the other
+//
+// reasoning_effort "none" turns thinking off; an effort the server does not
+// know is a 400 (exo: 422). A budget caps the reasoning tokens (a budget
+// of 0 leaves none). Without a control a request thinks.
+//
+// A request's template variables (chat_template_kwargs, reasoning_effort,
+// think, exo's resolved pair) are what its prompt is counted with: a
+// Counter with a WithTemplateVars(map[string]any) promptsize.Counter
+// method (promptsize/hf's Tokenizer, the built-in Counter) counts with
+// them. The built-in template is Qwen3's in this: with enable_thinking or
+// thinking false it writes the empty thinking block, <think> "\n\n"
+// </think> "\n\n" (EmptyThinkTokens, the tags special tokens), after the
+// generation prompt, so prompt_tokens grow by 4; other variables change
+// nothing. POST /tokenize takes chat_template_kwargs too, and the llama.cpp
+// profile's template writes the same block. This holds in any mode: a
+// request that switches thinking off is counted so even by a server not
+// in the reasoning mode.
+//
+// In the mode exo's sim block adds thinking_tokens (the thinking's
+// generated tokens, markers included) and reasoning_tokens, the truth the
+// stream's figures are checked against.
 //
 // # What is not modelled
 //
-// Sampling parameters, logprobs, echo, n, tools and images are accepted and ignored. Sliding-window attention is not modelled (KV grows
+// Sampling parameters, logprobs, echo, n, tools and images are accepted and ignored.
+// Harmony channels, tool calls and a reasoning parser that leaves <think>
+// in content are not streamed (the reasoning mode sends reasoning apart). Sliding-window attention is not modelled (KV grows
 // with the whole context). Memory limits apply to placements, not to the KV
 // cache, except the vLLM API's KV budget, which bounds what stays cached
 // (not what runs). A batch on one node does not slow another instance on

@@ -358,6 +358,7 @@ type lcRequest struct {
 	stop         json.RawMessage
 	params       lcParams
 	fault        Fault
+	think        thinkControl // a chat's thinking controls
 }
 
 // lcHandler serves one of llama-server's completion routes.
@@ -397,17 +398,31 @@ func (s *Server) lcHandler(kind lcKind) http.HandlerFunc {
 			}
 		}
 		req.stop = body["stop"]
+		req.think = noControl()
 		if kind == lcChat {
 			msgs, e := lcMessages(body)
 			if e != nil {
 				lcFail(w, e)
 				return
 			}
+			ctl, err := llamaCppControl(reasoningFields{ChatTemplateKwargs: body["chat_template_kwargs"],
+				ThinkingBudgetToks: body["thinking_budget_tokens"]})
+			if err != nil {
+				lcFail(w, lcInvalid(err.Error()))
+				return
+			}
+			req.think = ctl
 			req.ids = lcChatIDs(msgs, lc.addBOS)
 			req.promptText = lcRender(msgs, true)
+			if thinkingOffVars(ctl.vars) {
+				// The template's empty thinking block, as the built-in
+				// template writes it (Counter.WithTemplateVars).
+				req.ids = append(req.ids, emptyThinkIDs()...)
+				req.promptText += thinkOpen + "\n\n" + thinkClose + "\n\n"
+			}
 			req.prompt = len(req.ids)
 			if _, builtin := s.counter.(Counter); !builtin {
-				n, err := s.counter.Count(r.Context(), msgs)
+				n, err := s.countChat(r.Context(), msgs, ctl.vars)
 				if err != nil {
 					lcFail(w, lcInvalid("counting prompt tokens: "+err.Error()))
 					return
@@ -512,12 +527,16 @@ func (s *Server) lcGenerate(w http.ResponseWriter, r *http.Request, req lcReques
 	// The generation's end: n_predict, the slot's context (the server
 	// stops a slot whose context is full, truncated), the end of sequence
 	// unless ignore_eos (counted, never sent) or a stop string.
+	var plan thinkPlan
+	if req.kind == lcChat {
+		plan = s.opts.Reasoning.plan(req.think, req.ids, seed)
+	}
 	target, reason, eos := lc.nCtx-req.prompt, "length", false
 	if req.maxTokens >= 0 {
 		target = min(target, req.maxTokens)
 	}
 	if !req.ignoreEOS {
-		if l := naturalLength(req.ids, seed, s.opts.natural()); l <= target {
+		if l := plan.span() + naturalLength(req.ids, seed, s.opts.natural()); l <= target {
 			target, reason, eos = l, "stop", true
 		}
 	}
@@ -527,7 +546,7 @@ func (s *Server) lcGenerate(w http.ResponseWriter, r *http.Request, req lcReques
 		return
 	}
 	cut := -1
-	if k, at := stopAt(s.vocab, seed, max(target, 0), stops); k > 0 && (!eos || k < target) {
+	if k, at := stopAt(plan.wordFunc(s.vocab, seed), max(target, 0), stops); k > 0 && (!eos || k < target) {
 		target, reason, cut, eos = k, "stop", at, false
 	}
 	if target < 1 && req.prompt < lc.nCtx {
@@ -542,6 +561,7 @@ func (s *Server) lcGenerate(w http.ResponseWriter, r *http.Request, req lcReques
 		reason: reason,
 		seed:   seed,
 		lc:     &req.params,
+		think:  plan,
 		notify: make(chan struct{}, 1),
 	}
 	s.mu.Lock()
@@ -559,7 +579,7 @@ func (s *Server) lcGenerate(w http.ResponseWriter, r *http.Request, req lcReques
 		lcFail(w, lcServerError("the model was unloaded"))
 		return
 	}
-	lr := &lcResponse{rs: &response{s: s, j: j, inst: inst, model: lc.alias, fault: req.fault, cut: cut},
+	lr := &lcResponse{rs: &response{s: s, d: dialectLlamaCpp, j: j, inst: inst, model: lc.alias, fault: req.fault, cut: cut},
 		lc: lc, req: req, eos: eos, id: lcCompletionID(j.id), created: time.Now().Unix()}
 	if req.stream {
 		lr.stream(w, r)
@@ -685,8 +705,9 @@ type lcChatWholeChoice struct {
 	FinishReason string `json:"finish_reason"`
 	Index        int    `json:"index"`
 	Message      struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role             string `json:"role"`
+		Content          string `json:"content"`
+		ReasoningContent string `json:"reasoning_content,omitempty"`
 	} `json:"message"`
 }
 
@@ -731,6 +752,12 @@ func sse(v any) []byte {
 // tokens in; first adds the role chunk before it (written together: the
 // role chunk is flushed with the first token).
 func (lr *lcResponse) contentChunk(text string, first bool, generated int) []byte {
+	return lr.chunkKind(text, tokAnswer, first, generated)
+}
+
+// chunkKind is contentChunk for text of kind: a chat's reasoning goes in
+// delta.reasoning_content (common_chat_msg_diff_to_json_oaicompat).
+func (lr *lcResponse) chunkKind(text string, kind tokenKind, first bool, generated int) []byte {
 	switch lr.req.kind {
 	case lcNative:
 		return sse(lcNativePartial{Content: text, Tokens: []int{}, IDSlot: -1,
@@ -748,7 +775,11 @@ func (lr *lcResponse) contentChunk(text string, first bool, generated int) []byt
 		chunk(`{"role":"assistant","content":null}`)
 	}
 	if text != "" {
-		d, _ := json.Marshal(map[string]string{"content": text})
+		key := "content"
+		if kind == tokReasoning {
+			key = "reasoning_content"
+		}
+		d, _ := json.Marshal(map[string]string{key: text})
 		chunk(string(d))
 	}
 	return out
@@ -868,6 +899,7 @@ func (lr *lcResponse) stream(w http.ResponseWriter, r *http.Request) {
 	k := rs.s.opts.streamChunk()
 	var buf strings.Builder
 	pending, first, generated := 0, true, 0
+	bufKind := tokAnswer
 	for {
 		evs, err := rs.next(r, nil)
 		if err != nil {
@@ -884,12 +916,23 @@ func (lr *lcResponse) stream(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 				generated = e.cumulative
-				if t := lr.text(e); t != "" {
+				// A chunk carries one kind; a thinking tag makes no diff
+				// of the parsed message, so no chunk.
+				if t, kind := lr.text(e), rs.kindAt(generated); t != "" && kind != tokMarker {
+					if buf.Len() > 0 && kind != bufKind {
+						if !emit(lr.chunkKind(buf.String(), bufKind, first, generated-1)) {
+							return
+						}
+						first = false
+						buf.Reset()
+						pending = 0
+					}
 					buf.WriteString(t)
+					bufKind = kind
 					pending++
 				}
 				if pending >= k && buf.Len() > 0 {
-					if !emit(lr.contentChunk(buf.String(), first, generated)) {
+					if !emit(lr.chunkKind(buf.String(), bufKind, first, generated)) {
 						return
 					}
 					first = false
@@ -901,7 +944,7 @@ func (lr *lcResponse) stream(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 				if buf.Len() > 0 || first && lr.req.kind == lcChat && generated > 0 {
-					if !emit(lr.contentChunk(buf.String(), first, generated)) {
+					if !emit(lr.chunkKind(buf.String(), bufKind, first, generated)) {
 						return
 					}
 				}
@@ -943,7 +986,7 @@ func lcCloseConn(w http.ResponseWriter) {
 // connection stays open.
 func (lr *lcResponse) whole(w http.ResponseWriter, r *http.Request) {
 	rs := lr.rs
-	var text strings.Builder
+	var text, thought strings.Builder
 	for {
 		evs, err := rs.next(r, nil)
 		if err != nil {
@@ -952,7 +995,12 @@ func (lr *lcResponse) whole(w http.ResponseWriter, r *http.Request) {
 		for _, e := range evs {
 			switch e.kind {
 			case evToken:
-				text.WriteString(lr.text(e))
+				switch t := lr.text(e); rs.kindAt(e.cumulative) {
+				case tokAnswer:
+					text.WriteString(t)
+				case tokReasoning:
+					thought.WriteString(t)
+				}
 				if f := rs.fault; !rs.fired && f.Kind == FaultResetMidStream && e.cumulative >= f.after() {
 					rs.fired = true
 					w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -965,14 +1013,14 @@ func (lr *lcResponse) whole(w http.ResponseWriter, r *http.Request) {
 				lcFail(w, lcErrorOf(e.err))
 				return
 			case evDone:
-				lr.wholeFault(w, r, lr.wholeBody(e.timings, text.String()))
+				lr.wholeFault(w, r, lr.wholeBody(e.timings, text.String(), thought.String()))
 				return
 			}
 		}
 	}
 }
 
-func (lr *lcResponse) wholeBody(tm *lcTimings, text string) []byte {
+func (lr *lcResponse) wholeBody(tm *lcTimings, text, thought string) []byte {
 	finish := lr.finish()
 	var v any
 	switch lr.req.kind {
@@ -984,7 +1032,7 @@ func (lr *lcResponse) wholeBody(tm *lcTimings, text string) []byte {
 			Model: lr.rs.model, SystemFingerprint: lr.lc.fp, Object: "text_completion", Usage: &u, ID: lr.id, Timings: tm}
 	default:
 		c := lcChatWholeChoice{FinishReason: finish}
-		c.Message.Role, c.Message.Content = "assistant", text
+		c.Message.Role, c.Message.Content, c.Message.ReasoningContent = "assistant", text, thought
 		v = lcChatWhole{Choices: []lcChatWholeChoice{c}, Created: lr.created, Model: lr.rs.model,
 			SystemFingerprint: lr.lc.fp, Object: "chat.completion", Usage: lr.usage(tm), ID: lr.id, Timings: tm}
 	}

@@ -480,7 +480,7 @@ func (in *instance) lcSample(t *lcTask, now time.Duration) {
 	t.tGen = now
 	j.last = now
 	j.generated = t.nGen
-	word := generatedWord(in.s.vocab, j.seed, t.nGen-1)
+	word := j.think.word(in.s.vocab, j.seed, t.nGen-1)
 	t.gen = append(t.gen, tokenID(word))
 	j.push(event{kind: evToken, text: word, cumulative: t.nGen})
 }

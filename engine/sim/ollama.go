@@ -33,11 +33,15 @@ type ollamaChatRequest struct {
 	Messages []ollamaMessage            `json:"messages"`
 	Stream   *bool                      `json:"stream"`
 	Options  map[string]json.RawMessage `json:"options"`
+	Think    *ollamaThink               `json:"think"`
 }
 
+// ollamaMessage is api.Message: Thinking is the thinking of a model that
+// thinks (Ollama ≥ 0.9, with ChatRequest.Think), left out when empty.
 type ollamaMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role     string `json:"role"`
+	Content  string `json:"content"`
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // ollamaChatResponse is api.ChatResponse with its embedded api.Metrics,
@@ -181,21 +185,23 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 			system = append(system, msgs[i])
 		}
 	}
-	prompt, err := s.counter.Count(r.Context(), msgs)
+	ctl := ollamaControl(req.Think)
+	prompt, err := s.countChat(r.Context(), msgs, ctl.vars)
 	if err != nil {
 		ollamaError(w, http.StatusInternalServerError, "counting prompt tokens: "+err.Error())
 		return
 	}
-	ids := templateIDs(msgs)
+	ids := chatIDs(msgs, ctl.vars)
 	seed := uint64(42)
 	if opts.seed != nil {
 		seed = uint64(*opts.seed)
 	}
+	plan := s.opts.Reasoning.plan(ctl, ids, seed)
 	// Ollama has no ignore_eos: a request ends at its end of sequence,
 	// which the runner samples and counts (eval_count) but never sends,
 	// or at num_predict.
 	target, reason, eos := opts.numPredict, "length", false
-	if l := naturalLength(ids, seed, s.opts.natural()); l <= target {
+	if l := plan.span() + naturalLength(ids, seed, s.opts.natural()); l <= target {
 		target, reason, eos = l, "stop", true
 	}
 	stops, err := parseStop(opts.stop)
@@ -204,7 +210,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cut := -1
-	if k, at := stopAt(s.vocab, seed, target, stops); k > 0 && (!eos || k < target) {
+	if k, at := stopAt(plan.wordFunc(s.vocab, seed), target, stops); k > 0 && (!eos || k < target) {
 		target, reason, cut, eos = k, "stop", at, false
 	}
 	sysTokens := 0
@@ -220,6 +226,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		target:   target,
 		reason:   reason,
 		seed:     seed,
+		think:    plan,
 		notify:   make(chan struct{}, 1),
 	}
 	s.mu.Lock()
@@ -236,7 +243,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusInternalServerError, "an error was encountered while running the model: instance "+inst.id+" was deleted")
 		return
 	}
-	or := &ollamaResponse{rs: &response{s: s, j: j, inst: inst, model: req.Model, fault: fault, cut: cut},
+	or := &ollamaResponse{rs: &response{s: s, d: dialectOllama, j: j, inst: inst, model: req.Model, fault: fault, cut: cut},
 		start: start, eos: eos}
 	if req.Stream == nil || *req.Stream {
 		or.stream(w, r)
@@ -338,10 +345,14 @@ func (or *ollamaResponse) stream(w http.ResponseWriter, r *http.Request) {
 		lines++
 		return o.write(b) == nil
 	}
-	content := func(text string) []byte {
-		return ollamaLine(ollamaChatResponse{Model: rs.model, CreatedAt: time.Now().UTC(),
-			Message: ollamaMessage{Role: "assistant", Content: text}})
+	content := func(text string, kind tokenKind) []byte {
+		m := ollamaMessage{Role: "assistant", Content: text}
+		if kind == tokReasoning {
+			m = ollamaMessage{Role: "assistant", Thinking: text}
+		}
+		return ollamaLine(ollamaChatResponse{Model: rs.model, CreatedAt: time.Now().UTC(), Message: m})
 	}
+	bufKind := tokAnswer
 	for {
 		evs, err := rs.next(r, nil)
 		if err != nil {
@@ -350,19 +361,29 @@ func (or *ollamaResponse) stream(w http.ResponseWriter, r *http.Request) {
 		for _, e := range evs {
 			switch e.kind {
 			case evToken:
-				if t := or.text(e); t != "" {
+				// A line carries one kind; a thinking tag is sent by
+				// no thinking parser.
+				if t, kind := or.text(e), rs.kindAt(e.cumulative); t != "" && kind != tokMarker {
+					if buf.Len() > 0 && kind != bufKind {
+						if !emit(content(buf.String(), bufKind)) {
+							return
+						}
+						buf.Reset()
+						pending = 0
+					}
 					buf.WriteString(t)
+					bufKind = kind
 					pending++
 				}
 				if pending >= k && buf.Len() > 0 {
-					if !emit(content(buf.String())) {
+					if !emit(content(buf.String(), bufKind)) {
 						return
 					}
 					buf.Reset()
 					pending = 0
 				}
 			case evDone:
-				if buf.Len() > 0 && !emit(content(buf.String())) {
+				if buf.Len() > 0 && !emit(content(buf.String(), bufKind)) {
 					return
 				}
 				emit(ollamaLine(or.final(e.stats, "")))
@@ -378,7 +399,7 @@ func (or *ollamaResponse) stream(w http.ResponseWriter, r *http.Request) {
 // whole writes a non-streaming answer once the job is done.
 func (or *ollamaResponse) whole(w http.ResponseWriter, r *http.Request) {
 	rs := or.rs
-	var text strings.Builder
+	var text, thought strings.Builder
 	for {
 		evs, err := rs.next(r, nil)
 		if err != nil {
@@ -387,7 +408,12 @@ func (or *ollamaResponse) whole(w http.ResponseWriter, r *http.Request) {
 		for _, e := range evs {
 			switch e.kind {
 			case evToken:
-				text.WriteString(or.text(e))
+				switch t := or.text(e); rs.kindAt(e.cumulative) {
+				case tokAnswer:
+					text.WriteString(t)
+				case tokReasoning:
+					thought.WriteString(t)
+				}
 				if f := rs.fault; !rs.fired && f.Kind == FaultResetMidStream && e.cumulative >= f.after() {
 					rs.fired = true
 					w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -400,7 +426,9 @@ func (or *ollamaResponse) whole(w http.ResponseWriter, r *http.Request) {
 				ollamaError(w, http.StatusInternalServerError, runError(e.err))
 				return
 			case evDone:
-				b, _ := json.Marshal(or.final(e.stats, text.String()))
+				fin := or.final(e.stats, text.String())
+				fin.Message.Thinking = thought.String()
+				b, _ := json.Marshal(fin)
 				or.wholeFault(w, r, b)
 				return
 			}

@@ -95,6 +95,7 @@ type job struct {
 	maxBatch     int
 	seq          blockSeq  // the block cache's view of the request (blocks)
 	lc           *lcParams // the LlamaCpp profile's request parameters
+	think        thinkPlan // where its thinking falls (the reasoning mode)
 
 	met   *engineMetrics // the home instance's metrics; set on arrival
 	gauge atomic.Int32   // gaugeNone, gaugeWaiting or gaugeRunning (metrics.go)
@@ -377,7 +378,7 @@ func (in *instance) run() {
 			j.last = now
 			j.generated++
 			j.ctx++
-			word := generatedWord(in.s.vocab, j.seed, j.generated-1)
+			word := j.think.word(in.s.vocab, j.seed, j.generated-1)
 			if j.blocks {
 				// The step computed the KV of the token before the new
 				// one; the new one's comes with the next step.

@@ -120,6 +120,10 @@ type Options struct {
 	// the batch, the slot choice, the served name and the vocabulary's
 	// BOS.
 	LlamaCpp LlamaCppOptions
+	// Reasoning turns on the reasoning mode, in which the served model
+	// thinks before it answers, and shapes it; the zero value is off. See
+	// the package documentation's Reasoning section.
+	Reasoning ReasoningOptions
 	// Logger receives the server's log; nil means none.
 	Logger *slog.Logger
 }
@@ -153,6 +157,9 @@ func (o Options) check() error {
 		return errors.New("sim: the llamacpp profile serves one loaded model: NoInstance is not for it")
 	}
 	if err := o.LlamaCpp.check(); err != nil {
+		return err
+	}
+	if err := o.Reasoning.check(); err != nil {
 		return err
 	}
 	if o.BlockSize < 0 || o.KVCacheBlocks < 0 {
@@ -279,6 +286,7 @@ func serve(ln net.Listener, opts Options) *Server {
 	opts.PrefixCache, _ = ParsePrefixCacheMode(string(opts.PrefixCache))
 	opts.Metrics, _ = ParseMetricsMode(string(opts.Metrics))
 	opts.Profile, _ = ParseProfile(string(opts.Profile))
+	opts.Reasoning.API, _ = ParseReasoningAPI(string(opts.Reasoning.API))
 	if opts.Profile == LlamaCpp && opts.Metrics != MetricsOff {
 		opts.Metrics = MetricsLlamaCpp
 	}

@@ -118,8 +118,11 @@ func templateIDs(msgs []promptsize.Message) []int {
 
 // Counter counts chat requests with the built-in tokenizer and chat
 // template, exactly as a Server without Options.Counter does. Its zero value
-// is ready to use and it is safe for concurrent use.
-type Counter struct{}
+// is ready to use and it is safe for concurrent use. WithTemplateVars
+// returns one that renders the template with a request's variables.
+type Counter struct {
+	thinkOff bool // the template writes the empty thinking block
+}
 
 var (
 	_ promptsize.Counter        = Counter{}
@@ -127,9 +130,14 @@ var (
 )
 
 // Count returns GenerationPromptTokens + Σ (MessageOverheadTokens +
-// CountText(content)). It fails only for a message without a role.
-func (Counter) Count(ctx context.Context, msgs []promptsize.Message) (int, error) {
+// CountText(content)), and EmptyThinkTokens more when the Counter renders
+// the template with thinking off (WithTemplateVars). It fails only for a
+// message without a role.
+func (c Counter) Count(ctx context.Context, msgs []promptsize.Message) (int, error) {
 	n := GenerationPromptTokens
+	if c.thinkOff {
+		n += EmptyThinkTokens
+	}
 	for i, m := range msgs {
 		if m.Role == "" {
 			return 0, fmt.Errorf("sim: message %d has no role: expected system, user, assistant or tool", i)

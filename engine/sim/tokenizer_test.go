@@ -134,7 +134,7 @@ func FuzzStop(f *testing.F) {
 		if err != nil {
 			return
 		}
-		k, at := stopAt(vocab, seed, 64, stops)
+		k, at := stopAt(thinkPlan{}.wordFunc(vocab, seed), 64, stops)
 		if k == 0 {
 			return
 		}
