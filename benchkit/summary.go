@@ -376,7 +376,20 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 // answer) over a group's completed requests.
 type sideSamples struct {
 	ttfa, last, tpotA, tpotR, reasoning, answer []float64
-	hidden                                      int
+	// The sums of the counts and the hidden tokens, saturating: rows
+	// read back from a file may hold any count.
+	sumReasoning, sumAnswer, hidden int
+}
+
+// addSat returns a + b, held within the ints when it overflows.
+func addSat(a, b int) int {
+	switch {
+	case b > 0 && a > math.MaxInt-b:
+		return math.MaxInt
+	case b < 0 && a < math.MinInt-b:
+		return math.MinInt
+	}
+	return a + b
 }
 
 func (x *sideSamples) add(r Request) {
@@ -386,11 +399,13 @@ func (x *sideSamples) add(r Request) {
 	appendDefined(&x.tpotR, r.TPOTReasoningS)
 	if r.ReasoningTokens != nil {
 		x.reasoning = append(x.reasoning, float64(*r.ReasoningTokens))
+		x.sumReasoning = addSat(x.sumReasoning, *r.ReasoningTokens)
 	}
 	if r.AnswerTokens != nil {
 		x.answer = append(x.answer, float64(*r.AnswerTokens))
+		x.sumAnswer = addSat(x.sumAnswer, *r.AnswerTokens)
 	}
-	x.hidden += r.HiddenTokens
+	x.hidden = addSat(x.hidden, r.HiddenTokens)
 }
 
 // set writes the figures into s: quantiles, and sums where a request had
@@ -399,17 +414,13 @@ func (x *sideSamples) set(s *Summary) {
 	s.TTFA, s.LastReasoning = quantiles(x.ttfa), quantiles(x.last)
 	s.TPOTAnswer, s.TPOTReasoning = quantiles(x.tpotA), quantiles(x.tpotR)
 	s.ReasoningTokens, s.AnswerTokens = quantiles(x.reasoning), quantiles(x.answer)
-	sum := func(v []float64) *int {
+	sum := func(v []float64, n int) *int {
 		if len(v) == 0 {
 			return nil
 		}
-		n := 0
-		for _, k := range v {
-			n += int(k)
-		}
 		return &n
 	}
-	s.TotalReasoningTokens, s.TotalAnswerTokens = sum(x.reasoning), sum(x.answer)
+	s.TotalReasoningTokens, s.TotalAnswerTokens = sum(x.reasoning, x.sumReasoning), sum(x.answer, x.sumAnswer)
 	s.HiddenTokens = x.hidden
 }
 
