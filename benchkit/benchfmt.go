@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"golang.org/x/perf/benchfmt"
 )
@@ -33,6 +34,13 @@ var benchfmtUnits = []struct{ unit, key, value string }{
 	{"prompt-tok", "assume", "exact"},
 }
 
+// benchfmtSideUnits are the units of a model that reasons, whose metadata
+// lines are written when some line has one.
+var benchfmtSideUnits = []struct{ unit, key, value string }{
+	{"ttfa-ns/op", "better", "lower"},
+	{"J/answer-tok", "better", "lower"},
+}
+
 // WriteBenchfmt writes rows in the Go benchmark format, so that
 // `benchstat old.txt new.txt` compares two runs. It writes one result line
 // per repeat of each cell (one burst: the repeats are the independent
@@ -51,6 +59,14 @@ var benchfmtUnits = []struct{ unit, key, value string }{
 //	J/tok          client energy / Σ generated tokens (with a power source)
 //	prompt-tok     the verified prompt length (assume=exact)
 //
+// and, for a model that reasons before it answers (or any streamed
+// request: a request that did not reason has its TTFT as TTFA):
+//
+//	ttfa-ns/op     mean client time to the first answer token
+//	reasoning-tok  mean reasoning tokens of the requests that reasoned
+//	answer-tok     mean answer tokens per request
+//	J/answer-tok   client energy / Σ answer tokens (with a power source)
+//
 // A value that is undefined or not positive is left out of its line
 // (benchstat's geomean needs positive values); a burst whose requests all
 // failed writes no line. Unit metadata lines say which direction is
@@ -65,11 +81,29 @@ func WriteBenchfmt(w io.Writer, rows []Request, opts BenchfmtOptions) error {
 	for _, kv := range opts.Config {
 		cfg = append(cfg, benchfmt.Config{Key: kv[0], Value: []byte(kv[1]), File: true})
 	}
-	for _, u := range benchfmtUnits {
+	results := benchfmtResults(rows, name, cfg)
+	units := benchfmtUnits
+	for _, u := range benchfmtSideUnits {
+		if slices.ContainsFunc(results, func(r *benchfmt.Result) bool { _, ok := r.Value(u.unit); return ok }) {
+			units = append(slices.Clip(units), u)
+		}
+	}
+	for _, u := range units {
 		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u.unit, Key: u.key}, OrigUnit: u.unit, Value: u.value}); err != nil {
 			return fmt.Errorf("benchkit: write benchfmt: %w", err)
 		}
 	}
+	for _, res := range results {
+		if err := bw.Write(res); err != nil {
+			return fmt.Errorf("benchkit: write benchfmt: %w", err)
+		}
+	}
+	return nil
+}
+
+// benchfmtResults are the result lines of WriteBenchfmt.
+func benchfmtResults(rows []Request, name string, cfg []benchfmt.Config) []*benchfmt.Result {
+	var out []*benchfmt.Result
 	for _, cell := range groupBy(rows, ByCell) {
 		k := Summary{Key: ByCell, Labels: cell[0].Labels, Cell: cell[0].Cell()}.Name()
 		for _, b := range byRepeat(cell) {
@@ -91,13 +125,14 @@ func WriteBenchfmt(w io.Writer, rows []Request, opts BenchfmtOptions) error {
 			add(math.Round(f.e2eS*1e9), "e2e-ns/op")
 			add(f.jPerTok, "J/tok")
 			add(float64(f.ppTokens), "prompt-tok")
-			if len(res.Values) == 0 {
-				continue
-			}
-			if err := bw.Write(res); err != nil {
-				return fmt.Errorf("benchkit: write benchfmt: %w", err)
+			add(math.Round(f.ttfaS*1e9), "ttfa-ns/op")
+			add(f.reasoningTok, "reasoning-tok")
+			add(f.answerTok, "answer-tok")
+			add(f.jPerAnswer, "J/answer-tok")
+			if len(res.Values) > 0 {
+				out = append(out, res)
 			}
 		}
 	}
-	return nil
+	return out
 }

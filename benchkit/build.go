@@ -26,7 +26,9 @@ import (
 // are null when none of them counted (an unstreamed reply without usage);
 // the server's prompt count is usage.prompt_tokens, else the stats', and
 // differs from the client's (when p has one: Tokens > 0) only with a
-// WarnPromptMismatch warning; a
+// WarnPromptMismatch warning; the reasoning and answer tokens are the
+// stream's, and differ from the server's reasoning_tokens only with a
+// WarnReasoningMismatch warning; a
 // server that reported an implausible count or rate (error kind
 // implausible_usage) leaves every figure that rests on its counts null.
 func NewRequest(asked Request, p promptsize.Prompt, q concurrency.Result[engine.Result], allowEOS bool) Request {
@@ -74,6 +76,9 @@ func NewRequest(asked Request, p promptsize.Prompt, q concurrency.Result[engine.
 		r.CompletionTokens = &n
 	}
 	r.setTiming(res.Trace, implausible)
+	if !implausible {
+		r.setServerReasoning(res.Usage, len(res.Trace.Chunks) > 0, q.Err == nil)
+	}
 	if f, ok := serverFirstToken(r.Stats); ok && r.TTFTS != nil {
 		r.TTFTBeyondServerS = finite(*r.TTFTS - f.Seconds())
 	}
@@ -116,10 +121,29 @@ func (r *Request) setTiming(tr timing.Trace, implausible bool) {
 	if m.TTFTFirstChunkDefined {
 		r.TTFTFirstChunkS = finite(m.TTFTFirstChunk.Seconds())
 	}
+	if m.TTFADefined {
+		r.TTFAS = finite(m.TTFA.Seconds())
+	}
+	if m.LastReasoningDefined {
+		r.LastReasoningS = finite(m.LastReasoning.Seconds())
+	}
 	r.SharedInstants = tr.SharedInstants()
 	r.FirstShared = tr.FirstContentShared()
 	if implausible {
 		return
+	}
+	r.HiddenTokens = m.HiddenTokens
+	answer := m.AnswerTokens
+	r.AnswerTokens = &answer
+	if m.ReasoningDefined {
+		n := m.ReasoningTokens
+		r.ReasoningTokens = &n
+	}
+	if m.TPOTAnswerDefined {
+		r.TPOTAnswerS = finite(m.TPOTAnswer.Seconds())
+	}
+	if m.TPOTReasoningDefined {
+		r.TPOTReasoningS = finite(m.TPOTReasoning.Seconds())
 	}
 	if m.TPOTDefined {
 		r.TPOTS = finite(m.TPOT.Seconds())
@@ -129,6 +153,42 @@ func (r *Request) setTiming(tr timing.Trace, implausible bool) {
 	}
 	r.ITLS = timing.Seconds(m.ITL)
 	r.ICLS = timing.Seconds(m.ICL)
+}
+
+// setServerReasoning keeps the server's count of reasoning tokens (u's
+// reasoning_tokens). A reply not streamed takes its reasoning and answer
+// tokens from it (a count of 0 leaves the reasoning null: none); a stream
+// keeps its own, and a count of its that differs from the server's, with
+// its hidden tokens or without, is warned about when the request
+// succeeded.
+func (r *Request) setServerReasoning(u *engine.Usage, streamed, ok bool) {
+	if u == nil || u.ReasoningTokens == nil {
+		return
+	}
+	n := *u.ReasoningTokens
+	r.ServerReasoningTokens = &n
+	if !streamed {
+		if n > 0 {
+			r.ReasoningTokens = &n
+		}
+		if r.CompletionTokens != nil && *r.CompletionTokens >= n {
+			a := *r.CompletionTokens - n
+			r.AnswerTokens = &a
+		}
+		return
+	}
+	stream := 0
+	if r.ReasoningTokens != nil {
+		stream = *r.ReasoningTokens
+	}
+	if !ok || n == stream || n == stream+r.HiddenTokens {
+		return
+	}
+	hidden := ""
+	if r.HiddenTokens > 0 {
+		hidden = fmt.Sprintf(" (and %d tokens counted but never sent)", r.HiddenTokens)
+	}
+	r.warn(WarnReasoningMismatch, fmt.Sprintf("server counted %d reasoning tokens, the stream carried %d%s: the adapter did not tell the server's reasoning from its answer, or the server counts otherwise", n, stream, hidden))
 }
 
 func (r *Request) warn(code, msg string) {
@@ -149,6 +209,25 @@ func (r Request) Metrics() timing.Metrics {
 	if r.E2ES != nil {
 		m.E2E, m.E2EDefined = seconds(*r.E2ES), true
 	}
+	if r.TTFAS != nil {
+		m.TTFA, m.TTFADefined = seconds(*r.TTFAS), true
+	}
+	if r.LastReasoningS != nil {
+		m.LastReasoning, m.LastReasoningDefined = seconds(*r.LastReasoningS), true
+	}
+	if r.ReasoningTokens != nil {
+		m.ReasoningTokens, m.ReasoningDefined = *r.ReasoningTokens, true
+	}
+	if r.AnswerTokens != nil {
+		m.AnswerTokens = *r.AnswerTokens
+	}
+	if r.TPOTAnswerS != nil {
+		m.TPOTAnswer, m.TPOTAnswerDefined = seconds(*r.TPOTAnswerS), true
+	}
+	if r.TPOTReasoningS != nil {
+		m.TPOTReasoning, m.TPOTReasoningDefined = seconds(*r.TPOTReasoningS), true
+	}
+	m.HiddenTokens = r.HiddenTokens
 	if r.GenerationTPS != nil {
 		m.GenerationTPS, m.GenerationTPSDefined = *r.GenerationTPS, true
 	}
@@ -171,6 +250,19 @@ func resultTokens(res engine.Result) (n int, ok bool) {
 		return res.Trace.Tokens(), true
 	case res.ServerStats != nil:
 		return res.ServerStats.GenerationTokens, true
+	}
+	return 0, false
+}
+
+// resultAnswerTokens is a result's answer tokens by the rule of
+// NewRequest: the stream's, else the server's completion tokens less its
+// reasoning tokens; ok is false when neither says.
+func resultAnswerTokens(res engine.Result) (n int, ok bool) {
+	if len(res.Trace.Chunks) > 0 {
+		return res.Trace.AnswerTokens(), true
+	}
+	if u := res.Usage; u != nil && u.ReasoningTokens != nil && u.CompletionTokens >= *u.ReasoningTokens {
+		return u.CompletionTokens - *u.ReasoningTokens, true
 	}
 	return 0, false
 }

@@ -184,7 +184,13 @@ func toIntervalJSON(iv timing.Interval) intervalJSON {
 // ShortWindowFactor sample intervals (its rows carry energy_window_short,
 // and tables leave energy_j out); client_energy_short_window_s is then the
 // shortest such window and client_energy_sample_interval_s the samples'
-// resolution. The placement fields name
+// resolution. For a model that reasons before it answers, ttfa_s is the
+// mean client time to the first answer token (TTFT's where a request did
+// not reason), reasoning_tokens the mean reasoning tokens of the requests
+// that reasoned, answer_tokens the mean answer tokens, and
+// j_per_answer_token and server_j_per_answer_token the energies over the
+// repeat's answer tokens alone (what an answer costs with its thinking),
+// each absent where no repeat has it. The placement fields name
 // the placement the cell ran on, with the rows' names for them; a sweep of
 // several placements has one record per placement and cell.
 type cellRecord struct {
@@ -215,6 +221,13 @@ type cellRecord struct {
 	ClientEnergySampleIntervalS float64  `json:"client_energy_sample_interval_s,omitempty"`
 	PeakMemoryBytes             int64    `json:"peak_memory_bytes"`
 	Warnings                    []string `json:"warnings,omitempty"`
+
+	// A model that reasons: see above; each absent where no repeat has it.
+	TTFAS                 *intervalJSON `json:"ttfa_s,omitempty"`
+	ReasoningTokens       *intervalJSON `json:"reasoning_tokens,omitempty"`
+	AnswerTokens          *intervalJSON `json:"answer_tokens,omitempty"`
+	JPerAnswerToken       *intervalJSON `json:"j_per_answer_token,omitempty"`
+	ServerJPerAnswerToken *intervalJSON `json:"server_j_per_answer_token,omitempty"`
 }
 
 // intervalJSON is a repeat-level confidence interval in a results file,
@@ -232,7 +245,14 @@ type intervalJSON struct {
 // record converts s for exo's results file.
 func (s Summary) record() cellRecord {
 	p := s.Labels.Placement
-	return cellRecord{
+	some := func(iv timing.Interval) *intervalJSON {
+		if iv.N == 0 {
+			return nil
+		}
+		j := toIntervalJSON(iv)
+		return &j
+	}
+	c := cellRecord{
 		PlacementSharding: p.Sharding, PlacementInstanceMeta: p.InstanceMeta,
 		PlacementNodes: p.Nodes, Placement: p.String(),
 		PP: s.Cell.PP, TG: s.Cell.TG, Concurrency: s.Cell.Concurrency,
@@ -246,6 +266,9 @@ func (s Summary) record() cellRecord {
 		ClientEnergySampleIntervalS: s.SampleIntervalS,
 		PeakMemoryBytes:             s.PeakMemoryBytes, Warnings: s.Warnings,
 	}
+	c.TTFAS, c.ReasoningTokens, c.AnswerTokens = some(s.RepeatTTFA), some(s.RepeatReasoningTokens), some(s.RepeatAnswerTokens)
+	c.JPerAnswerToken, c.ServerJPerAnswerToken = some(s.JPerAnswerToken), some(s.ServerJPerAnswerToken)
+	return c
 }
 
 // Saturation says why the client was the bottleneck: each saturated

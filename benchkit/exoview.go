@@ -49,6 +49,17 @@ type ExoRun struct {
 	Warnings          []Warning  `json:"warnings,omitempty"`
 	ErrorKind         string     `json:"error_kind,omitempty"`
 	Error             string     `json:"error,omitempty"`
+
+	// The figures of a model that reasons (Request's of these names),
+	// absent where undefined.
+	TTFAS                 *float64 `json:"ttfa_s,omitempty"`
+	LastReasoningS        *float64 `json:"last_reasoning_s,omitempty"`
+	ReasoningTokens       *int     `json:"reasoning_tokens,omitempty"`
+	AnswerTokens          *int     `json:"answer_tokens,omitempty"`
+	ServerReasoningTokens *int     `json:"server_reasoning_tokens,omitempty"`
+	HiddenTokens          int      `json:"hidden_tokens,omitempty"`
+	TPOTAnswerS           *float64 `json:"tpot_answer_s,omitempty"`
+	TPOTReasoningS        *float64 `json:"tpot_reasoning_s,omitempty"`
 }
 
 // Exo returns r as a row of exo's result files.
@@ -67,6 +78,8 @@ func (r Request) Exo() ExoRun {
 		Energy: r.Energy, EnergyWindowShort: r.EnergyWindowShort, Simulated: r.Simulated,
 		Warnings: r.Warnings, ErrorKind: r.ErrorKind, Error: r.Error,
 	}
+	x.TTFAS, x.LastReasoningS, x.TPOTAnswerS, x.TPOTReasoningS = r.TTFAS, r.LastReasoningS, r.TPOTAnswerS, r.TPOTReasoningS
+	x.ReasoningTokens, x.AnswerTokens, x.ServerReasoningTokens, x.HiddenTokens = r.ReasoningTokens, r.AnswerTokens, r.ServerReasoningTokens, r.HiddenTokens
 	if x.ModelShortID == "" {
 		x.ModelShortID = r.Model
 	}
@@ -92,6 +105,8 @@ func (x ExoRun) Request() Request {
 		Warnings: x.Warnings, ErrorKind: x.ErrorKind, Error: x.Error,
 	}
 	r.Repeat, r.Concurrency = x.RepeatIndex, x.Concurrency
+	r.TTFAS, r.LastReasoningS, r.TPOTAnswerS, r.TPOTReasoningS = x.TTFAS, x.LastReasoningS, x.TPOTAnswerS, x.TPOTReasoningS
+	r.ReasoningTokens, r.AnswerTokens, r.ServerReasoningTokens, r.HiddenTokens = x.ReasoningTokens, x.AnswerTokens, x.ServerReasoningTokens, x.HiddenTokens
 	r.Placement = Placement{Sharding: x.PlacementSharding, InstanceMeta: x.PlacementInstanceMeta,
 		Nodes: x.PlacementNodes, InstanceID: x.InstanceID, DownloadDurationS: x.DownloadDurationS}
 	return r

@@ -68,8 +68,11 @@ func TestRunnerImplausibleRows(t *testing.T) {
 					t.Errorf("implausible row keeps figures: stats %v, tokens %v, tpot %v, client tps %v, itl %v",
 						row.Stats, row.CompletionTokens, row.TPOTS, row.GenerationTPS, row.ITLS)
 				}
-				if row.E2ES == nil || stream != (row.TTFTS != nil) {
-					t.Errorf("implausible row lost the client's own figures: e2e %v, ttft %v", row.E2ES, row.TTFTS)
+				if row.AnswerTokens != nil || row.TPOTAnswerS != nil || row.HiddenTokens != 0 {
+					t.Errorf("implausible row keeps the answer's counts: tokens %v, TPOT %v", val(row.AnswerTokens), val(row.TPOTAnswerS))
+				}
+				if row.E2ES == nil || stream != (row.TTFTS != nil) || stream != (row.TTFAS != nil) {
+					t.Errorf("implausible row lost the client's own figures: e2e %v, ttft %v, ttfa %v", row.E2ES, row.TTFTS, row.TTFAS)
 				}
 				b, err := json.Marshal(row.Exo())
 				if err != nil || !json.Valid(b) || !bytes.Contains(b, []byte(`"generated_tokens":null`)) || !bytes.Contains(b, []byte(`"stats":null`)) {

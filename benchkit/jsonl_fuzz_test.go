@@ -25,6 +25,9 @@ func FuzzJSONLReader(f *testing.F) {
 	f.Add([]byte(`{"pp_tokens": 1} {"pp_tokens": 2}` + "\n"))
 	f.Add([]byte(`{"pp_tokens": "x"}` + "\r\n" + `[1,2]` + "\n" + `null`))
 	f.Add([]byte(`{"stats": {"peak_memory_usage": {"in_bytes": 5}}, "energy": null, "ttft_s": 1e308}`))
+	// A reasoning model's figures, in both shapes, some of them absurd.
+	f.Add([]byte(`{"ttfa_s": 0.2, "last_reasoning_s": -1, "reasoning_tokens": -3, "answer_tokens": 1e9, "hidden_tokens": 2}` + "\n" +
+		`{"elapsed_s": 1, "ttfa_s": null, "reasoning_tokens": 9223372036854775807, "tpot_answer_s": "x", "energy": {"j_per_answer_token": 0.5}}`))
 	f.Add([]byte(`{"run_header":{"program":"serve-load","pid":1,"started":"2026-01-01T00:00:00Z"}}` + "\n" + `{"run_header":null}` + "\n"))
 	want := fixtureRows()[0]
 	f.Fuzz(func(t *testing.T, data []byte) {

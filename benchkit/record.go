@@ -79,6 +79,33 @@ type Request struct {
 	TTFTS *float64 `json:"ttft_s"`
 	TPOTS *float64 `json:"tpot_s"`
 	E2ES  *float64 `json:"e2e_s"`
+	// The figures of a model that reasons before it answers, from the
+	// kinds of the streamed chunks (timing.Trace's formulas; a tool call
+	// is answer-side output). They are absent (null) where undefined, so
+	// the row of a request that did not reason has only TTFAS, the time
+	// to the first answer token (then TTFTS), AnswerTokens (the streamed
+	// tokens) and TPOTAnswerS (then TPOTS).
+	//
+	// LastReasoningS is the time to the last reasoning token.
+	// ReasoningTokens and AnswerTokens split the streamed tokens by side
+	// (the stream's own count, as the chunks carried them); a reply not
+	// streamed has them from the server's usage, when it said how many
+	// of its completion tokens were reasoning. ServerReasoningTokens is
+	// that count (usage.completion_tokens_details.reasoning_tokens): a
+	// stream whose count differs carries a WarnReasoningMismatch warning.
+	// HiddenTokens are the tokens the server counted but never sent
+	// (timing.Trace.HiddenTokens: Ollama's <think> and </think>), in no
+	// rate measured from the chunks. TPOTAnswerS and TPOTReasoningS are
+	// the time per output token of each side after its first token,
+	// beside TPOTS, the whole stream's.
+	TTFAS                 *float64 `json:"ttfa_s,omitempty"`
+	LastReasoningS        *float64 `json:"last_reasoning_s,omitempty"`
+	ReasoningTokens       *int     `json:"reasoning_tokens,omitempty"`
+	AnswerTokens          *int     `json:"answer_tokens,omitempty"`
+	ServerReasoningTokens *int     `json:"server_reasoning_tokens,omitempty"`
+	HiddenTokens          int      `json:"hidden_tokens,omitempty"`
+	TPOTAnswerS           *float64 `json:"tpot_answer_s,omitempty"`
+	TPOTReasoningS        *float64 `json:"tpot_reasoning_s,omitempty"`
 	// TTFTBeyondServerS is TTFTS less the server's own time to the first
 	// token as its response timed it (queue + load + prefill of Stats:
 	// llama.cpp's prompt_ms, Ollama's load and prompt_eval durations);
@@ -227,6 +254,11 @@ const (
 	// WarnClientCounted: the completion tokens were counted by the client
 	// in the reply's text, the server having sent no count.
 	WarnClientCounted = "client_counted"
+	// WarnReasoningMismatch: the stream's reasoning tokens differ from
+	// the server's reasoning_tokens (the stream's, with its hidden tokens
+	// or without, is neither): the adapter did not tell the server's
+	// reasoning from its answer, or the server counts otherwise.
+	WarnReasoningMismatch = "reasoning_mismatch"
 )
 
 // HasWarning reports whether the request carries a warning with code.
@@ -272,6 +304,11 @@ type Energy struct {
 	// tokens with a split, the whole energy / generated tokens without.
 	JPerPromptToken    *float64 `json:"j_per_prompt_token"`
 	JPerGeneratedToken *float64 `json:"j_per_generated_token"`
+	// JPerAnswerToken is the same energy over the answer's tokens alone
+	// (Request.AnswerTokens): what an answer token costs with the
+	// thinking before it. Absent where a request's answer tokens are not
+	// known; JPerGeneratedToken where no request reasoned.
+	JPerAnswerToken *float64 `json:"j_per_answer_token,omitempty"`
 	// Shared is true when the window is a whole burst's, shared by all
 	// its requests: add it once per burst, not once per request.
 	Shared bool `json:"shared,omitempty"`

@@ -44,10 +44,17 @@ type TableOptions struct {
 //     spans fewer than ShortWindowFactor sample intervals is left out, with
 //     a note ("window 1.2 s < 3 × 1 s samples").
 //
+// When a request of some summary reasoned before it answered, the cells
+// add its time to the first answer token (TTFA: TTFT where a request did
+// not reason), its reasoning and answer tokens per request and the energy
+// per answer token (J/answer, the thinking included); without reasoning
+// these columns are not printed.
+//
 // A column with no figure in any line is left out. Other summaries (a
 // load test's runs) show the offered load, requests, throughputs, TTFT,
-// TPOT, ITL and E2E (mean, p50, p99 in ms) and goodput. Each summary's
-// warnings follow as numbered notes.
+// TPOT, ITL and E2E (mean, p50, p99 in ms) and goodput, and, when a
+// request reasoned, TTFA, the reasoning and answer tokens and the answer's
+// TPOT. Each summary's warnings follow as numbered notes.
 func WriteTable(w io.Writer, sums []Summary, opts TableOptions) error {
 	if len(sums) > 0 && sums[0].Key != ByCell {
 		return writeLoadGrid(w, sums, opts)
@@ -94,6 +101,31 @@ func energyOf(c Summary) (timing.Interval, timing.Interval, string) {
 	return none, none, ""
 }
 
+// answerEnergyOf returns the J per answer token interval of c from the
+// source energyOf chose.
+func answerEnergyOf(c Summary, src string) timing.Interval {
+	switch src {
+	case "server":
+		return c.ServerJPerAnswerToken
+	case "client":
+		return c.JPerAnswerToken
+	}
+	nan := math.NaN()
+	return timing.Interval{Center: nan, Lo: nan, Hi: nan}
+}
+
+// reasoned reports whether a request of some summary reasoned: the
+// tables then show the figures of the reasoning and the answer.
+func reasoned(sums []Summary) bool {
+	return slices.ContainsFunc(sums, func(s Summary) bool { return s.ReasoningTokens.N > 0 })
+}
+
+// reasoningNote says what the reasoning columns of the terminal's cell
+// table hold, a line each within 120 columns.
+const reasoningNote = "TTFA is the client's time to the first answer token (its TTFT where a request did not reason)\n" +
+	"think/answer tok: the mean reasoning tokens of a request that reasoned / the mean answer tokens of a request\n" +
+	"J/answer is the energy over the answer's tokens alone: what an answer token costs, its thinking included"
+
 func writeGrid(w io.Writer, cells []Summary, opts TableOptions, start, sep, end string) error {
 	if start != "" {
 		header, lines, notes := cellGrid(cells, true)
@@ -133,7 +165,16 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 	samePlace := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return place(c) != place(cells[0]) })
 	sameReps := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Repeats != cells[0].Repeats })
 	sameTG := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Cell.TG != cells[0].Cell.TG })
-	header = []string{"pp", "tg", "conc", "prompt tok/s", "gen tok/s", "exo max×N", "Σtok/wall", ttftHead, "peak mem", "J/tok", "failed"}
+	thinking := reasoned(cells)
+	header = []string{"pp", "tg", "conc", "prompt tok/s", "gen tok/s", "exo max×N", "Σtok/wall", ttftHead}
+	if thinking {
+		header = append(header, "TTFA ms", "think/answer tok")
+	}
+	header = append(header, "peak mem", "J/tok")
+	if thinking {
+		header = append(header, "J/answer")
+	}
+	header = append(header, "failed")
 	if !sameReps {
 		header = slices.Insert(header, 3, "reps")
 	}
@@ -160,13 +201,8 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 		if !clientTTFT {
 			ttft = c.ServerPrefillS
 		}
-		_, jpt, src := energyOf(c)
-		js := pmShort(jpt, 1)
-		if len(sources) == 2 && src != "" {
-			js += " " + src[:1]
-		}
-		lines = append(lines, append(cols, pmShort(c.PromptTPS, 1), pmShort(c.GenerationTPS, 1), pmShort(c.ExoAggregateTPS, 1),
-			pmShort(c.ThroughputTPS, 1), pmShort(ttft, 1000), bytesIEC(c.PeakMemoryBytes), js, strconv.Itoa(c.Failed)))
+		figures, src := terminalFigures(c, ttft, len(sources) == 2, thinking)
+		lines = append(lines, append(cols, figures...))
 		notes = append(notes, cellNotes(c, src)...)
 	}
 	var lg []string
@@ -183,11 +219,38 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 			lg = append(lg, fmt.Sprintf("tg = %d tokens in every cell", cells[0].Cell.TG))
 		}
 		lg = append(lg, ttftNote)
+		if thinking {
+			lg = append(lg, reasoningNote)
+		}
 		if energyNote != "" {
 			lg = append(lg, energyNote)
 		}
 	}
 	return header, lines, notes, strings.Join(lg, "\n")
+}
+
+// terminalFigures are the figure columns of c's line in the terminal's
+// cell table, from prompt tok/s to failed, the reasoning's with thinking;
+// marked marks each energy figure with its source, which it returns.
+func terminalFigures(c Summary, ttft timing.Interval, marked, thinking bool) ([]string, string) {
+	_, jpt, src := energyOf(c)
+	js, ja := pmShort(jpt, 1), pmShort(answerEnergyOf(c, src), 1)
+	if marked && src != "" {
+		js += " " + src[:1]
+		if ja != "—" {
+			ja += " " + src[:1]
+		}
+	}
+	cols := []string{pmShort(c.PromptTPS, 1), pmShort(c.GenerationTPS, 1), pmShort(c.ExoAggregateTPS, 1),
+		pmShort(c.ThroughputTPS, 1), pmShort(ttft, 1000)}
+	if thinking {
+		cols = append(cols, pmShort(c.RepeatTTFA, 1000), meanTokens(c.RepeatReasoningTokens)+"/"+meanTokens(c.RepeatAnswerTokens))
+	}
+	cols = append(cols, bytesIEC(c.PeakMemoryBytes), js)
+	if thinking {
+		cols = append(cols, ja)
+	}
+	return append(cols, strconv.Itoa(c.Failed)), src
 }
 
 // cellNotes are a cell's notes: a client energy left out, its warnings.
@@ -201,6 +264,15 @@ func cellNotes(c Summary, src string) []string {
 		notes = append(notes, fmt.Sprintf("%s: %s", c.Name(), w))
 	}
 	return notes
+}
+
+// meanTokens formats the center of an interval of token counts as a
+// whole number; "—" when undefined.
+func meanTokens(iv timing.Interval) string {
+	if math.IsNaN(iv.Center) || math.IsInf(iv.Center, 0) {
+		return "—"
+	}
+	return strconv.FormatFloat(iv.Center, 'f', 0, 64)
 }
 
 // pmShort formats iv, scaled, as "center ±half" with the half width to
@@ -270,7 +342,16 @@ func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, note
 		return h
 	}
 	pm := func(iv timing.Interval, scale float64, prec int) string { return pm(iv, scale, prec, md) }
-	header = []string{"pp", "tg", "conc", "reps", ci("prompt tok/s"), ci("gen tok/s"), ci("exo agg tok/s (max×N)"), ci("Σtok/wall tok/s"), ci(ttftHead), "peak mem", ci(energyHead), ci(jHead), "failed"}
+	thinking := reasoned(cells)
+	header = []string{"pp", "tg", "conc", "reps", ci("prompt tok/s"), ci("gen tok/s"), ci("exo agg tok/s (max×N)"), ci("Σtok/wall tok/s"), ci(ttftHead)}
+	if thinking {
+		header = append(header, ci("TTFA ms"), ci("reasoning tok"), ci("answer tok"))
+	}
+	header = append(header, "peak mem", ci(energyHead), ci(jHead))
+	if thinking {
+		header = append(header, ci(strings.Replace(jHead, "J/tok", "J/answer tok", 1)))
+	}
+	header = append(header, "failed")
 	withPlacement := slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Placement.String() != "" })
 	if withPlacement {
 		header = append([]string{"placement"}, header...)
@@ -285,21 +366,29 @@ func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, note
 			ttft = c.ServerPrefillS
 		}
 		ej, jpt, src := energyOf(c)
-		es, js := pm(ej, 1, 1), pm(jpt, 1, 3)
+		es, js, ja := pm(ej, 1, 1), pm(jpt, 1, 3), pm(answerEnergyOf(c, src), 1, 3)
 		if mark && src != "" {
 			es, js = es+" "+src[:1], js+" "+src[:1]
+			if ja != "—" {
+				ja += " " + src[:1]
+			}
 		}
-		lines = append(lines, append(cols,
+		cols = append(cols,
 			strconv.Itoa(c.Cell.PP), strconv.Itoa(c.Cell.TG), strconv.Itoa(c.Cell.Concurrency), strconv.Itoa(c.Repeats),
 			pm(c.PromptTPS, 1, 1),
 			pm(c.GenerationTPS, 1, 1),
 			pm(c.ExoAggregateTPS, 1, 1),
 			pm(c.ThroughputTPS, 1, 1),
 			pm(ttft, 1000, 1),
-			bytesIEC(c.PeakMemoryBytes),
-			es, js,
-			strconv.Itoa(c.Failed),
-		))
+		)
+		if thinking {
+			cols = append(cols, pm(c.RepeatTTFA, 1000, 1), pm(c.RepeatReasoningTokens, 1, 1), pm(c.RepeatAnswerTokens, 1, 1))
+		}
+		cols = append(cols, bytesIEC(c.PeakMemoryBytes), es, js)
+		if thinking {
+			cols = append(cols, ja)
+		}
+		lines = append(lines, append(cols, strconv.Itoa(c.Failed)))
 		if src == "" && c.EnergyWindowShort {
 			notes = append(notes, fmt.Sprintf("%s: no client energy: window %.3g s < %d × %.3g s samples (the rows keep the figure, flagged energy_window_short)",
 				c.Name(), c.ShortWindowS, ShortWindowFactor, c.SampleIntervalS))
@@ -426,6 +515,33 @@ var csvHeader = []string{
 	"stream", "simulated", "error_kind", "error", "warnings",
 }
 
+// csvSides names the CSV columns of a model that reasons, written after
+// csvHeader's when some row has one of their figures.
+var csvSides = []string{
+	"ttfa_s", "last_reasoning_s", "reasoning_tokens", "answer_tokens", "server_reasoning_tokens", "hidden_tokens",
+	"tpot_answer_s", "tpot_reasoning_s", "energy_j_per_answer_token",
+}
+
+// sideCells are r's cells of the csvSides columns; with is false when r
+// has none of their figures.
+func sideCells(r ExoRun, f func(*float64) string) (cells []string, with bool) {
+	n := func(v *int) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.Itoa(*v)
+	}
+	cells = []string{f(r.TTFAS), f(r.LastReasoningS), n(r.ReasoningTokens), n(r.AnswerTokens), n(r.ServerReasoningTokens), "",
+		f(r.TPOTAnswerS), f(r.TPOTReasoningS), ""}
+	if r.HiddenTokens > 0 {
+		cells[5] = strconv.Itoa(r.HiddenTokens)
+	}
+	if r.Energy != nil {
+		cells[8] = f(r.Energy.JPerAnswerToken)
+	}
+	return cells, slices.ContainsFunc(cells, func(c string) bool { return c != "" })
+}
+
 // writeLoadGrid writes the table of a load test's summaries.
 func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	md := opts.Markdown
@@ -435,6 +551,11 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	withHits := slices.ContainsFunc(sums, func(s Summary) bool { return s.PrefixHitRate != nil || s.TheoreticalHitRate != nil })
 	if withHits {
 		head = append(head, "cache hit % (server/workload)")
+	}
+	// The answer's figures beside the whole's when a request reasoned.
+	thinking := reasoned(sums)
+	if thinking {
+		head = withSides(head, nil)
 	}
 	var lines [][]string
 	var notes []string
@@ -465,6 +586,9 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		if withHits {
 			l := &lines[len(lines)-1]
 			*l = append(*l, hitRate(s.PrefixHitRate, s.TheoreticalHitRate))
+		}
+		if thinking {
+			lines[len(lines)-1] = withSides(lines[len(lines)-1], &s)
 		}
 		for _, wn := range loadNotes(s) {
 			if len(sums) > 1 && inEvery(sums, wn) {
@@ -518,6 +642,21 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	return err
 }
 
+// withSides inserts the columns of a model that reasons into a line of the
+// load table, s's figures, or into its header when s is nil: TTFA and
+// the mean reasoning/answer tokens after TTFT, the answer's TPOT after
+// TPOT.
+func withSides(line []string, s *Summary) []string {
+	ttfa, tokens, tpot := "ttfa ms mean/p50/p99", "think/answer tok mean", "tpot answer ms p50/p99"
+	if s != nil {
+		ttfa = ms(s.TTFA.Mean) + "/" + ms(s.TTFA.P50) + "/" + ms(s.TTFA.P99)
+		tokens = num(s.ReasoningTokens.Mean, 0) + "/" + num(s.AnswerTokens.Mean, 0)
+		tpot = ms(s.TPOTAnswer.P50) + "/" + ms(s.TPOTAnswer.P99)
+	}
+	line = slices.Insert(slices.Clip(line), 6, ttfa, tokens)
+	return slices.Insert(line, 9, tpot)
+}
+
 // writeRows writes a header and lines as a Markdown table or aligned
 // columns.
 func writeRows(b *strings.Builder, md bool, head []string, lines [][]string) error {
@@ -536,20 +675,29 @@ func writeRows(b *strings.Builder, md bool, head []string, lines [][]string) err
 	return tw.Flush()
 }
 
-// WriteCSV writes one line per request with the columns of csvHeader. An
-// undefined figure is an empty cell; numbers use Go's shortest round-trip
-// form.
+// WriteCSV writes one line per request with the columns of csvHeader,
+// then, when some request has a figure of a model that reasons (a
+// streamed request's TTFA is one), those columns: ttfa_s,
+// last_reasoning_s, reasoning_tokens, answer_tokens,
+// server_reasoning_tokens, hidden_tokens, tpot_answer_s,
+// tpot_reasoning_s and energy_j_per_answer_token. An undefined figure is
+// an empty cell; numbers use Go's shortest round-trip form.
 func WriteCSV(w io.Writer, reqs []Request) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(csvHeader); err != nil {
-		return err
-	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	pf := func(v *float64) string {
 		if v == nil {
 			return ""
 		}
 		return f(*v)
+	}
+	sides := slices.ContainsFunc(reqs, func(q Request) bool { _, with := sideCells(q.Exo(), pf); return with })
+	header := csvHeader
+	if sides {
+		header = append(slices.Clip(header), csvSides...)
+	}
+	if err := cw.Write(header); err != nil {
+		return err
 	}
 	for _, q := range reqs {
 		r := q.Exo()
@@ -583,6 +731,10 @@ func WriteCSV(w io.Writer, reqs []Request) error {
 		}
 		if e := r.Energy; e != nil {
 			rec[23], rec[24], rec[25] = f(e.Joules), f(e.AvgWatts), pf(e.JPerGeneratedToken)
+		}
+		if sides {
+			more, _ := sideCells(r, pf)
+			rec = append(rec, more...)
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -398,12 +398,14 @@ func (r *Runner) energy(br concurrency.BurstResult[engine.Result], ps []promptsi
 	rec := r.Sampler.Recording()
 	w := energy.Window{Start: br.Start, End: br.Start.Add(br.Wall)}
 	run := energy.Run{Window: w, Idle: r.Idle}
-	tokens := 0
+	tokens, answer, answerKnown := 0, 0, true
 	for _, q := range br.Requests {
 		if q.Err == nil {
 			n, _ := resultTokens(q.Value)
 			tokens += n
 			run.PromptTokens += ps[q.Index].Tokens
+			a, ok := resultAnswerTokens(q.Value)
+			answer, answerKnown = answer+a, answerKnown && ok
 		}
 	}
 	run.GeneratedTokens = tokens
@@ -441,6 +443,13 @@ func (r *Runner) energy(br concurrency.BurstResult[engine.Result], ps []promptsi
 		e.JPerGeneratedToken = finite(rep.JoulesPerGeneratedToken)
 	} else if tokens > 0 {
 		e.JPerGeneratedToken = finite(e.Joules / float64(tokens))
+	}
+	if answerKnown && answer > 0 {
+		j := e.Joules
+		if rep.Split {
+			j = rep.Generation.Joules
+		}
+		e.JPerAnswerToken = finite(j / float64(answer))
 	}
 	for _, w := range rep.Warnings {
 		r.log(context.Background(), slog.LevelDebug, "energy warning", "err", w)

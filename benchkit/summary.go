@@ -10,6 +10,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine/metrics/view"
 	"github.com/inferbench/inferbench/timing"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -104,6 +105,24 @@ type Summary struct {
 	ITL  Quantiles `json:"itl_s"`
 	E2E  Quantiles `json:"e2e_s"`
 
+	// The figures of a model that reasons before it answers, over the
+	// completed requests that have them (Request's of these names),
+	// absent where none has: TTFA (every streamed request's: TTFT's for
+	// one that did not reason), the time to the last reasoning token,
+	// each side's TPOT, and the reasoning and answer tokens per request,
+	// with their sums (TotalAnswerTokens over the requests whose answer
+	// tokens are known). HiddenTokens sums the tokens the server counted
+	// but never sent.
+	TTFA                 Quantiles `json:"ttfa_s,omitzero"`
+	LastReasoning        Quantiles `json:"last_reasoning_s,omitzero"`
+	TPOTAnswer           Quantiles `json:"tpot_answer_s,omitzero"`
+	TPOTReasoning        Quantiles `json:"tpot_reasoning_s,omitzero"`
+	ReasoningTokens      Quantiles `json:"reasoning_tokens,omitzero"`
+	AnswerTokens         Quantiles `json:"answer_tokens,omitzero"`
+	TotalReasoningTokens *int      `json:"total_reasoning_tokens,omitempty"`
+	TotalAnswerTokens    *int      `json:"total_answer_tokens,omitempty"`
+	HiddenTokens         int       `json:"hidden_tokens,omitempty"`
+
 	// Goodput counts the requests that met every objective of the SLO;
 	// null without objectives. MeetsSLO is whether its fraction reaches
 	// DefaultSLOAttainment (null without objectives).
@@ -158,6 +177,14 @@ type Summary struct {
 	// ServerEnergyJ and ServerJPerToken the server's (exo's power_usage of
 	// the burst's longest request, every node).
 	EnergyJ, JPerToken, ServerEnergyJ, ServerJPerToken timing.Interval `json:"-"`
+	// For a model that reasons: RepeatTTFA is the mean client TTFA;
+	// RepeatReasoningTokens and RepeatAnswerTokens the mean reasoning
+	// tokens (over the requests that reasoned) and answer tokens per
+	// request; JPerAnswerToken and ServerJPerAnswerToken the energies
+	// over the repeat's answer tokens alone, the thinking's cost in each
+	// (n = 0 where some request's answer tokens are unknown).
+	RepeatTTFA, RepeatReasoningTokens, RepeatAnswerTokens timing.Interval `json:"-"`
+	JPerAnswerToken, ServerJPerAnswerToken                timing.Interval `json:"-"`
 	// PeakMemoryBytes is the largest peak memory any request reported.
 	PeakMemoryBytes int64 `json:"-"`
 	// EnergyWindowShort is true when some repeat's client energy window
@@ -264,8 +291,8 @@ func summarize(reqs []Request, key Key, slo timing.SLO) Summary {
 	s.Warnings = append(s.Warnings, requestWarnings(reqs, s.Completed, key != ByCell)...)
 	if key == ByCell {
 		s.Warnings = append(s.Warnings, s.repeatWarnings(reqs)...)
-	} else if unstreamed := countIf(reqs, func(r Request) bool { return !r.Failed() && !r.Stream }); unstreamed > 0 && slo.TTFT+slo.TPOT+slo.ITL > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%d requests were not streamed: they have no TTFT, TPOT or ITL and cannot meet objectives on them", unstreamed))
+	} else if unstreamed := countIf(reqs, func(r Request) bool { return !r.Failed() && !r.Stream }); unstreamed > 0 && slo.TTFT+slo.TTFA+slo.TPOT+slo.ITL > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d requests were not streamed: they have no TTFT, TTFA, TPOT or ITL and cannot meet objectives on them", unstreamed))
 	}
 	if key != ByCell && len(reqs) > 0 && countIf(reqs, func(r Request) bool { return r.TGTarget == 1 }) == len(reqs) {
 		s.Warnings = append(s.Warnings, tg1Note)
@@ -278,6 +305,7 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 	s.Requests = len(reqs)
 	var ttft, tpot, itl, e2e, lags []float64
 	var metrics []timing.Metrics
+	var sides sideSamples
 	var wall float64
 	cachedPrompt, reported := 0, false
 	for _, r := range reqs {
@@ -314,7 +342,9 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 		appendDefined(&e2e, r.E2ES)
 		itl = append(itl, r.ITLS...)
 		metrics = append(metrics, r.Metrics())
+		sides.add(r)
 	}
+	sides.set(s)
 	if reported && cachedPrompt > 0 {
 		s.PrefixHitRate = finite(float64(s.CachedTokens) / float64(cachedPrompt))
 	}
@@ -340,6 +370,58 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 		meets := g.Total > 0 && g.Fraction >= DefaultSLOAttainment
 		s.MeetsSLO = &meets
 	}
+}
+
+// sideSamples gathers the figures of the two sides (reasoning and
+// answer) over a group's completed requests.
+type sideSamples struct {
+	ttfa, last, tpotA, tpotR, reasoning, answer []float64
+	// The sums of the counts and the hidden tokens, saturating: rows
+	// read back from a file may hold any count.
+	sumReasoning, sumAnswer, hidden int
+}
+
+// addSat returns a + b, held within the ints when it overflows.
+func addSat(a, b int) int {
+	switch {
+	case b > 0 && a > math.MaxInt-b:
+		return math.MaxInt
+	case b < 0 && a < math.MinInt-b:
+		return math.MinInt
+	}
+	return a + b
+}
+
+func (x *sideSamples) add(r Request) {
+	appendDefined(&x.ttfa, r.TTFAS)
+	appendDefined(&x.last, r.LastReasoningS)
+	appendDefined(&x.tpotA, r.TPOTAnswerS)
+	appendDefined(&x.tpotR, r.TPOTReasoningS)
+	if r.ReasoningTokens != nil {
+		x.reasoning = append(x.reasoning, float64(*r.ReasoningTokens))
+		x.sumReasoning = addSat(x.sumReasoning, *r.ReasoningTokens)
+	}
+	if r.AnswerTokens != nil {
+		x.answer = append(x.answer, float64(*r.AnswerTokens))
+		x.sumAnswer = addSat(x.sumAnswer, *r.AnswerTokens)
+	}
+	x.hidden = addSat(x.hidden, r.HiddenTokens)
+}
+
+// set writes the figures into s: quantiles, and sums where a request had
+// the count.
+func (x *sideSamples) set(s *Summary) {
+	s.TTFA, s.LastReasoning = quantiles(x.ttfa), quantiles(x.last)
+	s.TPOTAnswer, s.TPOTReasoning = quantiles(x.tpotA), quantiles(x.tpotR)
+	s.ReasoningTokens, s.AnswerTokens = quantiles(x.reasoning), quantiles(x.answer)
+	sum := func(v []float64, n int) *int {
+		if len(v) == 0 {
+			return nil
+		}
+		return &n
+	}
+	s.TotalReasoningTokens, s.TotalAnswerTokens = sum(x.reasoning, x.sumReasoning), sum(x.answer, x.sumAnswer)
+	s.HiddenTokens = x.hidden
 }
 
 func appendDefined(dst *[]float64, v *float64) {
@@ -392,6 +474,9 @@ func requestWarnings(reqs []Request, completed int, withFailed bool) []string {
 	if n := code(WarnShortGeneration); n > 0 {
 		out = append(out, fmt.Sprintf("%d of %d requests generated fewer completion tokens than asked", n, completed))
 	}
+	if n := code(WarnReasoningMismatch); n > 0 {
+		out = append(out, fmt.Sprintf("%d of %d requests: the stream's reasoning tokens differ from the server's reasoning_tokens (each row has both: reasoning_tokens, server_reasoning_tokens); the adapter did not tell the server's reasoning from its answer, or the server counts otherwise", n, completed))
+	}
 	if n := countIf(reqs, func(r Request) bool { return r.ConnectS != nil }); n > 0 {
 		out = append(out, fmt.Sprintf("new connections: %d of %d requests waited for a new connection (connect_s): the dial delayed their send (schedule lag) but is not in their ttft_s, which vLLM's benchmark would count it in; the server may also be slower on a connection's first request", n, len(reqs)))
 	}
@@ -402,7 +487,7 @@ func requestWarnings(reqs []Request, completed int, withFailed bool) []string {
 	for _, r := range reqs {
 		for _, w := range r.Warnings {
 			switch w.Code {
-			case WarnPromptMismatch, WarnShortGeneration, WarnClientCounted:
+			case WarnPromptMismatch, WarnShortGeneration, WarnClientCounted, WarnReasoningMismatch:
 				continue
 			}
 			if !seen[w.Message] {
@@ -431,12 +516,17 @@ type burstFigures struct {
 	serverJ, serverJPerTok, prefillS float64
 	short                            bool // the client window is short
 	windowS, intervalS               float64
+	// ttfaS is the mean client TTFA, reasoningTok and answerTok the mean
+	// reasoning tokens (of the requests that reasoned) and answer tokens;
+	// jPerAnswer and serverJPerAnswer the energies over the answer tokens,
+	// NaN unless every successful request's are known.
+	ttfaS, reasoningTok, answerTok, jPerAnswer, serverJPerAnswer float64
 }
 
 // figuresOf computes the figures of one burst's requests.
 func figuresOf(reqs []Request) burstFigures {
 	var rates []timing.BurstRequest
-	var pts, ttfts, e2es, prefills []float64
+	var pts, ttfts, e2es, prefills, ttfas, reasoning, answer []float64
 	f := burstFigures{energyJ: math.NaN(), jPerTok: math.NaN(), serverJ: math.NaN(), serverJPerTok: math.NaN()}
 	longest, wall := -1.0, 0.0
 	energyJ, haveEnergy, sharedDone := 0.0, false, false
@@ -459,6 +549,13 @@ func figuresOf(reqs []Request) burstFigures {
 			}
 		}
 		appendDefined(&ttfts, r.TTFTS)
+		appendDefined(&ttfas, r.TTFAS)
+		if r.ReasoningTokens != nil {
+			reasoning = append(reasoning, float64(*r.ReasoningTokens))
+		}
+		if r.AnswerTokens != nil {
+			answer = append(answer, float64(*r.AnswerTokens))
+		}
 		e2es = append(e2es, r.DoneS)
 		if pu := r.PowerUsage; pu != nil && pu.ElapsedSeconds > longest && pu.TotalEnergyJoules > 0 {
 			longest, f.serverJ = pu.ElapsedSeconds, pu.TotalEnergyJoules
@@ -482,6 +579,11 @@ func figuresOf(reqs []Request) burstFigures {
 		if f.burst.TotalTokens > 0 {
 			f.jPerTok = energyJ / float64(f.burst.TotalTokens)
 		}
+	}
+	f.ttfaS, f.reasoningTok, f.answerTok = meanOrNaN(ttfas), meanOrNaN(reasoning), meanOrNaN(answer)
+	f.jPerAnswer, f.serverJPerAnswer = math.NaN(), math.NaN()
+	if total := floats.Sum(answer); len(answer) == f.ok && total > 0 {
+		f.jPerAnswer, f.serverJPerAnswer = f.energyJ/total, f.serverJ/total
 	}
 	return f
 }
@@ -533,6 +635,7 @@ func (s *Summary) overRepeats(reqs []Request) {
 	repeats := byRepeat(reqs)
 	s.Repeats = len(repeats)
 	var prompt, gen, exoAgg, thru, ttft, joules, jpt, sj, sjpt, prefill []float64
+	var ttfa, reasoning, answer, jpa, sjpa []float64
 	add := func(dst *[]float64, v float64) {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			*dst = append(*dst, v)
@@ -550,6 +653,11 @@ func (s *Summary) overRepeats(reqs []Request) {
 		add(&sj, f.serverJ)
 		add(&sjpt, f.serverJPerTok)
 		add(&prefill, f.prefillS)
+		add(&ttfa, f.ttfaS)
+		add(&reasoning, f.reasoningTok)
+		add(&answer, f.answerTok)
+		add(&jpa, f.jPerAnswer)
+		add(&sjpa, f.serverJPerAnswer)
 		if f.short && (!s.EnergyWindowShort || f.windowS < s.ShortWindowS) {
 			s.EnergyWindowShort, s.ShortWindowS, s.SampleIntervalS = true, f.windowS, f.intervalS
 		}
@@ -557,6 +665,8 @@ func (s *Summary) overRepeats(reqs []Request) {
 	s.PromptTPS, s.GenerationTPS, s.ExoAggregateTPS, s.ThroughputTPS = interval(prompt), interval(gen), interval(exoAgg), interval(thru)
 	s.RepeatTTFT, s.EnergyJ, s.JPerToken = interval(ttft), interval(joules), interval(jpt)
 	s.ServerEnergyJ, s.ServerJPerToken, s.ServerPrefillS = interval(sj), interval(sjpt), interval(prefill)
+	s.RepeatTTFA, s.RepeatReasoningTokens, s.RepeatAnswerTokens = interval(ttfa), interval(reasoning), interval(answer)
+	s.JPerAnswerToken, s.ServerJPerAnswerToken = interval(jpa), interval(sjpa)
 }
 
 // repeatWarnings are a cell's burst aggregates' warnings, each once, and

@@ -21,6 +21,18 @@
 //	ICL             = gaps between consecutive content chunks          (Trace.ICL)
 //	ITL             = per-token gaps: a chunk of k tokens arriving g
 //	                  after the previous chunk gives k gaps of g/k      (Trace.ITL)
+//	TTFA            = first answer chunk − request written             (Trace.TTFA)
+//	LastReasoning   = last reasoning chunk − request written           (Trace.LastReasoning)
+//	TPOT of a side  = the side's time after its first token
+//	                  / (its tokens − 1)        (Trace.TPOTAnswer, Trace.TPOTReasoning)
+//
+// A chunk's Kind puts it on the reasoning side or the answer's (text and
+// tool calls): a model that reasons before it answers has each side's
+// figures beside the whole stream's, the reasoning ones undefined for a
+// stream without reasoning, whose TTFA and answer TPOT are its TTFT and
+// TPOT (Trace.TPOTAnswer says how a side's time is counted). Tokens a server counted but
+// never sent (Trace.HiddenTokens) are in no rate measured from chunk
+// arrivals, and reported.
 //
 // A rate over fewer than two tokens, or over a zero span, is undefined:
 // the functions return ErrUndefined (wrapped with the values that made it

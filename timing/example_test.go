@@ -90,3 +90,31 @@ func ExampleComputeGoodput() {
 	// Output:
 	// ttft≤200ms tpot≤50ms: 1 of 3 good, 0.50 req/s
 }
+
+func ExampleTrace_TTFA() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := func(v int) time.Time { return start.Add(time.Duration(v) * time.Millisecond) }
+	tr := timing.Trace{
+		Start: start,
+		Chunks: []timing.Chunk{
+			{At: ms(100), Tokens: 1, Kind: timing.Reasoning}, // the model thinks…
+			{At: ms(110), Tokens: 1, Kind: timing.Reasoning},
+			{At: ms(120), Tokens: 1, Kind: timing.Reasoning},
+			{At: ms(150), Tokens: 1}, // …then answers
+			{At: ms(165), Tokens: 1},
+			{At: ms(180), Tokens: 1},
+		},
+		End: ms(180),
+	}
+	m, err := tr.Metrics()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("TTFT:", m.TTFT, "TTFA:", m.TTFA, "last reasoning:", m.LastReasoning)
+	fmt.Println("tokens:", m.Tokens, "=", m.ReasoningTokens, "reasoning +", m.AnswerTokens, "answer")
+	fmt.Println("TPOT:", m.TPOT, "reasoning:", m.TPOTReasoning, "answer:", m.TPOTAnswer)
+	// Output:
+	// TTFT: 100ms TTFA: 150ms last reasoning: 120ms
+	// tokens: 6 = 3 reasoning + 3 answer
+	// TPOT: 16ms reasoning: 10ms answer: 15ms
+}

@@ -12,6 +12,10 @@ import (
 type SLO struct {
 	// TTFT is the longest acceptable time to first token.
 	TTFT time.Duration
+	// TTFA is the longest acceptable time to the first answer token
+	// (Metrics.TTFA): for a model that reasons first, when its answer
+	// begins; TTFT for one that does not.
+	TTFA time.Duration
 	// TPOT is the longest acceptable time per output token.
 	TPOT time.Duration
 	// ITL is the longest acceptable inter-token gap: every per-token gap
@@ -22,11 +26,14 @@ type SLO struct {
 }
 
 // Met reports whether a request with metrics m meets every objective of s.
-// A figure the objective needs but m lacks (no first token, no end) fails
-// it; an undefined TPOT (one token) has no time per output token to exceed
-// and passes, as in vLLM's goodput.
+// A figure the objective needs but m lacks (no first token, no answer
+// token, no end) fails it; an undefined TPOT (one token) has no time per
+// output token to exceed and passes, as in vLLM's goodput.
 func (s SLO) Met(m Metrics) bool {
 	if s.TTFT > 0 && (!m.TTFTDefined || m.TTFT > s.TTFT) {
+		return false
+	}
+	if s.TTFA > 0 && (!m.TTFADefined || m.TTFA > s.TTFA) {
 		return false
 	}
 	if s.E2E > 0 && (!m.E2EDefined || m.E2E > s.E2E) {
@@ -75,7 +82,8 @@ func ComputeGoodput(slo SLO, ok []Metrics, failed int, wall time.Duration) Goodp
 	return g
 }
 
-// String formats s as its set objectives, e.g. "ttft≤200ms tpot≤50ms".
+// String formats s as its set objectives, e.g. "ttft≤200ms tpot≤50ms",
+// "ttfa≤2s".
 func (s SLO) String() string {
 	var out []byte
 	add := func(name string, d time.Duration) {
@@ -87,6 +95,7 @@ func (s SLO) String() string {
 		}
 	}
 	add("ttft", s.TTFT)
+	add("ttfa", s.TTFA)
 	add("tpot", s.TPOT)
 	add("itl", s.ITL)
 	add("e2e", s.E2E)

@@ -69,6 +69,33 @@ type Metrics struct {
 	// ITL are the per-token gaps (Trace.ITL) and ICL the per-chunk gaps
 	// (Trace.ICL).
 	ITL, ICL []time.Duration
+	// TTFA is the time to the first answer token (Trace.TTFA): TTFT for
+	// a trace without reasoning chunks, undefined when no answer chunk
+	// came (a stream that ended while reasoning).
+	TTFA        time.Duration
+	TTFADefined bool
+	// ReasoningTokens and AnswerTokens split Tokens by the side of the
+	// chunks that carried them (Trace.ReasoningTokens, AnswerTokens; a
+	// tool call is answer-side output): they sum to Tokens.
+	// ReasoningDefined is true when a chunk carried reasoning: without
+	// one the reasoning figures (ReasoningTokens, LastReasoning,
+	// TPOTReasoning) are undefined, not zero, and AnswerTokens is Tokens.
+	ReasoningTokens, AnswerTokens int
+	ReasoningDefined              bool
+	// LastReasoning is the time to the last reasoning token
+	// (Trace.LastReasoning).
+	LastReasoning        time.Duration
+	LastReasoningDefined bool
+	// TPOTAnswer and TPOTReasoning are the time per output token of each
+	// side after its first token (Trace.TPOTAnswer, TPOTReasoning), beside
+	// TPOT, the whole stream's. Without reasoning chunks TPOTAnswer is
+	// TPOT.
+	TPOTAnswer, TPOTReasoning               time.Duration
+	TPOTAnswerDefined, TPOTReasoningDefined bool
+	// HiddenTokens are the tokens the server counted but never sent
+	// (Trace.HiddenTokens): in none of the figures above, which count
+	// only the tokens the chunks carried, and reported here.
+	HiddenTokens int
 	// Warnings explain undefined figures and estimated token counts.
 	Warnings []error
 }
@@ -126,5 +153,39 @@ func (t Trace) Metrics() (Metrics, error) {
 		m.OutputTPS = float64(m.Tokens) / m.E2E.Seconds()
 		m.OutputTPSDefined = true
 	}
+	m.sides(t, warn)
 	return m, nil
+}
+
+// sides fills the figures of the reasoning and the answer. A trace
+// without reasoning warns of nothing it lacks: its TTFA and TPOTAnswer
+// are TTFT and TPOT, whose warnings say why when they are undefined.
+func (m *Metrics) sides(t Trace, warn func(error)) {
+	m.ReasoningTokens, m.AnswerTokens = t.ReasoningTokens(), t.AnswerTokens()
+	m.ReasoningDefined = t.HasReasoning()
+	m.HiddenTokens = t.HiddenTokens
+	if m.HiddenTokens > 0 {
+		warn(fmt.Errorf("timing: the server counted %d tokens it never sent: no chunk carried them, so TPOT, ITL and the generation rate count only the %d tokens sent", m.HiddenTokens, m.Tokens))
+	}
+	var err error
+	if m.TTFA, err = t.TTFA(); err == nil {
+		m.TTFADefined = true
+	} else if m.ReasoningDefined {
+		warn(err)
+	}
+	if m.TPOTAnswer, err = t.TPOTAnswer(); err == nil {
+		m.TPOTAnswerDefined = true
+	} else if m.ReasoningDefined && m.TTFADefined {
+		warn(err)
+	}
+	if !m.ReasoningDefined {
+		return
+	}
+	m.LastReasoning, _ = t.LastReasoning()
+	m.LastReasoningDefined = true
+	if m.TPOTReasoning, err = t.TPOTReasoning(); err == nil {
+		m.TPOTReasoningDefined = true
+	} else {
+		warn(err)
+	}
 }

@@ -73,7 +73,8 @@ const MaxTraceTokens = 1 << 20
 // not before Start; chunks are in non-decreasing order of At, none before
 // Start (nor before Headers, when set); End, when set, is not before the
 // last chunk; no chunk has a negative token count; the chunks carry at
-// most MaxTraceTokens tokens in all.
+// most MaxTraceTokens tokens in all; HiddenTokens is neither negative nor
+// above MaxTraceTokens.
 type Trace struct {
 	// Start is when the request began to be written to the connection.
 	Start time.Time
@@ -131,6 +132,9 @@ func (t Trace) Validate() error {
 	}
 	if err := t.validateFirstChunk(); err != nil {
 		return err
+	}
+	if t.HiddenTokens < 0 || t.HiddenTokens > MaxTraceTokens {
+		return fmt.Errorf("%w: HiddenTokens is %d, want 0 to MaxTraceTokens (%d)", ErrInvalidTrace, t.HiddenTokens, MaxTraceTokens)
 	}
 	if n := t.Tokens(); n > MaxTraceTokens {
 		return fmt.Errorf("%w: the chunks carry %d tokens, more than MaxTraceTokens (%d)", ErrInvalidTrace, n, MaxTraceTokens)

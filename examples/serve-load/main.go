@@ -6,7 +6,9 @@
 // token, and each request's TTFT, TPOT, ITL and E2E are recorded beside
 // the schedule. A
 // comma list of rates runs a sweep; --find-max-rate searches the highest
-// rate that meets the SLOs.
+// rate that meets the SLOs (--slo-ttft, --slo-tpot, --slo-itl, --slo-e2e,
+// and --slo-ttfa on the time to the first answer token: when a reasoning
+// model's answer begins after its thinking).
 //
 // --trace FILE replays a trace (Mooncake or Bailian JSONL, BurstGPT or
 // Azure CSV; --trace-format names it when the content does not) at its

@@ -35,7 +35,7 @@ type options struct {
 	sharedPrefix                                    int
 	gcPercent                                       cli.GCPercent
 	stream, allowSaturated, allowEOS                bool
-	sloTTFT, sloTPOT, sloITL, sloE2E                float64
+	sloTTFT, sloTTFA, sloTPOT, sloITL, sloE2E       float64
 	attainment                                      float64
 	findMaxRate                                     bool
 	searchStart, searchMax, searchFactor, searchTol float64
@@ -73,6 +73,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.IntVar(&o.sharedPrefix, "shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none; each prompt differs from its first content token)")
 	fs.BoolVar(&o.stream, "stream", true, "stream responses (needed for TTFT, TPOT and ITL)")
 	fs.Float64Var(&o.sloTTFT, "slo-ttft", 0, "TTFT objective in ms for goodput (0: none)")
+	fs.Float64Var(&o.sloTTFA, "slo-ttfa", 0, "objective in ms on the time to the first answer token, after a reasoning model's thinking (TTFT for one that does not reason) (0: none)")
 	fs.Float64Var(&o.sloTPOT, "slo-tpot", 0, "TPOT objective in ms (0: none)")
 	fs.Float64Var(&o.sloITL, "slo-itl", 0, "ITL objective in ms: every gap within it (0: none)")
 	fs.Float64Var(&o.sloE2E, "slo-e2e", 0, "E2E objective in ms (0: none)")
@@ -129,7 +130,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		name string
 		ms   float64
 		d    *time.Duration
-	}{{"slo-ttft", o.sloTTFT, &slo.TTFT}, {"slo-tpot", o.sloTPOT, &slo.TPOT}, {"slo-itl", o.sloITL, &slo.ITL}, {"slo-e2e", o.sloE2E, &slo.E2E}} {
+	}{{"slo-ttft", o.sloTTFT, &slo.TTFT}, {"slo-ttfa", o.sloTTFA, &slo.TTFA}, {"slo-tpot", o.sloTPOT, &slo.TPOT}, {"slo-itl", o.sloITL, &slo.ITL}, {"slo-e2e", o.sloE2E, &slo.E2E}} {
 		if math.IsNaN(v.ms) || v.ms < 0 || math.IsInf(v.ms, 0) {
 			return o, nil, slo, cli.Usagef("--%s must be a non-negative number of milliseconds, got %g", v.name, v.ms)
 		}
@@ -147,7 +148,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	case o.findMaxRate && len(rates) > 1:
 		return o, nil, slo, cli.Usagef("--find-max-rate searches the rate itself; drop the --rate list")
 	case o.findMaxRate && slo == (timing.SLO{}):
-		return o, nil, slo, cli.Usagef("--find-max-rate needs at least one of --slo-ttft, --slo-tpot, --slo-itl, --slo-e2e")
+		return o, nil, slo, cli.Usagef("--find-max-rate needs at least one of --slo-ttft, --slo-ttfa, --slo-tpot, --slo-itl, --slo-e2e")
 	case o.findMaxRate && (o.searchStart <= 0 || math.IsNaN(o.searchStart) || math.IsInf(o.searchStart, 0)):
 		return o, nil, slo, cli.Usagef("--search-start must be a positive rate, got %g", o.searchStart)
 	case o.findMaxRate && !(o.searchFactor > 1 && o.searchFactor < math.Inf(1)):
@@ -158,8 +159,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, cli.Usagef("--search-max must not be negative, got %g", o.searchMax)
 	case o.attainment <= 0 || o.attainment > 1 || math.IsNaN(o.attainment):
 		return o, nil, slo, cli.Usagef("--slo-attainment must be in (0, 1], got %g", o.attainment)
-	case !o.stream && slo.TTFT+slo.TPOT+slo.ITL > 0:
-		return o, nil, slo, cli.Usagef("TTFT, TPOT and ITL objectives need --stream")
+	case !o.stream && slo.TTFT+slo.TTFA+slo.TPOT+slo.ITL > 0:
+		return o, nil, slo, cli.Usagef("TTFT, TTFA, TPOT and ITL objectives need --stream")
 	case o.target.Timeout < 0 || o.grace < 0:
 		return o, nil, slo, cli.Usagef("--timeout and --grace must not be negative")
 	}

@@ -72,8 +72,8 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	jsonOut := fs.String("json-out", "", "write the merged result as JSON to this file")
 	format := fs.String("format", "table", "stdout format: table or json")
 	allowSaturated := fs.Bool("allow-saturated", false, "exit 0 even when a segment's client was the bottleneck")
-	var ms [4]float64
-	for i, name := range []string{"ttft", "tpot", "itl", "e2e"} {
+	var ms [5]float64
+	for i, name := range []string{"ttft", "ttfa", "tpot", "itl", "e2e"} {
 		fs.Float64Var(&ms[i], "slo-"+name, 0, "goodput objective on "+name+" in ms, as the segments ran with (0: none)")
 	}
 	if err := fs.Parse(args); err != nil {
@@ -86,7 +86,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return cli.Usagef("--format must be table or json, got %q", *format)
 	}
 	var slo timing.SLO
-	for i, d := range []*time.Duration{&slo.TTFT, &slo.TPOT, &slo.ITL, &slo.E2E} {
+	for i, d := range []*time.Duration{&slo.TTFT, &slo.TTFA, &slo.TPOT, &slo.ITL, &slo.E2E} {
 		if math.IsNaN(ms[i]) || ms[i] < 0 || math.IsInf(ms[i], 0) {
 			return cli.Usagef("SLO objectives must be non-negative milliseconds, got %g", ms[i])
 		}
