@@ -49,6 +49,8 @@ type ExoRun struct {
 	Warnings          []Warning  `json:"warnings,omitempty"`
 	ErrorKind         string     `json:"error_kind,omitempty"`
 	Error             string     `json:"error,omitempty"`
+	// Thinking is the request's thinking setting (Labels.Thinking).
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // Exo returns r as a row of exo's result files.
@@ -65,7 +67,7 @@ func (r Request) Exo() ExoRun {
 		SendOffsetS: r.SendOffsetS, DispatchSkewS: r.DispatchSkewS,
 		ConnectS: r.ConnectS, TTFTFirstChunkS: r.TTFTFirstChunkS, FirstShared: r.FirstShared,
 		Energy: r.Energy, EnergyWindowShort: r.EnergyWindowShort, Simulated: r.Simulated,
-		Warnings: r.Warnings, ErrorKind: r.ErrorKind, Error: r.Error,
+		Warnings: r.Warnings, ErrorKind: r.ErrorKind, Error: r.Error, Thinking: r.Thinking,
 	}
 	if x.ModelShortID == "" {
 		x.ModelShortID = r.Model
@@ -91,7 +93,7 @@ func (x ExoRun) Request() Request {
 		Energy: x.Energy, EnergyWindowShort: x.EnergyWindowShort, Simulated: x.Simulated,
 		Warnings: x.Warnings, ErrorKind: x.ErrorKind, Error: x.Error,
 	}
-	r.Repeat, r.Concurrency = x.RepeatIndex, x.Concurrency
+	r.Repeat, r.Concurrency, r.Thinking = x.RepeatIndex, x.Concurrency, x.Thinking
 	r.Placement = Placement{Sharding: x.PlacementSharding, InstanceMeta: x.PlacementInstanceMeta,
 		Nodes: x.PlacementNodes, InstanceID: x.InstanceID, DownloadDurationS: x.DownloadDurationS}
 	return r

@@ -29,7 +29,8 @@ type TableOptions struct {
 // instead). Its columns follow the summaries' key.
 //
 // ByCell summaries (a Runner's cells, with a placement column when they
-// carry one) show prompt TPS, generation TPS, exo's aggregate beside Σ
+// carry one and a thinking column when their thinking settings differ)
+// show prompt TPS, generation TPS, exo's aggregate beside Σ
 // tokens / wall, TTFT, peak memory, energy and J/token, each as "mean ±
 // the half width of its repeat-level 95 % confidence interval"; the
 // terminal table says once what ± means and fits 120 columns, Markdown
@@ -45,7 +46,8 @@ type TableOptions struct {
 //     a note ("window 1.2 s < 3 × 1 s samples").
 //
 // A column with no figure in any line is left out. Other summaries (a
-// load test's runs) show the offered load, requests, throughputs, TTFT,
+// load test's runs, led by a thinking column when any run set a thinking
+// control) show the offered load, requests, throughputs, TTFT,
 // TPOT, ITL and E2E (mean, p50, p99 in ms) and goodput. Each summary's
 // warnings follow as numbered notes.
 func WriteTable(w io.Writer, sums []Summary, opts TableOptions) error {
@@ -131,6 +133,7 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 	}
 	place := func(c Summary) string { return c.Labels.Placement.String() }
 	samePlace := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return place(c) != place(cells[0]) })
+	sameThink := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Thinking != cells[0].Labels.Thinking })
 	sameReps := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Repeats != cells[0].Repeats })
 	sameTG := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Cell.TG != cells[0].Cell.TG })
 	header = []string{"pp", "tg", "conc", "prompt tok/s", "gen tok/s", "exo max×N", "Σtok/wall", ttftHead, "peak mem", "J/tok", "failed"}
@@ -140,6 +143,9 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 	if sameTG {
 		header = slices.Delete(header, 1, 2)
 	}
+	if !sameThink {
+		header = append([]string{"thinking"}, header...)
+	}
 	if !samePlace {
 		header = append([]string{"placement"}, header...)
 	}
@@ -147,6 +153,9 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 		var cols []string
 		if !samePlace {
 			cols = append(cols, place(c))
+		}
+		if !sameThink {
+			cols = append(cols, thinkingCol(c))
 		}
 		cols = append(cols, strconv.Itoa(c.Cell.PP))
 		if !sameTG {
@@ -178,6 +187,9 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 		lg = append(lg, fmt.Sprintf("± is the half width of each figure's 95 %% confidence interval over %s (the JSON has each with its sd)", over))
 		if samePlace && place(cells[0]) != "" {
 			lg = append(lg, "placement: "+place(cells[0]))
+		}
+		if sameThink && cells[0].Labels.Thinking != "" {
+			lg = append(lg, "thinking: "+cells[0].Labels.Thinking)
 		}
 		if sameTG {
 			lg = append(lg, fmt.Sprintf("tg = %d tokens in every cell", cells[0].Cell.TG))
@@ -272,6 +284,10 @@ func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, note
 	pm := func(iv timing.Interval, scale float64, prec int) string { return pm(iv, scale, prec, md) }
 	header = []string{"pp", "tg", "conc", "reps", ci("prompt tok/s"), ci("gen tok/s"), ci("exo agg tok/s (max×N)"), ci("Σtok/wall tok/s"), ci(ttftHead), "peak mem", ci(energyHead), ci(jHead), "failed"}
 	withPlacement := slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Placement.String() != "" })
+	withThinking := slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Thinking != "" })
+	if withThinking {
+		header = append([]string{"thinking"}, header...)
+	}
 	if withPlacement {
 		header = append([]string{"placement"}, header...)
 	}
@@ -279,6 +295,9 @@ func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, note
 		var cols []string
 		if withPlacement {
 			cols = append(cols, c.Labels.Placement.String())
+		}
+		if withThinking {
+			cols = append(cols, thinkingCol(c))
 		}
 		ttft := c.RepeatTTFT
 		if !clientTTFT {
@@ -436,6 +455,12 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if withHits {
 		head = append(head, "cache hit % (server/workload)")
 	}
+	// A thinking column, first, when any run set a thinking control: one
+	// line per setting (and rate).
+	withThinking := slices.ContainsFunc(sums, func(s Summary) bool { return s.Labels.Thinking != "" })
+	if withThinking {
+		head = append([]string{"thinking"}, head...)
+	}
 	var lines [][]string
 	var notes []string
 	for i, s := range sums {
@@ -465,6 +490,10 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		if withHits {
 			l := &lines[len(lines)-1]
 			*l = append(*l, hitRate(s.PrefixHitRate, s.TheoreticalHitRate))
+		}
+		if withThinking {
+			l := &lines[len(lines)-1]
+			*l = append([]string{thinkingCol(s)}, *l...)
 		}
 		for _, wn := range loadNotes(s) {
 			if len(sums) > 1 && inEvery(sums, wn) {
@@ -516,6 +545,14 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// thinkingCol is a summary's thinking setting in a table: "-" for none.
+func thinkingCol(s Summary) string {
+	if s.Labels.Thinking == "" {
+		return "-"
+	}
+	return s.Labels.Thinking
 }
 
 // writeRows writes a header and lines as a Markdown table or aligned
