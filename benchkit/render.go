@@ -502,7 +502,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 				}
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("run %d (%s): %s", i, s.Traffic, wn))
+			notes = append(notes, fmt.Sprintf("run %d (%s): %s", i, runName(s, withThinking), wn))
 		}
 	}
 	var b strings.Builder
@@ -521,8 +521,17 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if err := writeRows(&b, md, head, lines); err != nil {
 		return err
 	}
+	// The server's tables name each run by its traffic: with thinking
+	// settings, led by the setting.
+	named := sums
+	if withThinking {
+		named = slices.Clone(sums)
+		for i := range named {
+			named[i].Traffic = runName(named[i], true)
+		}
+	}
 	for _, grid := range serverGrids {
-		head, lines, legend := grid(sums)
+		head, lines, legend := grid(named)
 		if len(lines) == 0 {
 			continue
 		}
@@ -545,6 +554,16 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// runName names a load test's run in notes and the server's tables: its
+// traffic, after its thinking setting when the table has a thinking
+// column.
+func runName(s Summary, withThinking bool) string {
+	if !withThinking {
+		return s.Traffic
+	}
+	return "thinking " + thinkingCol(s) + ", " + s.Traffic
 }
 
 // thinkingCol is a summary's thinking setting in a table: "-" for none.
