@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,4 +140,35 @@ func TestThinkingCounters(t *testing.T) {
 	if note := budget.CounterNote(plain, "x"); note != "" {
 		t.Errorf("note %q for a budget alone, which sends no template variable; want none", note)
 	}
+}
+
+// FuzzThinkingFlags: whatever --thinking and --reasoning-effort are
+// given, parsing never panics, and what it accepts is the settings'
+// product with each value once and every effort a known one.
+func FuzzThinkingFlags(f *testing.F) {
+	for _, s := range [][2]string{{"off,on", "low,medium,high"}, {"on", ""}, {" OFF ", "High"}, {"on,,off", "low, low"}, {"maybe", "x"}, {",", ","}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, thinking, effort string) {
+		var tf ThinkingFlags
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		tf.AddFlags(fs, true)
+		if fs.Parse([]string{"--thinking=" + thinking, "--reasoning-effort=" + effort}) != nil {
+			return
+		}
+		settings := tf.Settings()
+		want := max(len(tf.Enabled), 1) * max(len(tf.Efforts), 1)
+		if len(tf.Enabled)+len(tf.Efforts) == 0 {
+			want = 0
+		}
+		if len(settings) != want || len(tf.Enabled) > 2 || len(tf.Efforts) > len(efforts) {
+			t.Fatalf("%q, %q: %d settings of %d switches and %d efforts", thinking, effort, len(settings), len(tf.Enabled), len(tf.Efforts))
+		}
+		for _, s := range settings {
+			if s.Effort != "" && !slices.Contains(efforts, s.Effort) {
+				t.Fatalf("%q: effort %q accepted", effort, s.Effort)
+			}
+		}
+	})
 }
