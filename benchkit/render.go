@@ -464,15 +464,6 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	var lines [][]string
 	var notes []string
 	for i, s := range sums {
-		good := "-"
-		if s.Goodput != nil {
-			good = fmt.Sprintf("%d/%d", s.Goodput.Good, s.Goodput.Total)
-			if s.MeetsSLO != nil && *s.MeetsSLO {
-				good += " ✓"
-			} else {
-				good += " ✗"
-			}
-		}
 		lines = append(lines, []string{
 			s.Traffic,
 			fmt.Sprintf("%d/%d", s.Completed, s.Requests),
@@ -483,7 +474,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			ms(s.TPOT.Mean) + "/" + ms(s.TPOT.P50) + "/" + ms(s.TPOT.P99),
 			ms(s.ITL.P50) + "/" + ms(s.ITL.P99),
 			ms(s.E2E.P50) + "/" + ms(s.E2E.P99),
-			good,
+			goodCol(s),
 			ms(s.DispatchSkew.P99),
 			ms(s.ScheduleLag.P99),
 		})
@@ -521,17 +512,8 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if err := writeRows(&b, md, head, lines); err != nil {
 		return err
 	}
-	// The server's tables name each run by its traffic: with thinking
-	// settings, led by the setting.
-	named := sums
-	if withThinking {
-		named = slices.Clone(sums)
-		for i := range named {
-			named[i].Traffic = runName(named[i], true)
-		}
-	}
 	for _, grid := range serverGrids {
-		head, lines, legend := grid(named)
+		head, lines, legend := grid(namedRuns(sums, withThinking))
 		if len(lines) == 0 {
 			continue
 		}
@@ -554,6 +536,32 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// goodCol is a load summary's goodput in a table: good/total and whether
+// the run met the SLOs, "-" without objectives.
+func goodCol(s Summary) string {
+	if s.Goodput == nil {
+		return "-"
+	}
+	good := fmt.Sprintf("%d/%d", s.Goodput.Good, s.Goodput.Total)
+	if s.MeetsSLO != nil && *s.MeetsSLO {
+		return good + " ✓"
+	}
+	return good + " ✗"
+}
+
+// namedRuns are sums for the server's tables, which name each run by its
+// traffic: with thinking settings, led by the setting (runName).
+func namedRuns(sums []Summary, withThinking bool) []Summary {
+	if !withThinking {
+		return sums
+	}
+	named := slices.Clone(sums)
+	for i := range named {
+		named[i].Traffic = runName(named[i], true)
+	}
+	return named
 }
 
 // runName names a load test's run in notes and the server's tables: its
