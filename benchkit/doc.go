@@ -1,7 +1,8 @@
 // Package benchkit composes inferbench's packages into a benchmark, around
 // one record: a Request is one measured request, what was asked, what came
 // back and how each figure was measured, with the labels that place it
-// (run and rate, placement, burst and repeat, phase, session and turn).
+// (run and rate, placement, burst and repeat, phase, session and turn,
+// thinking setting).
 //
 // Every driver emits Requests, built by one function (NewRequest), so a
 // figure follows one rule whichever driver measured it:
@@ -18,6 +19,14 @@
 //     with the reply in its history and its prompt exact with the history
 //     counted, rows labelled by session and turn;
 //   - SendBurst and SendPrompts send one burst in one call.
+//
+// A reasoning model's thinking control (engine.Thinking: on or off, an
+// effort, a budget) goes on every request from the drivers' Request
+// template, and is a sweep axis: Plan.Thinking measures each cell under
+// each setting, LoadPlan.Thinking a load's runs. The drivers count the
+// prompts with the chat template variables the control sends (a Counter
+// with WithTemplateVars: see package promptsize), label each row with its
+// setting (Labels.Thinking) and never summarise settings together.
 //
 // Sinks receive the Requests as they are measured (a JSONL file, a
 // progress line, a caller's own). Summaries are groupings of Requests

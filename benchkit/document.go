@@ -102,6 +102,9 @@ type LoadMeta struct {
 	Workload Workload `json:"lengths"`
 	Traffic  Traffic  `json:"traffic"`
 	Rates    []string `json:"rates,omitempty"`
+	// Thinking are the thinking settings measured in turn
+	// (LoadPlan.Thinking), as the rows label them.
+	Thinking []string `json:"thinking,omitempty"`
 	// Stream says whether responses were streamed; SLO the objectives.
 	Stream bool   `json:"stream"`
 	SLO    string `json:"slo,omitempty"`
@@ -192,13 +195,16 @@ func toIntervalJSON(iv timing.Interval) intervalJSON {
 // repeat's answer tokens alone (what an answer costs with its thinking),
 // each absent where no repeat has it. The placement fields name
 // the placement the cell ran on, with the rows' names for them; a sweep of
-// several placements has one record per placement and cell.
+// several placements has one record per placement and cell, as a plan of
+// several thinking settings has one per setting (thinking) and cell.
 type cellRecord struct {
 	PlacementSharding     string `json:"placement_sharding,omitempty"`
 	PlacementInstanceMeta string `json:"placement_instance_meta,omitempty"`
 	PlacementNodes        int    `json:"placement_nodes,omitempty"`
 	// Placement is the three above as one label, "pipeline-ring-2n".
-	Placement       string       `json:"placement,omitempty"`
+	Placement string `json:"placement,omitempty"`
+	// Thinking is the cell's thinking setting (Labels.Thinking).
+	Thinking        string       `json:"thinking,omitempty"`
 	PP              int          `json:"pp"`
 	TG              int          `json:"tg"`
 	Concurrency     int          `json:"concurrency"`
@@ -254,7 +260,7 @@ func (s Summary) record() cellRecord {
 	}
 	c := cellRecord{
 		PlacementSharding: p.Sharding, PlacementInstanceMeta: p.InstanceMeta,
-		PlacementNodes: p.Nodes, Placement: p.String(),
+		PlacementNodes: p.Nodes, Placement: p.String(), Thinking: s.Labels.Thinking,
 		PP: s.Cell.PP, TG: s.Cell.TG, Concurrency: s.Cell.Concurrency,
 		Repeats: s.Repeats, Requests: s.Requests, Failed: s.Failed,
 		PromptTPS: toIntervalJSON(s.PromptTPS), GenerationTPS: toIntervalJSON(s.GenerationTPS),

@@ -49,6 +49,8 @@ type ExoRun struct {
 	Warnings          []Warning  `json:"warnings,omitempty"`
 	ErrorKind         string     `json:"error_kind,omitempty"`
 	Error             string     `json:"error,omitempty"`
+	// Thinking is the request's thinking setting (Labels.Thinking).
+	Thinking string `json:"thinking,omitempty"`
 
 	// The figures of a model that reasons (Request's of these names),
 	// absent where undefined.
@@ -76,7 +78,7 @@ func (r Request) Exo() ExoRun {
 		SendOffsetS: r.SendOffsetS, DispatchSkewS: r.DispatchSkewS,
 		ConnectS: r.ConnectS, TTFTFirstChunkS: r.TTFTFirstChunkS, FirstShared: r.FirstShared,
 		Energy: r.Energy, EnergyWindowShort: r.EnergyWindowShort, Simulated: r.Simulated,
-		Warnings: r.Warnings, ErrorKind: r.ErrorKind, Error: r.Error,
+		Warnings: r.Warnings, ErrorKind: r.ErrorKind, Error: r.Error, Thinking: r.Thinking,
 	}
 	x.TTFAS, x.LastReasoningS, x.TPOTAnswerS, x.TPOTReasoningS = r.TTFAS, r.LastReasoningS, r.TPOTAnswerS, r.TPOTReasoningS
 	x.ReasoningTokens, x.AnswerTokens, x.ServerReasoningTokens, x.HiddenTokens = r.ReasoningTokens, r.AnswerTokens, r.ServerReasoningTokens, r.HiddenTokens
@@ -104,7 +106,7 @@ func (x ExoRun) Request() Request {
 		Energy: x.Energy, EnergyWindowShort: x.EnergyWindowShort, Simulated: x.Simulated,
 		Warnings: x.Warnings, ErrorKind: x.ErrorKind, Error: x.Error,
 	}
-	r.Repeat, r.Concurrency = x.RepeatIndex, x.Concurrency
+	r.Repeat, r.Concurrency, r.Thinking = x.RepeatIndex, x.Concurrency, x.Thinking
 	r.TTFAS, r.LastReasoningS, r.TPOTAnswerS, r.TPOTReasoningS = x.TTFAS, x.LastReasoningS, x.TPOTAnswerS, x.TPOTReasoningS
 	r.ReasoningTokens, r.AnswerTokens, r.ServerReasoningTokens, r.HiddenTokens = x.ReasoningTokens, x.AnswerTokens, x.ServerReasoningTokens, x.HiddenTokens
 	r.Placement = Placement{Sharding: x.PlacementSharding, InstanceMeta: x.PlacementInstanceMeta,

@@ -346,9 +346,13 @@ type Load struct {
 	// requests then share the chat template and those tokens, and nothing
 	// after them.
 	SharedPrefix int
-	// Request is a template for every request: its Header, Extra and
-	// sampling fields are copied; Model, Messages, MaxTokens, Stream and
-	// IgnoreEOS are the Load's.
+	// Request is a template for every request: its Header, Extra,
+	// sampling fields and Thinking are copied; Model, Messages, MaxTokens,
+	// Stream and IgnoreEOS are the Load's. Its Thinking labels every row
+	// (Labels.Thinking), and the prompts are counted with the chat
+	// template variables it sends (a Builder whose Counter has
+	// WithTemplateVars, as promptsize/hf's and promptsize/remote's have;
+	// another counts without them, and each run says so in a warning).
 	Request engine.Request
 	// RequestTimeout bounds each request; 0 means no bound beyond ctx.
 	RequestTimeout time.Duration
@@ -394,6 +398,9 @@ type Load struct {
 	// the client's. A split plan's segments share the server, so a
 	// segment's run reads no server figures.
 	ServerMetrics *view.Scraper
+
+	runOffset int                                // added to every run's index (Document's thinking settings)
+	builders  map[builderKey]*promptsize.Builder // the Builders that count with a thinking setting's variables
 }
 
 // A LoadRun is one run of a load test: its summary and every request.
@@ -413,7 +420,7 @@ func (l *Load) Run(ctx context.Context, w Workload, traffic Traffic, slo timing.
 }
 
 func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic, slo timing.SLO) (LoadRun, error) {
-	r, err := l.plan(ctx, runIdx, w, traffic)
+	r, err := l.plan(ctx, runIdx+l.runOffset, w, traffic)
 	if err != nil {
 		return LoadRun{}, err
 	}
@@ -472,6 +479,9 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	// gate.
 	ls.Client = loadHealth(rows, lags, r.traffic.MaxConcurrency > 0 || r.traffic.Users > 0, cpu0, cpuOK, time.Since(wall0))
 	ls.Client.setGC(gc0, readGC())
+	if r.thinkWarning != "" {
+		ls.DriverWarnings = append(ls.DriverWarnings, r.thinkWarning)
+	}
 	for _, w := range sum.Warnings {
 		ls.DriverWarnings = append(ls.DriverWarnings, w.Error())
 	}
@@ -521,6 +531,11 @@ type loadRun struct {
 	prepared []engine.Prepared
 	prepErrs []error
 	shift    atomic.Int64 // the runner's start − StartAt, ns
+	// builder makes the prompts, counting with the template variables of
+	// the requests' thinking control; thinking labels the rows, and
+	// thinkWarning says when the counts cannot follow the variables.
+	builder                *promptsize.Builder
+	thinking, thinkWarning string
 }
 
 // plan checks the load, takes its requests from w and opens the
@@ -532,7 +547,8 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	if err := traffic.Validate(); err != nil {
 		return nil, err
 	}
-	r := &loadRun{l: l, runIdx: runIdx, sched: traffic.Schedule()}
+	r := &loadRun{l: l, runIdx: runIdx, sched: traffic.Schedule(), thinking: thinkingLabel(l.Request.Thinking)}
+	r.builder, r.thinkWarning = l.thinkingBuilder()
 	if traffic.Replay {
 		sized, ok := w.(interface{ Len() int })
 		if !ok {
@@ -555,7 +571,7 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	// without a segment).
 	r.own = l.Segment.norm().Indices(n)
 	var err error
-	if r.items, err = l.items(ctx, runIdx, w, n, r.own); err != nil {
+	if r.items, err = l.items(ctx, r.builder, runIdx, w, n, r.own); err != nil {
 		return nil, err
 	}
 	if traffic.Replay {
@@ -658,7 +674,7 @@ func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Resul
 		it := r.items[j]
 		asked := Request{Labels: it.Labels, Index: q.Index, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
 			Model: l.Model, Stream: !l.NoStream, Simulated: l.Simulated}
-		asked.Run, asked.Rate = r.runIdx, r.rate
+		asked.Run, asked.Rate, asked.Thinking = r.runIdx, r.rate, r.thinking
 		row := NewRequest(asked, it.Prompt, q, l.AllowEOS)
 		l.placeRow(&row, r.fields, it.Prompt, time.Duration(r.shift.Load()))
 		if err := addAll(l.Sinks, row); err != nil && sinkErr == nil {
@@ -670,14 +686,14 @@ func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Resul
 	return rows, lags, sinkErr
 }
 
-// items takes the requests own of a plan of n from w, salted with the
-// nonce, the run and the index (after any shared prefix) unless NoSalt,
-// before anything is sent.
-func (l *Load) items(ctx context.Context, runIdx int, w Workload, n int, own []int) ([]Item, error) {
+// items takes the requests own of a plan of n from w, their prompts built
+// by b, salted with the nonce, the run and the index (after any shared
+// prefix) unless NoSalt, before anything is sent.
+func (l *Load) items(ctx context.Context, b *promptsize.Builder, runIdx int, w Workload, n int, own []int) ([]Item, error) {
 	if l.Nonce == "" && !l.NoSalt {
 		l.Nonce = promptsize.NewNonce(nil)
 	}
-	shared, err := sharedPrefix(ctx, l.Builder, l.SharedPrefix)
+	shared, err := sharedPrefix(ctx, b, l.SharedPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -685,7 +701,7 @@ func (l *Load) items(ctx context.Context, runIdx int, w Workload, n int, own []i
 	if !l.NoSalt {
 		salt = func(i int) string { return shared + promptsize.RunSalt(l.Nonce, runIdx, i) }
 	}
-	items, err := w.Requests(ctx, l.Builder, n, own, salt)
+	items, err := w.Requests(ctx, b, n, own, salt)
 	if err == nil && len(items) != len(own) {
 		err = fmt.Errorf("benchkit: the workload gave %d requests for %d", len(items), len(own))
 	}
@@ -702,6 +718,32 @@ func timed(items []Item, own []int, sched []time.Duration) error {
 		sched[own[j]] = *it.At
 	}
 	return nil
+}
+
+// thinkingBuilder is the Builder of the requests' thinking control
+// (thinkingBuilder), made once per setting so that its caches last over
+// the runs of a sweep, and the warning of a Counter that cannot render
+// with the control's variables.
+func (l *Load) thinkingBuilder() (*promptsize.Builder, string) {
+	key := builderKey{l.Builder, thinkingLabel(l.Request.Thinking)}
+	if b, ok := l.builders[key]; ok {
+		return b, ""
+	}
+	b, warn := thinkingBuilder(l.Builder, l.Request.Thinking)
+	if warn != "" {
+		return b, warn
+	}
+	if l.builders == nil {
+		l.builders = map[builderKey]*promptsize.Builder{}
+	}
+	l.builders[key] = b
+	return b, ""
+}
+
+// builderKey is a Builder and a thinking setting's label.
+type builderKey struct {
+	b     *promptsize.Builder
+	label string
 }
 
 // request is the request of prompt p generating tg tokens.

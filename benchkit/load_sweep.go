@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -139,6 +140,12 @@ type LoadPlan struct {
 	// (FindMaxRate), in place of Rates.
 	Search     *concurrency.SearchOptions
 	Attainment float64
+	// Thinking, when set, are thinking settings measured in turn: the
+	// plan's run, sweep or search under each, with it as every request's
+	// Thinking (in place of the Load's Request.Thinking: see Load.Request)
+	// and its label on every row; runs are numbered on from one setting
+	// to the next. A search takes one setting at most.
+	Thinking []engine.Thinking
 }
 
 // Document measures p and returns the results document a load test
@@ -155,10 +162,39 @@ func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDoc
 	for _, r := range p.Rates {
 		meta.Rates = append(meta.Rates, formatRate(r))
 	}
+	if p.Search != nil && len(p.Thinking) > 1 {
+		return NewLoadDocument(meta, nil, nil), fmt.Errorf("%w: a search for the highest rate takes one thinking setting, found %d", ErrBadLoad, len(p.Thinking))
+	}
+	settings := thinkingSettings(p.Thinking, l.Request.Thinking)
+	if len(p.Thinking) > 0 {
+		for _, th := range settings {
+			meta.Thinking = append(meta.Thinking, thinkingLabel(th))
+		}
+	}
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	var runs []LoadRun
 	var maxRate *MaxRate
 	var err error
+	saved := l.Request.Thinking
+	defer func() { l.Request.Thinking, l.runOffset = saved, 0 }()
+	for _, th := range settings {
+		l.Request.Thinking, l.runOffset = th, len(runs)
+		var rs []LoadRun
+		rs, maxRate, err = l.measure(ctx, p)
+		runs = append(runs, rs...)
+		if err != nil {
+			break
+		}
+	}
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	meta.Interrupted = ctx.Err() != nil
+	meta.Judge(runs, p.Traffic.MaxConcurrency > 0 || p.Traffic.Users > 0)
+	return NewLoadDocument(meta, runs, maxRate), err
+}
+
+// measure runs p once, under the Load's thinking setting: its run, its
+// sweep or its search.
+func (l *Load) measure(ctx context.Context, p LoadPlan) (runs []LoadRun, maxRate *MaxRate, err error) {
 	switch {
 	case p.Search != nil:
 		var mr MaxRate
@@ -179,10 +215,7 @@ func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDoc
 			runs = []LoadRun{r}
 		}
 	}
-	meta.Finished = time.Now().UTC().Format(time.RFC3339)
-	meta.Interrupted = ctx.Err() != nil
-	meta.Judge(runs, p.Traffic.MaxConcurrency > 0 || p.Traffic.Users > 0)
-	return NewLoadDocument(meta, runs, maxRate), err
+	return runs, maxRate, err
 }
 
 // AllRuns returns the document's runs, whichever way it lays them out.

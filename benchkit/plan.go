@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/inferbench/inferbench/engine"
 )
 
 // A Plan says what to measure. Its zero value is not runnable (it has no
@@ -43,6 +45,12 @@ type Plan struct {
 	// exact length, so concurrent requests share no prefix an engine
 	// could cache on its own.
 	Salt bool `json:"salt,omitempty"`
+	// Thinking, when set, are thinking settings each cell is measured
+	// under, one after the other (its repeats under the first, then
+	// under the next), each as every request's Thinking in place of
+	// Runner.Request's; the rows and cells are labelled with it. The
+	// warmup takes the first.
+	Thinking []engine.Thinking `json:"-"`
 }
 
 // A Cell is one (pp, tg, concurrency) combination of a Plan.
@@ -163,11 +171,12 @@ func (p Plan) Warnings() []error {
 }
 
 // Requests is how many requests the plan measures (warmups excluded): for
-// each cell, its concurrency times the repeats.
+// each cell, its concurrency times the repeats, under each thinking
+// setting.
 func (p Plan) Requests() int {
 	n := 0
 	for _, c := range p.Cells() {
 		n += c.Concurrency * p.repeat()
 	}
-	return n
+	return n * max(1, len(p.Thinking))
 }

@@ -26,7 +26,7 @@ import (
 // rest on the server's counts; the error names the number and its bound.
 type Request struct {
 	// Labels place the request: its run and rate, placement, burst,
-	// repeat, phase, session and turn.
+	// repeat, phase, session and turn, and its thinking setting.
 	Labels
 	// Index is the request's place in its run's schedule or burst (the
 	// dispatch order), from 0.
@@ -214,6 +214,11 @@ type Labels struct {
 	// Session and Turn place a request in a multi-turn session.
 	Session string `json:"session,omitempty"`
 	Turn    int    `json:"turn,omitempty"`
+	// Thinking is the thinking control the request carried
+	// (engine.Request.Thinking): "on" or "off", "effort=<level>",
+	// "budget=<tokens>", joined by commas; "" for none. Requests of
+	// different settings are never summarised together.
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // Placement describes the instance a request ran on (exo's sharding,

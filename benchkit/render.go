@@ -29,7 +29,8 @@ type TableOptions struct {
 // instead). Its columns follow the summaries' key.
 //
 // ByCell summaries (a Runner's cells, with a placement column when they
-// carry one) show prompt TPS, generation TPS, exo's aggregate beside Σ
+// carry one and a thinking column when their thinking settings differ)
+// show prompt TPS, generation TPS, exo's aggregate beside Σ
 // tokens / wall, TTFT, peak memory, energy and J/token, each as "mean ±
 // the half width of its repeat-level 95 % confidence interval"; the
 // terminal table says once what ± means and fits 120 columns, Markdown
@@ -51,10 +52,11 @@ type TableOptions struct {
 // these columns are not printed.
 //
 // A column with no figure in any line is left out. Other summaries (a
-// load test's runs) show the offered load, requests, throughputs, TTFT,
-// TPOT, ITL and E2E (mean, p50, p99 in ms) and goodput, and, when a
-// request reasoned, TTFA, the reasoning and answer tokens and the answer's
-// TPOT. Each summary's warnings follow as numbered notes.
+// load test's runs, led by a thinking column when any run set a thinking
+// control) show the offered load, requests, throughputs, TTFT, TPOT, ITL
+// and E2E (mean, p50, p99 in ms) and goodput, and, when a request
+// reasoned, TTFA, the reasoning and answer tokens and the answer's TPOT.
+// Each summary's warnings follow as numbered notes.
 func WriteTable(w io.Writer, sums []Summary, opts TableOptions) error {
 	if len(sums) > 0 && sums[0].Key != ByCell {
 		return writeLoadGrid(w, sums, opts)
@@ -163,6 +165,7 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 	}
 	place := func(c Summary) string { return c.Labels.Placement.String() }
 	samePlace := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return place(c) != place(cells[0]) })
+	sameThink := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Thinking != cells[0].Labels.Thinking })
 	sameReps := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Repeats != cells[0].Repeats })
 	sameTG := len(cells) > 0 && !slices.ContainsFunc(cells, func(c Summary) bool { return c.Cell.TG != cells[0].Cell.TG })
 	thinking := reasoned(cells)
@@ -181,6 +184,9 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 	if sameTG {
 		header = slices.Delete(header, 1, 2)
 	}
+	if !sameThink {
+		header = append([]string{"thinking"}, header...)
+	}
 	if !samePlace {
 		header = append([]string{"placement"}, header...)
 	}
@@ -188,6 +194,9 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 		var cols []string
 		if !samePlace {
 			cols = append(cols, place(c))
+		}
+		if !sameThink {
+			cols = append(cols, thinkingCol(c))
 		}
 		cols = append(cols, strconv.Itoa(c.Cell.PP))
 		if !sameTG {
@@ -214,6 +223,9 @@ func terminalGrid(cells []Summary) (header []string, lines [][]string, notes []s
 		lg = append(lg, fmt.Sprintf("± is the half width of each figure's 95 %% confidence interval over %s (the JSON has each with its sd)", over))
 		if samePlace && place(cells[0]) != "" {
 			lg = append(lg, "placement: "+place(cells[0]))
+		}
+		if sameThink && cells[0].Labels.Thinking != "" {
+			lg = append(lg, "thinking: "+cells[0].Labels.Thinking)
 		}
 		if sameTG {
 			lg = append(lg, fmt.Sprintf("tg = %d tokens in every cell", cells[0].Cell.TG))
@@ -353,6 +365,10 @@ func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, note
 	}
 	header = append(header, "failed")
 	withPlacement := slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Placement.String() != "" })
+	withThinking := slices.ContainsFunc(cells, func(c Summary) bool { return c.Labels.Thinking != "" })
+	if withThinking {
+		header = append([]string{"thinking"}, header...)
+	}
 	if withPlacement {
 		header = append([]string{"placement"}, header...)
 	}
@@ -360,6 +376,9 @@ func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, note
 		var cols []string
 		if withPlacement {
 			cols = append(cols, c.Labels.Placement.String())
+		}
+		if withThinking {
+			cols = append(cols, thinkingCol(c))
 		}
 		ttft := c.RepeatTTFT
 		if !clientTTFT {
@@ -557,18 +576,15 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if thinking {
 		head = withSides(head, nil)
 	}
+	// A thinking column, first, when any run set a thinking control: one
+	// line per setting (and rate).
+	withThinking := slices.ContainsFunc(sums, func(s Summary) bool { return s.Labels.Thinking != "" })
+	if withThinking {
+		head = append([]string{"thinking"}, head...)
+	}
 	var lines [][]string
 	var notes []string
 	for i, s := range sums {
-		good := "-"
-		if s.Goodput != nil {
-			good = fmt.Sprintf("%d/%d", s.Goodput.Good, s.Goodput.Total)
-			if s.MeetsSLO != nil && *s.MeetsSLO {
-				good += " ✓"
-			} else {
-				good += " ✗"
-			}
-		}
 		lines = append(lines, []string{
 			s.Traffic,
 			fmt.Sprintf("%d/%d", s.Completed, s.Requests),
@@ -579,7 +595,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			ms(s.TPOT.Mean) + "/" + ms(s.TPOT.P50) + "/" + ms(s.TPOT.P99),
 			ms(s.ITL.P50) + "/" + ms(s.ITL.P99),
 			ms(s.E2E.P50) + "/" + ms(s.E2E.P99),
-			good,
+			goodCol(s),
 			ms(s.DispatchSkew.P99),
 			ms(s.ScheduleLag.P99),
 		})
@@ -590,6 +606,10 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		if thinking {
 			lines[len(lines)-1] = withSides(lines[len(lines)-1], &s)
 		}
+		if withThinking {
+			l := &lines[len(lines)-1]
+			*l = append([]string{thinkingCol(s)}, *l...)
+		}
 		for _, wn := range loadNotes(s) {
 			if len(sums) > 1 && inEvery(sums, wn) {
 				if i == 0 {
@@ -597,7 +617,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 				}
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("run %d (%s): %s", i, s.Traffic, wn))
+			notes = append(notes, fmt.Sprintf("run %d (%s): %s", i, runName(s, withThinking), wn))
 		}
 	}
 	var b strings.Builder
@@ -617,7 +637,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		return err
 	}
 	for _, grid := range serverGrids {
-		head, lines, legend := grid(sums)
+		head, lines, legend := grid(namedRuns(sums, withThinking))
 		if len(lines) == 0 {
 			continue
 		}
@@ -655,6 +675,50 @@ func withSides(line []string, s *Summary) []string {
 	}
 	line = slices.Insert(slices.Clip(line), 6, ttfa, tokens)
 	return slices.Insert(line, 9, tpot)
+}
+
+// goodCol is a load summary's goodput in a table: good/total and whether
+// the run met the SLOs, "-" without objectives.
+func goodCol(s Summary) string {
+	if s.Goodput == nil {
+		return "-"
+	}
+	good := fmt.Sprintf("%d/%d", s.Goodput.Good, s.Goodput.Total)
+	if s.MeetsSLO != nil && *s.MeetsSLO {
+		return good + " ✓"
+	}
+	return good + " ✗"
+}
+
+// namedRuns are sums for the server's tables, which name each run by its
+// traffic: with thinking settings, led by the setting (runName).
+func namedRuns(sums []Summary, withThinking bool) []Summary {
+	if !withThinking {
+		return sums
+	}
+	named := slices.Clone(sums)
+	for i := range named {
+		named[i].Traffic = runName(named[i], true)
+	}
+	return named
+}
+
+// runName names a load test's run in notes and the server's tables: its
+// traffic, after its thinking setting when the table has a thinking
+// column.
+func runName(s Summary, withThinking bool) string {
+	if !withThinking {
+		return s.Traffic
+	}
+	return "thinking " + thinkingCol(s) + ", " + s.Traffic
+}
+
+// thinkingCol is a summary's thinking setting in a table: "-" for none.
+func thinkingCol(s Summary) string {
+	if s.Labels.Thinking == "" {
+		return "-"
+	}
+	return s.Labels.Thinking
 }
 
 // writeRows writes a header and lines as a Markdown table or aligned

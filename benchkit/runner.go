@@ -43,8 +43,13 @@ type Runner struct {
 	// request generates exactly tg tokens.
 	AllowEOS bool
 	// Request is a template for every request: its Header, Extra, sampling
-	// fields and MinTokens are copied; Model, Messages, MaxTokens, Stream,
-	// UsePrefixCache and IgnoreEOS are the Runner's.
+	// fields, MinTokens and Thinking are copied; Model, Messages,
+	// MaxTokens, Stream, UsePrefixCache and IgnoreEOS are the Runner's.
+	// Its Thinking (or each of Plan.Thinking) labels the rows
+	// (Labels.Thinking), and the prompts are counted with the chat
+	// template variables it sends (a Builder whose Counter has
+	// WithTemplateVars, as promptsize/hf's and promptsize/remote's have;
+	// another counts without them, and the report says so in a warning).
 	Request engine.Request
 	// RequestTimeout bounds each request; 0 means no bound beyond ctx.
 	RequestTimeout time.Duration
@@ -108,8 +113,8 @@ func (r Report) Cells() []Summary { return Summarize(r.Requests, ByCell, timing.
 func (r Report) Failed() int { return countIf(r.Requests, Request.Failed) }
 
 // Run measures plan. It validates the plan first (against the template
-// overhead counted with the Builder's Counter) and sends nothing if it is
-// bad. A failed request is a row with its error, never the end of the run.
+// overhead counted with the Builder's Counter, the largest of its thinking
+// settings') and sends nothing if it is bad. A failed request is a row with its error, never the end of the run.
 // When ctx is cancelled, Run stops sending, gives the requests in flight
 // Grace to end (then cancels them), hands every measured row to the sinks,
 // and returns the report with Interrupted set and an error wrapping
@@ -119,12 +124,11 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	if r.Engine == nil || r.Builder == nil || r.Builder.Counter == nil || r.Model == "" {
 		return rep, errors.New("benchkit: Runner needs an Engine, a Model and a Builder with a Counter")
 	}
-	overhead, err := r.Builder.Overhead(ctx)
+	arms, err := r.arms(ctx, plan, &rep)
 	if err != nil {
 		return rep, err
 	}
-	rep.Overhead = overhead
-	if err := plan.Validate(overhead); err != nil {
+	if err := plan.Validate(rep.Overhead); err != nil {
 		return rep, err
 	}
 	for _, w := range plan.Warnings() {
@@ -132,9 +136,13 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 		r.log(ctx, slog.LevelWarn, w.Error())
 	}
 
-	promptFor, err := r.prompts(ctx, plan)
-	if err != nil {
-		return rep, err
+	if plan.Salt && r.Nonce == "" {
+		r.Nonce = promptsize.NewNonce(nil)
+	}
+	for i := range arms {
+		if arms[i].promptFor, err = r.prompts(ctx, plan, arms[i].b, i); err != nil {
+			return rep, err
+		}
 	}
 
 	// Measured requests run under their own context, which outlives ctx by
@@ -152,39 +160,43 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	})
 	defer stopGrace()
 
-	rep.Warnings = append(rep.Warnings, r.warmup(ctx, plan, promptFor)...)
+	rep.Warnings = append(rep.Warnings, r.warmup(ctx, plan, arms[0])...)
 
+	// A group is a cell under one thinking setting: each cell's settings
+	// follow each other, so that a table compares them line by line.
 	cells := plan.Cells()
 	total := plan.Requests()
 	done := 0
 	for ci, cell := range cells {
-		for rpt := 0; rpt < plan.repeat(); rpt++ {
-			if ctx.Err() != nil {
-				break
-			}
-			if err := r.sleep(ctx, plan.PauseBetweenRepeats); err != nil {
-				break
-			}
-			rows, win, err := r.burst(ctx, reqCtx, plan, cell, rpt, promptFor)
-			if !win.Start.IsZero() {
-				rep.Windows = append(rep.Windows, win)
-			}
-			for _, row := range rows {
-				rep.Requests = append(rep.Requests, row)
-				if serr := addAll(r.Sinks, row); serr != nil {
-					rep.Interrupted = true
-					return rep, serr
+		for ai, arm := range arms {
+			for rpt := 0; rpt < plan.repeat(); rpt++ {
+				if ctx.Err() != nil {
+					break
 				}
-				done++
+				if err := r.sleep(ctx, plan.PauseBetweenRepeats); err != nil {
+					break
+				}
+				rows, win, err := r.burst(ctx, reqCtx, plan, cell, rpt, arm)
+				if !win.Start.IsZero() {
+					rep.Windows = append(rep.Windows, win)
+				}
+				for _, row := range rows {
+					rep.Requests = append(rep.Requests, row)
+					if serr := addAll(r.Sinks, row); serr != nil {
+						rep.Interrupted = true
+						return rep, serr
+					}
+					done++
+				}
+				if err != nil {
+					rep.Interrupted = true
+					return rep, err
+				}
 			}
-			if err != nil {
-				rep.Interrupted = true
-				return rep, err
-			}
-		}
-		if ci < len(cells)-1 && ctx.Err() == nil {
-			if err := r.sleep(ctx, plan.PauseBetweenGroups); err != nil {
-				break
+			if (ci < len(cells)-1 || ai < len(arms)-1) && ctx.Err() == nil {
+				if err := r.sleep(ctx, plan.PauseBetweenGroups); err != nil {
+					break
+				}
 			}
 		}
 	}
@@ -195,9 +207,42 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	return rep, nil
 }
 
-// prompts returns the source of the plan's prompts: unsalted ones built
-// once per pp before anything is sent, or a salted one per request.
-func (r *Runner) prompts(ctx context.Context, plan Plan) (func(int) (promptsize.Prompt, error), error) {
+// thinkingArm is one thinking setting of a Runner's plan: the requests'
+// control, its label, the Builder that counts with its template variables
+// and the source of its prompts.
+type thinkingArm struct {
+	th        *engine.Thinking
+	label     string
+	b         *promptsize.Builder
+	promptFor func(int) (promptsize.Prompt, error)
+}
+
+// arms are the plan's thinking settings, each with the Builder that counts
+// with its template variables; rep gets the largest overhead among them
+// and the warning of a Counter that cannot render with variables.
+func (r *Runner) arms(ctx context.Context, plan Plan, rep *Report) ([]thinkingArm, error) {
+	settings := thinkingSettings(plan.Thinking, r.Request.Thinking)
+	arms := make([]thinkingArm, len(settings))
+	for i, th := range settings {
+		b, warn := thinkingBuilder(r.Builder, th)
+		if warn != "" {
+			rep.Warnings = append(rep.Warnings, warn)
+			r.log(ctx, slog.LevelWarn, warn)
+		}
+		overhead, err := b.Overhead(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Overhead = max(rep.Overhead, overhead)
+		arms[i] = thinkingArm{th: th, label: thinkingLabel(th), b: b}
+	}
+	return arms, nil
+}
+
+// prompts returns the source of the plan's prompts built by b: unsalted
+// ones built once per pp before anything is sent, or a salted one per
+// request, salted as run arm of the nonce (RunSalt).
+func (r *Runner) prompts(ctx context.Context, plan Plan, b *promptsize.Builder, arm int) (func(int) (promptsize.Prompt, error), error) {
 	// Unsalted prompts are built once per pp, before anything is sent.
 	prompts := map[int]promptsize.Prompt{}
 	if !plan.Salt {
@@ -205,15 +250,12 @@ func (r *Runner) prompts(ctx context.Context, plan Plan) (func(int) (promptsize.
 			if _, ok := prompts[pp]; ok {
 				continue
 			}
-			p, err := r.Builder.Build(ctx, pp)
+			p, err := b.Build(ctx, pp)
 			if err != nil {
 				return nil, fmt.Errorf("benchkit: build prompt of pp=%d: %w", pp, err)
 			}
 			prompts[pp] = p
 		}
-	}
-	if plan.Salt && r.Nonce == "" {
-		r.Nonce = promptsize.NewNonce(nil)
 	}
 	salt := 0
 	return func(pp int) (promptsize.Prompt, error) {
@@ -221,19 +263,19 @@ func (r *Runner) prompts(ctx context.Context, plan Plan) (func(int) (promptsize.
 			return prompts[pp], nil
 		}
 		salt++
-		return r.Builder.BuildSalted(ctx, pp, promptsize.RunSalt(r.Nonce, 0, salt))
+		return b.BuildSalted(ctx, pp, promptsize.RunSalt(r.Nonce, arm, salt))
 	}, nil
 }
 
 // warmup sends the plan's warmup requests one at a time and returns a
 // warning for each that failed.
-func (r *Runner) warmup(ctx context.Context, plan Plan, promptFor func(int) (promptsize.Prompt, error)) []string {
+func (r *Runner) warmup(ctx context.Context, plan Plan, arm thinkingArm) []string {
 	var warnings []string
 	pairs := plan.Pairs()
 	for i := 0; i < plan.Warmup && ctx.Err() == nil; i++ {
-		p, err := promptFor(pairs[0][0])
+		p, err := arm.promptFor(pairs[0][0])
 		if err == nil {
-			_, err = r.complete(ctx, p, pairs[0][1], plan)
+			_, err = r.complete(ctx, p, pairs[0][1], plan, arm.th)
 		}
 		if err != nil {
 			w := fmt.Sprintf("warmup %d of %d failed: %v", i+1, plan.Warmup, err)
@@ -248,11 +290,11 @@ func (r *Runner) warmup(ctx context.Context, plan Plan, promptFor func(int) (pro
 // order the requests completed. ctx releases the burst; its requests run
 // under reqCtx. Its error is non-nil only when a prompt could not be built
 // or ctx ended.
-func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt int, promptFor func(int) (promptsize.Prompt, error)) ([]Request, Window, error) {
+func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt int, arm thinkingArm) ([]Request, Window, error) {
 	n := cell.Concurrency
 	ps := make([]promptsize.Prompt, n)
 	for i := range ps {
-		p, err := promptFor(cell.PP)
+		p, err := arm.promptFor(cell.PP)
 		if err != nil {
 			return nil, Window{}, fmt.Errorf("benchkit: build prompt of pp=%d: %w", cell.PP, err)
 		}
@@ -271,7 +313,7 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 	prepared := make([]engine.Prepared, n)
 	opts := &concurrency.BurstOptions{Prepare: func(ctx context.Context, i int) error {
 		var err error
-		prepared[i], err = engine.Prepare(ctx, r.Engine, r.request(ps[i], cell.TG, plan))
+		prepared[i], err = engine.Prepare(ctx, r.Engine, r.request(ps[i], cell.TG, plan, arm.th))
 		return err
 	}}
 	r.poll(ctx)
@@ -297,7 +339,7 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 		if !q.Dispatched && ctx.Err() != nil && errors.Is(q.Err, ctx.Err()) {
 			continue
 		}
-		row := NewRequest(r.asked(q.Index, cell, rpt, plan), ps[q.Index], q, r.AllowEOS)
+		row := NewRequest(r.asked(q.Index, cell, rpt, plan, arm.label), ps[q.Index], q, r.AllowEOS)
 		row.DispatchSkewS = br.Skew.Max.Seconds()
 		if n > 1 {
 			ci := order
@@ -327,15 +369,17 @@ func (r *Runner) burst(ctx, reqCtx context.Context, plan Plan, cell Cell, rpt in
 }
 
 // complete sends one request.
-func (r *Runner) complete(ctx context.Context, p promptsize.Prompt, tg int, plan Plan) (engine.Result, error) {
-	return completeWithin(ctx, r.Engine, r.request(p, tg, plan), r.RequestTimeout)
+func (r *Runner) complete(ctx context.Context, p promptsize.Prompt, tg int, plan Plan, th *engine.Thinking) (engine.Result, error) {
+	return completeWithin(ctx, r.Engine, r.request(p, tg, plan, th), r.RequestTimeout)
 }
 
-// request is the request of prompt p generating tg tokens under plan.
-func (r *Runner) request(p promptsize.Prompt, tg int, plan Plan) engine.Request {
+// request is the request of prompt p generating tg tokens under plan,
+// with the thinking control th.
+func (r *Runner) request(p promptsize.Prompt, tg int, plan Plan, th *engine.Thinking) engine.Request {
 	req := promptRequest(r.Request, r.Model, p, tg, !r.AllowEOS)
 	req.Stream = plan.Stream
 	req.UsePrefixCache = plan.UsePrefixCache
+	req.Thinking = th
 	return req
 }
 
@@ -380,13 +424,13 @@ func sendWithin(ctx context.Context, p engine.Prepared, timeout time.Duration) (
 
 // asked is what the Runner asks of request i of a burst of cell, and the
 // labels that place it.
-func (r *Runner) asked(i int, cell Cell, rpt int, plan Plan) Request {
+func (r *Runner) asked(i int, cell Cell, rpt int, plan Plan, thinking string) Request {
 	q := Request{Index: i, PPTarget: cell.PP, TGTarget: cell.TG, Model: r.Model, ModelShortID: r.ModelShortID,
 		Stream: plan.Stream, Simulated: r.Simulated}
 	if q.ModelShortID == "" {
 		q.ModelShortID = r.Model
 	}
-	q.Placement, q.Concurrency, q.Repeat = r.Placement, cell.Concurrency, rpt
+	q.Placement, q.Concurrency, q.Repeat, q.Thinking = r.Placement, cell.Concurrency, rpt, thinking
 	return q
 }
 

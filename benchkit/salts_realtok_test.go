@@ -49,7 +49,7 @@ func TestRunPromptsShareNoContentToken(t *testing.T) {
 	}
 	for _, shared := range []int{0, 1, 2, 7, 64, 300} {
 		l := &Load{Builder: &promptsize.Builder{Counter: tok}, Nonce: "k3f9x2ab", SharedPrefix: shared}
-		items, err := l.items(ctx, 0, Lengths{Input: 600, RangeRatio: 0.2, Output: 2, Seed: 1}, n, own)
+		items, err := l.items(ctx, l.Builder, 0, Lengths{Input: 600, RangeRatio: 0.2, Output: 2, Seed: 1}, n, own)
 		if err != nil {
 			t.Fatalf("shared %d: %v", shared, err)
 		}

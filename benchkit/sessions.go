@@ -57,8 +57,11 @@ type Sessions struct {
 	// does, and its System is the system prompt every session shares ("":
 	// none). Required.
 	Builder *promptsize.Builder
-	// Request is the template of every turn (sampling, Extra, Header);
-	// Model, Messages and MaxTokens are the driver's.
+	// Request is the template of every turn (sampling, Extra, Header,
+	// Thinking); Model, Messages and MaxTokens are the driver's. Its
+	// Thinking labels every row (Labels.Thinking), and the turns are
+	// counted with the chat template variables it sends, as Load.Request
+	// says.
 	Request engine.Request
 	// NoStream asks for whole, unstreamed replies: each turn then has
 	// E2E alone, no TTFT, TPOT or ITL. By default the replies stream.
@@ -144,6 +147,9 @@ type Sessions struct {
 	barrier *rounds
 	sinkMu  sync.Mutex
 	stop    context.CancelCauseFunc
+	// builder is Builder counting with the template variables of
+	// Request.Thinking (thinkingBuilder), for the run.
+	builder *promptsize.Builder
 }
 
 // rounds is the round barrier of a run of sessions: each session's last
@@ -182,6 +188,7 @@ func (r *rounds) wait(ctx context.Context, k int) {
 // in session and turn order. A run that ctx stops returns what it
 // measured, the turns left as "not_sent" rows, with ctx's error.
 func (s *Sessions) Run(ctx context.Context) ([]Request, error) {
+	s.builder, _ = thinkingBuilder(s.Builder, s.Request.Thinking)
 	scr := s.ServerMetrics.Start(ctx)
 	scr.Ready()
 	rows, err := s.run(ctx)
@@ -278,7 +285,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 	}
 	notSent := func(from int, why string) []Request {
 		for k := from; k <= src.turns; k++ {
-			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k}, Index: src.index(k),
+			rows = append(rows, Request{Labels: Labels{Session: id, Turn: k, Thinking: thinkingLabel(s.Request.Thinking)}, Index: src.index(k),
 				TGTarget: src.output(k), Model: s.Model, Stream: !s.NoStream, ErrorKind: errNotSent, Error: why})
 			s.sink(rows[len(rows)-1])
 		}
@@ -296,7 +303,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		}
 	}
 	var history []promptsize.Message
-	if sys := s.Builder.System; sys != "" {
+	if sys := s.builder.System; sys != "" {
 		history = append(history, promptsize.Message{Role: "system", Content: sys})
 	}
 	intended := start
@@ -341,7 +348,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 			q.Value, err = sendWithin(sendCtx, pr, s.RequestTimeout)
 		}
 		q.Done, q.Err = time.Since(t0), err
-		asked := Request{Labels: Labels{Session: id, Turn: k}, Index: q.Index, PPTarget: p.Target,
+		asked := Request{Labels: Labels{Session: id, Turn: k, Thinking: thinkingLabel(s.Request.Thinking)}, Index: q.Index, PPTarget: p.Target,
 			TGTarget: out, Model: s.Model, Stream: !s.NoStream}
 		if asked.PPTarget == 0 {
 			asked.PPTarget = p.Tokens
@@ -385,14 +392,14 @@ func (s *Sessions) turnPrompt(ctx context.Context, history []promptsize.Message,
 	h := 0
 	if len(history) > 0 {
 		var err error
-		if h, err = s.Builder.Counter.Count(ctx, history); err != nil {
+		if h, err = s.builder.Counter.Count(ctx, history); err != nil {
 			return promptsize.Prompt{}, err
 		}
 	}
 	if k > 1 {
 		salt = ""
 	}
-	return s.Builder.BuildAfter(ctx, history, h+s.draw(s.UserTokens, s.UserTokensMax, i, k, 1), salt)
+	return s.builder.BuildAfter(ctx, history, h+s.draw(s.UserTokens, s.UserTokensMax, i, k, 1), salt)
 }
 
 func (s *Sessions) header() string {
@@ -520,7 +527,7 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 		}
 		chains[name] = append(chains[name], i)
 	}
-	bb := tr.builder(s.Builder, nil)
+	bb := tr.builder(s.builder, nil)
 	ctx, s.stop = context.WithCancelCause(ctx)
 	defer s.stop(nil)
 	var slots chan struct{}
@@ -546,7 +553,7 @@ func (s *Sessions) runTrace(ctx context.Context) ([]Request, error) {
 			build: func(ctx context.Context, history []promptsize.Message, k int) (promptsize.Prompt, error) {
 				row := tr.Rows[idx[k-1]]
 				if !dataset {
-					it, err := tr.item(ctx, s.Builder, bb, row, idx[k-1], nil)
+					it, err := tr.item(ctx, s.builder, bb, row, idx[k-1], nil)
 					return it.Prompt, err
 				}
 				return s.conversationTurn(ctx, history, row)
@@ -571,7 +578,7 @@ func (s *Sessions) conversationTurn(ctx context.Context, history []promptsize.Me
 		}
 		msgs = append(msgs, promptsize.Message{Role: m.Role, Content: m.Content})
 	}
-	n, err := s.Builder.Counter.Count(ctx, msgs)
+	n, err := s.builder.Counter.Count(ctx, msgs)
 	return promptsize.Prompt{Messages: msgs, Tokens: n, Target: n}, err
 }
 

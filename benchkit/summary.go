@@ -37,9 +37,10 @@ const (
 	// ByRun groups a load test's requests by run (Labels.Run): one
 	// summary per rate of a sweep.
 	ByRun Key = iota
-	// ByCell groups a Runner's requests by placement and (pp, tg,
-	// concurrency) cell: exo's per-cell summary, whose figures are
-	// computed per repeat and then summarised over the repeats.
+	// ByCell groups a Runner's requests by placement, thinking setting
+	// and (pp, tg, concurrency) cell: exo's per-cell summary, whose
+	// figures are computed per repeat and then summarised over the
+	// repeats.
 	ByCell
 	// ByPhase groups by phase (disaggregation), ByTurn by the turn of a
 	// session, over every session.
@@ -68,6 +69,9 @@ type Summary struct {
 	Key    Key    `json:"-"`
 	Labels Labels `json:"-"`
 	Cell   Cell   `json:"-"`
+	// Thinking is the group's thinking setting (Labels.Thinking), ""
+	// for none.
+	Thinking string `json:"thinking,omitempty"`
 	// Traffic describes the arrivals; RequestRate is the offered rate,
 	// null when infinite or a burst.
 	Traffic     string   `json:"traffic"`
@@ -213,16 +217,20 @@ type Goodput struct {
 }
 
 // Name is the summary's group as a benchfmt name suffix and a note
-// prefix: "placement=pipeline-ring-2n/pp=512/tg=128/conc=1" (the
-// placement part only with one) for ByCell, "run=0", "phase=…" or
-// "turn=2" for the others.
+// prefix: "placement=pipeline-ring-2n/thinking=off/pp=512/tg=128/conc=1"
+// (the placement and thinking parts only with one) for ByCell, "run=0",
+// "phase=…" or "turn=2" for the others.
 func (s Summary) Name() string {
 	switch s.Key {
 	case ByCell:
-		if s.Labels.Placement.String() == "" {
-			return s.Cell.String()
+		name := s.Cell.String()
+		if th := s.Labels.Thinking; th != "" {
+			name = "thinking=" + th + "/" + name
 		}
-		return "placement=" + s.Labels.Placement.String() + "/" + s.Cell.String()
+		if p := s.Labels.Placement.String(); p != "" {
+			name = "placement=" + p + "/" + name
+		}
+		return name
 	case ByPhase:
 		return "phase=" + s.Labels.Phase
 	case ByTurn:
@@ -235,7 +243,7 @@ func (s Summary) Name() string {
 func (k Key) of(r Request) string {
 	switch k {
 	case ByCell:
-		return r.Placement.String() + "|" + r.Cell().String()
+		return r.Placement.String() + "|" + r.Thinking + "|" + r.Cell().String()
 	case ByPhase:
 		return r.Phase
 	case ByTurn:
@@ -282,6 +290,7 @@ func summarize(reqs []Request, key Key, slo timing.SLO) Summary {
 	s := Summary{Key: key}
 	if len(reqs) > 0 {
 		s.Labels, s.Cell = reqs[0].Labels, reqs[0].Cell()
+		s.Thinking = s.Labels.Thinking
 	}
 	s.overRequests(reqs, slo)
 	s.Responses = responseTimings(reqs, s)

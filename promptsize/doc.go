@@ -35,6 +35,28 @@
 //     token; every salted prompt is exact too.
 //
 // A Builder is safe for concurrent use and caches what it builds.
+//
+// # Template variables: thinking on, off, at an effort
+//
+// The Builder counts with its Counter as given. A request that makes the
+// server render the chat template with further variables (a reasoning
+// model's switch, chat_template_kwargs {"enable_thinking": false}, or
+// gpt-oss's reasoning_effort) needs a Counter that renders with the same
+// ones: Qwen3's template writes an empty <think>\n\n</think>\n\n into
+// the generation prompt when thinking is off, 4 tokens on every request
+// that a count without the variable misses. The Counters of promptsize/hf
+// and promptsize/remote have a method for that, which callers find with a
+// type assertion:
+//
+//	type withVars interface {
+//		WithTemplateVars(map[string]any) promptsize.Counter
+//	}
+//	c = c.(withVars).WithTemplateVars(map[string]any{"enable_thinking": false})
+//	b := &promptsize.Builder{Counter: c}
+//
+// engine.Thinking.TemplateVars gives the variables of a request's thinking
+// control; benchkit's drivers make that Counter themselves.
+//
 // Subpackage countertest checks any Counter against the contract in one call.
 //
 // # Trace replay: blocks of hash ids

@@ -18,7 +18,8 @@
 #
 # With REGEN_GOLDENS=1 it also installs scripts/node (npm ci) and rewrites the committed
 # golden files of promptsize/hf from the reference libraries (Hugging Face's Rust tokenizers
-# and transformers.js for the tokenizer.json models, tiktoken for testdata/tiktoken). `make test` never does that:
+# and transformers.js for the tokenizer.json models, tiktoken for testdata/tiktoken, Python's Jinja2
+# for the thinking controls' renderings in testdata/thinking.json). `make test` never does that:
 # the goldens are committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -137,12 +138,16 @@ fi
 
 if [[ "${REGEN_GOLDENS:-}" == "1" ]]; then
 	(cd scripts/node && npm ci --silent)
-	jinja_dir=$(go env GOMODCACHE)/github.com/ardanlabs/jinja@v1.8.0/testdata/templates
+	# The module version go.mod requires, as the Go tests read it.
+	jinja_dir=$(go list -m -f '{{.Dir}}' github.com/ardanlabs/jinja)/testdata/templates
 	node scripts/node/goldens.mjs \
 		--models "$dest" \
 		--gptoss-template "$jinja_dir/gpt-oss-20b-Q8_0.jinja" \
 		--llama3x-template "$jinja_dir/Llama-3.2-1B-Instruct-GGUF.jinja" \
 		--out promptsize/hf/testdata
 	node scripts/node/tiktoken_goldens.mjs --models "$dest" --out promptsize/hf/testdata/tiktoken
+	# The thinking controls' renderings (Python's Jinja2), then their ids.
+	python3 scripts/thinking_goldens.py --models "$dest" --gptoss-template "$jinja_dir/gpt-oss-20b-Q8_0.jinja"
+	node scripts/node/thinking_ids.mjs --models "$dest" --file promptsize/hf/testdata/thinking.json
 fi
 exit 0

@@ -6,7 +6,9 @@
 // claimed for a run and written whole, the same way by every program
 // (ClaimOutputs and WriteResults, over LockOutputs and WriteFileAtomic),
 // the workload flags of a trace, a dataset or a generated shared-prefix
-// load (WorkloadFlags), and the server's own count of prompts as a counter
+// load (WorkloadFlags), a reasoning model's thinking controls and their
+// sweeps (ThinkingFlags: --thinking, --reasoning-effort,
+// --thinking-budget), and the server's own count of prompts as a counter
 // (ServerCounter, ResolveServerCounter: vLLM's and SGLang's /tokenize, or
 // llama.cpp's /apply-template and /tokenize, found by asking). A tool that
 // wants the same flags and behaviour as serve-load or offline imports it;

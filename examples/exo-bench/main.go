@@ -78,6 +78,13 @@
 // (docs/PERFORMANCE.md states how the bound was calibrated).
 // --no-host-info leaves the host name out of the results files.
 //
+// --thinking on|off, --reasoning-effort low|medium|high and
+// --thinking-budget N put a reasoning model's thinking controls on every
+// request, every prompt counted with the chat template rendered under
+// them; lists (--thinking off,on) measure each cell under each setting,
+// the rows and the summary's cells labelled "thinking", the table a line
+// per cell and setting.
+//
 // Exit status: 0 when every request succeeded, 1 when some failed (their
 // rows say why) or the run failed, 2 for bad usage or results files in use
 // by another run (nothing is sent), 3 when a burst's client was saturated

@@ -37,6 +37,7 @@ type config struct {
 	dangerDelete, salt                                              bool
 	metricsInterval, timeout, settle, pauseRep, pauseGrp, grace     float64
 	visited                                                         map[string]bool
+	thinking                                                        cli.ThinkingFlags
 }
 
 // maxSeconds bounds every flag given in seconds: about 31 years, well
@@ -82,6 +83,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request, led by a random run nonce, so no request shares a prefix beyond the chat template with any other request of this or another run")
 	fs.StringVar(&c.plotPower, "plot-power", "", "write a PNG of each node's sampled power over the run, bursts shaded (prefill and generation when streamed)")
 	fs.StringVar(&c.plot, "plot", "", "write a PNG of generation throughput against concurrency (Σ tokens / wall beside exo's max × N)")
+	c.thinking.AddFlags(fs, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -161,6 +163,9 @@ func (c *config) validate() error {
 	if c.repeat < 1 {
 		return cli.Usagef("--repeat=%d: must be at least 1", c.repeat)
 	}
+	if err := c.thinking.Check(); err != nil {
+		return err
+	}
 	if c.warmup < 0 {
 		return cli.Usagef("--warmup=%d: must be 0 or more", c.warmup)
 	}
@@ -214,6 +219,7 @@ func (c *config) plan() benchkit.Plan {
 		Repeat: c.repeat, Warmup: c.warmup,
 		PauseBetweenRepeats: seconds(c.pauseRep), PauseBetweenGroups: seconds(c.pauseGrp),
 		UsePrefixCache: c.prefixCache, Stream: c.stream, Salt: c.salt,
+		Thinking: c.thinking.Settings(),
 	}
 }
 
@@ -262,7 +268,16 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	defer c.Close()
 	builder := &promptsize.Builder{Counter: c.Counter}
-	overhead, err := builder.Overhead(ctx)
+	if note := c.thinking.CounterNote(c.Counter, c.Info.Tokenizer); note != "" {
+		fmt.Fprintln(stderr, "exo-bench:", note)
+	}
+	// Every thinking setting's prompts must fit: the plan is checked
+	// against the widest template's overhead.
+	widest, err := c.thinking.WidestCounter(ctx, c.Counter)
+	if err != nil {
+		return err
+	}
+	overhead, err := (&promptsize.Builder{Counter: widest}).Overhead(ctx)
 	if err != nil {
 		return err
 	}

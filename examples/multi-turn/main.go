@@ -23,6 +23,11 @@
 // whose turn fails stops there: its later turns are rows of kind not_sent
 // with the reason, and the other sessions go on.
 //
+// --thinking on|off, --reasoning-effort low|medium|high and
+// --thinking-budget N put a reasoning model's thinking controls on every
+// turn, every turn's prompt counted with the chat template rendered under
+// them, every row labelled with the setting.
+//
 // --json-out (results/multi-turn.json; "" for none) writes the results
 // document (benchkit.SessionsDocument) as every program writes its own
 // (cli.WriteResults): the run's settings and target, and for each run of

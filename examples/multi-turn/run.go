@@ -14,6 +14,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -43,6 +44,8 @@ type options struct {
 	recorded, barrier  bool
 	trim               bool
 	noted              bool // the rows the source skipped were said
+	thinking           cli.ThinkingFlags
+	thinkNoted         bool // the counter's note on the thinking control was said
 }
 
 // arm is one run of the sessions: the cache mode it ran with ("" for a
@@ -82,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.recorded, "recorded-replies", false, "with --dataset: carry the dataset's recorded replies into the history instead of the server's")
 	fs.BoolVar(&o.barrier, "round-barrier", false, "hold every session's next turn until every session has ended the current one")
 	fs.BoolVar(&o.trim, "trim-replies", false, "carry each reply into the history without the white space around it, for a server whose chat template keeps what the tokenizer's trims (Ollama with Llama 3)")
+	o.thinking.AddFlags(fs, false)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -104,6 +108,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("--turns-max, --user-tokens-max and --output-len-max must be at least --turns, --user-tokens and --output-len")
 	case o.maxActive < 0 || o.rate < 0 || o.think < 0:
 		return cli.Usagef("--max-active, --session-rate and --think must not be negative")
+	}
+	if err := o.thinking.Check(); err != nil {
+		return err
 	}
 	modes := []string{""}
 	if o.target.Embedded() {
@@ -197,13 +204,24 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 		Header: o.header, RequestTimeout: tg.Timeout, RecordedReplies: o.recorded, Barrier: o.barrier, TrimReplies: o.trim,
 		TurnsMax: o.turnsMax, UserTokensMax: o.userMax, OutputMax: o.outputMax,
 		ServerMetrics: tg.Metrics,
+		Request:       engine.Request{Thinking: o.thinking.Setting()},
+	}
+	if note := o.thinking.CounterNote(tg.Counter, tg.Info.Tokenizer); note != "" && !o.thinkNoted {
+		fmt.Fprintln(stderr, "multi-turn:", note)
+		o.thinkNoted = true
 	}
 	if o.rows != nil {
 		o.rows.mode = mode
 		s.Sinks = []benchkit.Sink{o.rows}
 	}
 	if o.source.Set() {
-		w, _, err := o.source.Workload(ctx, benchkit.Lengths{}, benchkit.Traffic{}, tg.Counter)
+		// The rows are fitted to the template as the thinking control
+		// makes the server render it.
+		fit, err := o.thinking.WidestCounter(ctx, tg.Counter)
+		if err != nil {
+			return arm{mode: mode}, err
+		}
+		w, _, err := o.source.Workload(ctx, benchkit.Lengths{}, benchkit.Traffic{}, fit)
 		if err != nil {
 			return arm{mode: mode}, err
 		}

@@ -24,6 +24,11 @@
 // flags (serve-load's) send a generated shared-prefix load all at once,
 // its theoretical prefix hit rate beside the server's.
 //
+// --thinking on|off, --reasoning-effort low|medium|high and
+// --thinking-budget N put a reasoning model's thinking controls on every
+// request, every prompt counted with the chat template rendered under them
+// (one setting; serve-load and exo-bench sweep them).
+//
 // With no flags it measures the embedded simulated engine on 127.0.0.1;
 // its figures are simulated.
 //

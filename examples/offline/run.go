@@ -53,6 +53,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	wf.DatasetUsage = "send the requests of this dataset file (ShareGPT JSON, JSONL of prompts or messages) all at once"
 	wf.AddFlags(fs)
 	wf.AddSharedPrefixFlags(fs)
+	var thinking cli.ThinkingFlags
+	thinking.AddFlags(fs, false)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h or --help: the usage is written; exit 0
@@ -71,6 +73,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	if *sharedPrefix < 0 {
 		return cli.Usagef("--shared-prefix must not be negative, got %d", *sharedPrefix)
+	}
+	if err := thinking.Check(); err != nil {
+		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -128,8 +133,17 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	defer client.CloseIdleConnections()
 	meta.RunInfo = tg.Info
 	counter, model := tg.Counter, tg.Model
+	if note := thinking.CounterNote(counter, tg.Info.Tokenizer); note != "" {
+		fmt.Fprintln(stderr, "offline:", note)
+	}
 	wf.Nonce = prov.Nonce
-	w, traffic, err := wf.Workload(ctx, lengths, traffic, counter)
+	// A trace's rows are fitted to the template as the thinking control
+	// makes the server render it.
+	fit, err := thinking.WidestCounter(ctx, counter)
+	if err != nil {
+		return err
+	}
+	w, traffic, err := wf.Workload(ctx, lengths, traffic, fit)
 	if err != nil {
 		return err
 	}
@@ -141,7 +155,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	keeper := newReplyKeeper()
 	load := &benchkit.Load{Engine: engine.Observe(client, keeper.keep), Model: model, Builder: &promptsize.Builder{Counter: counter}, NoStream: true, Simulated: meta.Simulated,
 		Grace: 10 * time.Second, RequestTimeout: tg.Timeout, Nonce: prov.Nonce, SharedPrefix: *sharedPrefix, Segment: seg, StartAt: start,
-		GCPercent: int(gcPercent), ServerMetrics: tg.Metrics, AllowEOS: *allowEOS}
+		GCPercent: int(gcPercent), ServerMetrics: tg.Metrics, AllowEOS: *allowEOS,
+		Request: engine.Request{Thinking: thinking.Setting()}}
 	if seg.Split() || !start.IsZero() {
 		fmt.Fprintf(stderr, "offline: segment %s of the plan, shared start %s\n", seg, meta.Segment.StartAt)
 	}

@@ -99,6 +99,13 @@
 // the bottleneck: the summary says client_saturated with the reason and
 // the exit status is 3, unless --allow-saturated.
 //
+// --thinking on|off, --reasoning-effort low|medium|high and
+// --thinking-budget N put a reasoning model's thinking controls on every
+// request, every prompt counted with the chat template rendered as the
+// server renders it under them (cli.ThinkingFlags). Lists sweep them:
+// --thinking off,on --rate 1,2 is four runs, each rate under each setting,
+// labelled in every row and summary, the table led by a thinking column.
+//
 // --segment i/N (or --segments N with JOB_COMPLETION_INDEX) sends one
 // share of the schedule a single process would send with the same --seed,
 // from a shared --start-at; `serve-load merge` recomputes one result from

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
@@ -42,6 +43,7 @@ type options struct {
 	jsonOut, jsonl, format, plotPath                string
 	grace                                           time.Duration
 	split                                           splitFlags
+	thinking                                        cli.ThinkingFlags
 }
 
 // parse reads and checks every flag; it returns a *cli.UsageError
@@ -91,6 +93,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	addSplitFlags(fs, &o.split)
+	o.thinking.AddFlags(fs, true)
 	var slo timing.SLO
 	if err := fs.Parse(args); err != nil {
 		return o, nil, slo, &cli.UsageError{Err: err}
@@ -164,7 +167,14 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	case o.target.Timeout < 0 || o.grace < 0:
 		return o, nil, slo, cli.Usagef("--timeout and --grace must not be negative")
 	}
-	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate); err != nil {
+	if err := o.thinking.Check(); err != nil {
+		return o, nil, slo, err
+	}
+	settings := len(o.thinking.Settings())
+	if o.findMaxRate && settings > 1 {
+		return o, nil, slo, cli.Usagef("--find-max-rate searches under one thinking setting; --thinking and --reasoning-effort give %d", settings)
+	}
+	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate || settings > 1); err != nil {
 		return o, nil, slo, err
 	}
 	if o.findMaxRate {
@@ -212,17 +222,18 @@ type hooks struct {
 // progress line's total and ETA; 0 when it cannot be told in advance (a
 // search, a --duration bound, one segment of a split plan).
 func plannedRequests(o options, rates []float64) int {
+	settings := max(len(o.thinking.Settings()), 1)
 	switch {
 	case o.findMaxRate || o.split.seg.Split():
 		return 0
 	case o.burst > 0:
-		return o.burst
+		return o.burst * settings
 	case o.trace.Set():
-		return o.trace.Len() * max(len(rates), 1)
+		return o.trace.Len() * max(len(rates), 1) * settings
 	case o.duration > 0 || o.numRequests <= 0:
 		return 0
 	}
-	return o.numRequests * max(len(rates), 1)
+	return o.numRequests * max(len(rates), 1) * settings
 }
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) (err error) {
@@ -270,6 +281,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	defer client.CloseIdleConnections()
 	meta.RunInfo = tg.Info
+	if note := o.thinking.CounterNote(tg.Counter, tg.Info.Tokenizer); note != "" {
+		fmt.Fprintln(stderr, "serve-load:", note)
+	}
 	// The rows file is opened once the provenance is whole, for its run
 	// header; nothing has been sent yet.
 	var rowsOut *jsonlFile
@@ -319,7 +333,12 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	progress.Start()
 	o.trace.Nonce = prov.Nonce
-	w, t, err := o.trace.Workload(ctx, lengths(o), traffic(o), tg.Counter)
+	// A trace's rows must fit every thinking setting's template.
+	counter, err := o.thinking.WidestCounter(ctx, tg.Counter)
+	if err != nil {
+		return err
+	}
+	w, t, err := o.trace.Workload(ctx, lengths(o), traffic(o), counter)
 	if err != nil {
 		return err
 	}
@@ -327,7 +346,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		fmt.Fprintln(stderr, "serve-load:", note)
 		meta.Warnings = append(meta.Warnings, note)
 	}
-	plan := benchkit.LoadPlan{Workload: w, Traffic: t, Rates: rates, SLO: slo, Attainment: o.attainment}
+	plan := benchkit.LoadPlan{Workload: w, Traffic: t, Rates: rates, SLO: slo, Attainment: o.attainment, Thinking: o.thinking.Settings()}
 	if t.Replay {
 		plan.Rates = nil
 	}
@@ -358,21 +377,26 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 
 // runTitle is the title of the table and the plot: the model and the
 // traffic actually sent ("rate inf: all at once" for an infinite rate, a
-// rate sweep or a search by their rates), after "SIMULATED (preset)"
-// for the embedded engine.
+// rate sweep or a search by their rates), and the thinking settings, after
+// "SIMULATED (preset)" for the embedded engine.
 func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string {
 	traffic := meta.Traffic.String()
+	// Each thinking setting runs the same traffic: one setting's runs.
+	perSetting := len(runs) / max(len(meta.Thinking), 1)
 	switch {
 	case o.findMaxRate:
 		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
 	case meta.Traffic.Replay:
 		traffic = "replay of " + o.trace.Trace
-	case len(runs) == 1 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0:
+	case perSetting <= 1 && len(runs) > 0 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0:
 		traffic = "rate inf: all at once"
-	case len(runs) == 1:
+	case perSetting <= 1 && len(runs) > 0:
 		traffic = runs[0].Summary.Traffic
-	case len(runs) > 1:
-		traffic = fmt.Sprintf("sweep of %d rates", len(runs))
+	case perSetting > 1:
+		traffic = fmt.Sprintf("sweep of %d rates", perSetting)
+	}
+	if len(meta.Thinking) > 0 {
+		traffic += ", thinking " + strings.Join(meta.Thinking, " / ")
 	}
 	title := meta.Model + ", " + traffic
 	if meta.Simulated {

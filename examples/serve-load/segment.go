@@ -40,7 +40,7 @@ func (s *splitFlags) resolve(seeded, severalRuns bool) error {
 		return &cli.UsageError{Err: err}
 	}
 	if (seg.Split() || !start.IsZero()) && severalRuns {
-		return cli.Usagef("--segment and --start-at run one plan: they take one --rate (or --burst), no list and no --find-max-rate")
+		return cli.Usagef("--segment and --start-at run one plan: they take one --rate (or --burst) and one thinking setting, no list and no --find-max-rate")
 	}
 	s.seg, s.start = seg, start
 	return nil

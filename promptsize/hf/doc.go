@@ -17,7 +17,13 @@
 // added, special, byte-fallback or unknown token) and a
 // promptsize.ContentLocator (ContentOffset: the template's tokens before
 // the last message's content), which is what promptsize.TokenBlocks and
-// BlockBuilder need to replay traces of hash-id blocks.
+// BlockBuilder need to replay traces of hash-id blocks. WithTemplateVars
+// returns a Counter (a *Tokenizer sharing the tokenizer's data) that renders
+// with further template variables, as a server does for a request's
+// chat_template_kwargs or reasoning_effort: counts stay exact with thinking
+// on, off or at an effort (testdata/thinking.json holds Python Jinja2's
+// renderings of Qwen3's and gpt-oss's templates under each, with the Rust
+// tokenizers library's ids, from scripts/thinking_goldens.py).
 // ChatTemplate, ParseChatTemplate, LoadChatTemplate and LoadSpecialTokens
 // expose the template rendering on its own; package hfcgo reuses it over
 // Hugging Face's Rust tokenizer.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -323,6 +324,29 @@ func (t *Tokenizer) ChatTemplate() (*ChatTemplate, error) {
 // one loaded tokenizer, several templates or dates.
 func (t *Tokenizer) WithRendering(ct *ChatTemplate, ro RenderOptions) *Tokenizer {
 	return &Tokenizer{encoder: t.encoder, template: ct, countOpts: ro}
+}
+
+// WithTemplateVars returns a Counter that counts as t does with vars added
+// to the variables the chat template is rendered with (over those of
+// WithRenderOptions, a key of vars replacing one there): what a server
+// renders when a request carries them, e.g. chat_template_kwargs
+// {"enable_thinking": false} or gpt-oss's reasoning_effort (see
+// engine.Thinking.TemplateVars). Qwen3's template, for one, writes an
+// empty <think>\n\n</think>\n\n into the generation prompt when
+// enable_thinking is false: 4 tokens a count without the variable misses.
+//
+// The Counter is a *Tokenizer sharing t's tokenizer.json data and cache,
+// so it is also a promptsize.TokenEnder, ContentLocator and Vocabulary as
+// t is; t itself is unchanged. Nil or empty vars count as t does.
+func (t *Tokenizer) WithTemplateVars(vars map[string]any) promptsize.Counter {
+	c := *t
+	if len(vars) > 0 {
+		merged := make(map[string]any, len(t.countOpts.Vars)+len(vars))
+		maps.Copy(merged, t.countOpts.Vars)
+		maps.Copy(merged, vars)
+		c.countOpts.Vars = merged
+	}
+	return &c
 }
 
 // Render renders messages through the chat template.

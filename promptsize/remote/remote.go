@@ -11,6 +11,11 @@
 //     usage.prompt_tokens whether or not the model's vocabulary adds a BOS
 //     (see LlamaCpp).
 //
+// Both take the chat template's variables a request makes the server
+// render with (WithTemplateVars: chat_template_kwargs such as
+// enable_thinking, or reasoning_effort), so that a prompt counted with a
+// thinking control on or off is counted as the server renders it.
+//
 // A server without the endpoint gives an *EndpointError wrapping
 // ErrNoEndpoint that names the endpoint and suggests another Counter. A
 // /tokenize that answers 200 with no token for a chat (llama.cpp's, asked
@@ -34,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -100,7 +106,10 @@ func (e *StatusError) Error() string {
 //	{"model": Model, "messages": [...], "add_generation_prompt": true}
 //
 // to BaseURL+Path and reads "count" from the answer, or the length of
-// "tokens" when there is no count.
+// "tokens" when there is no count. TemplateVars go with it as
+// "chat_template_kwargs", which vLLM's TokenizeChatRequest passes to the
+// chat template as a chat completion's are (vllm/entrypoints/serve/
+// tokenize/protocol.py, build_chat_params; vLLM ≥ 0.6).
 type VLLM struct {
 	// BaseURL is the server's root, e.g. "http://127.0.0.1:8000".
 	BaseURL string
@@ -118,6 +127,9 @@ type VLLM struct {
 	// Timeout bounds each request. Zero means DefaultTimeout; negative,
 	// no bound beyond the context's.
 	Timeout time.Duration
+	// TemplateVars are the chat template's further variables, sent as
+	// "chat_template_kwargs"; nil sends none.
+	TemplateVars map[string]any
 }
 
 var _ promptsize.Counter = (*VLLM)(nil)
@@ -126,6 +138,29 @@ type vllmRequest struct {
 	Model               string               `json:"model,omitempty"`
 	Messages            []promptsize.Message `json:"messages"`
 	AddGenerationPrompt bool                 `json:"add_generation_prompt"`
+	ChatTemplateKwargs  map[string]any       `json:"chat_template_kwargs,omitempty"`
+}
+
+// WithTemplateVars returns a copy of c that also sends vars as
+// chat_template_kwargs (over c's TemplateVars, a key of vars replacing
+// one there): the server counts what it renders for a request carrying
+// them. c is unchanged.
+func (c *VLLM) WithTemplateVars(vars map[string]any) promptsize.Counter {
+	d := *c
+	d.TemplateVars = mergeVars(c.TemplateVars, vars)
+	return &d
+}
+
+// mergeVars returns base with over's keys set, in a new map; base itself
+// when over is empty.
+func mergeVars(base, over map[string]any) map[string]any {
+	if len(over) == 0 {
+		return base
+	}
+	m := make(map[string]any, len(base)+len(over))
+	maps.Copy(m, base)
+	maps.Copy(m, over)
+	return m
 }
 
 // Count returns the server's count of messages with the generation prompt.
@@ -138,7 +173,7 @@ func (c *VLLM) Count(ctx context.Context, messages []promptsize.Message) (int, e
 		messages = []promptsize.Message{}
 	}
 	body, endpoint, err := post(ctx, c.Client, c.Header, c.Timeout, c.BaseURL, path,
-		vllmRequest{Model: c.Model, Messages: messages, AddGenerationPrompt: true},
+		vllmRequest{Model: c.Model, Messages: messages, AddGenerationPrompt: true, ChatTemplateKwargs: c.TemplateVars},
 		"expected vLLM's or SGLang's /tokenize; for llama.cpp use remote.LlamaCpp, or count locally with promptsize/hf and the model's tokenizer.json")
 	if err != nil {
 		return 0, err
@@ -194,6 +229,11 @@ func (c *VLLM) Count(ctx context.Context, messages []promptsize.Message) (int, e
 // GGUF); with add_bos_token false (as Ollama's converter writes) nothing
 // was stripped and add_special adds nothing, and the count is the same
 // either way. add_special true is right for both.
+//
+// TemplateVars go to /apply-template as "chat_template_kwargs", which
+// oaicompat_chat_params_parse merges over the server's
+// --chat-template-kwargs and hands to the template (enable_thinking also
+// sets the server's own switch), as it does for a chat completion.
 type LlamaCpp struct {
 	// BaseURL is the server's root, e.g. "http://127.0.0.1:8080".
 	BaseURL string
@@ -206,6 +246,9 @@ type LlamaCpp struct {
 	// Timeout bounds each request. Zero means DefaultTimeout; negative,
 	// no bound beyond the context's.
 	Timeout time.Duration
+	// TemplateVars are the chat template's further variables, sent to
+	// /apply-template as "chat_template_kwargs"; nil sends none.
+	TemplateVars map[string]any
 }
 
 var _ promptsize.Counter = (*LlamaCpp)(nil)
@@ -213,6 +256,16 @@ var _ promptsize.Counter = (*LlamaCpp)(nil)
 type applyTemplateRequest struct {
 	Messages            []promptsize.Message `json:"messages"`
 	AddGenerationPrompt bool                 `json:"add_generation_prompt"`
+	ChatTemplateKwargs  map[string]any       `json:"chat_template_kwargs,omitempty"`
+}
+
+// WithTemplateVars returns a copy of c that also sends vars as
+// chat_template_kwargs to /apply-template (over c's TemplateVars, a key
+// of vars replacing one there). c is unchanged.
+func (c *LlamaCpp) WithTemplateVars(vars map[string]any) promptsize.Counter {
+	d := *c
+	d.TemplateVars = mergeVars(c.TemplateVars, vars)
+	return &d
 }
 
 type llamaTokenizeRequest struct {
@@ -230,7 +283,7 @@ func (c *LlamaCpp) Count(ctx context.Context, messages []promptsize.Message) (in
 	}
 	secrets := httpsafe.HeaderSecrets(c.Header)
 	body, endpoint, err := post(ctx, c.Client, c.Header, c.Timeout, c.BaseURL, "/apply-template",
-		applyTemplateRequest{Messages: messages, AddGenerationPrompt: true}, llamaSuggest)
+		applyTemplateRequest{Messages: messages, AddGenerationPrompt: true, ChatTemplateKwargs: c.TemplateVars}, llamaSuggest)
 	if err != nil {
 		return 0, err
 	}

@@ -30,6 +30,16 @@ func render(msgs []promptsize.Message, addGen bool) string {
 	return sb.String()
 }
 
+// thinkOff is what the test servers' chat template adds to the generation
+// prompt for chat_template_kwargs kw: an empty think block (two tokens)
+// when enable_thinking is false, as Qwen3's does.
+func thinkOff(kw map[string]any) string {
+	if v, ok := kw["enable_thinking"].(bool); ok && !v {
+		return "<think>\n\n</think>\n\n"
+	}
+	return ""
+}
+
 // tokenize is the test servers' tokenizer: special markers are one token
 // each, the rest one token per white-space separated field.
 func tokenize(text string) []int {
@@ -47,6 +57,7 @@ type vllmReq struct {
 	Model               string               `json:"model"`
 	Messages            []promptsize.Message `json:"messages"`
 	AddGenerationPrompt *bool                `json:"add_generation_prompt"`
+	ChatTemplateKwargs  map[string]any       `json:"chat_template_kwargs"`
 }
 
 // newVLLM serves vLLM's /tokenize shape; seen receives each request body.
@@ -68,7 +79,7 @@ func newVLLM(t *testing.T, seen chan<- vllmReq) *httptest.Server {
 			default:
 			}
 		}
-		ids := tokenize(render(req.Messages, req.AddGenerationPrompt != nil && *req.AddGenerationPrompt))
+		ids := tokenize(render(req.Messages, req.AddGenerationPrompt != nil && *req.AddGenerationPrompt) + thinkOff(req.ChatTemplateKwargs))
 		json.NewEncoder(w).Encode(map[string]any{"count": len(ids), "max_model_len": 32768, "tokens": ids})
 	})
 	srv := httptest.NewServer(mux)
@@ -93,13 +104,14 @@ func newLlamaCppVocab(t *testing.T, addBOS bool, seen chan<- map[string]any) *ht
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apply-template", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
-			Messages []promptsize.Message `json:"messages"`
+			Messages           []promptsize.Message `json:"messages"`
+			ChatTemplateKwargs map[string]any       `json:"chat_template_kwargs"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		prompt := bos + render(req.Messages, true)
+		prompt := bos + render(req.Messages, true) + thinkOff(req.ChatTemplateKwargs)
 		if addBOS {
 			prompt = strings.TrimPrefix(prompt, bos)
 		}
@@ -345,4 +357,69 @@ func FuzzParseApplyTemplateResponse(f *testing.F) {
 			t.Fatalf("prompt %q returned with error %v", p, err)
 		}
 	})
+}
+
+// TestTemplateVars: WithTemplateVars sends its variables as
+// chat_template_kwargs, merged over the Counter's own, and the count is the
+// server's rendering with them; the Counter it was made from is unchanged
+// and sends none it was not given.
+func TestTemplateVars(t *testing.T) {
+	msgs := []promptsize.Message{{Role: "user", Content: "one two three"}}
+	off := map[string]any{"enable_thinking": false, "thinking": false}
+	type withVars interface {
+		WithTemplateVars(map[string]any) promptsize.Counter
+	}
+	seen := make(chan vllmReq, 1)
+	vllm := newVLLM(t, seen)
+	llama := newLlamaCpp(t)
+	for _, tc := range []struct {
+		name string
+		c    promptsize.Counter
+	}{
+		{"vllm", &remote.VLLM{BaseURL: vllm.URL, Header: http.Header{"Authorization": {"Bearer k"}}, TemplateVars: map[string]any{"x": "y"}}},
+		{"llamacpp", &remote.LlamaCpp{BaseURL: llama.URL, TemplateVars: map[string]any{"x": "y"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := tc.c.Count(t.Context(), msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wv, ok := tc.c.(withVars)
+			if !ok {
+				t.Fatalf("%T has no WithTemplateVars", tc.c)
+			}
+			n, err := wv.WithTemplateVars(off).Count(t.Context(), msgs)
+			if err != nil || n != base+2 {
+				t.Errorf("count with enable_thinking false = %d, %v; want the server's %d (the empty think block's 2 tokens more)", n, err, base+2)
+			}
+			if again, err := tc.c.Count(t.Context(), msgs); err != nil || again != base {
+				t.Errorf("the Counter counts %d, %v after WithTemplateVars; want %d", again, err, base)
+			}
+			if same, err := wv.WithTemplateVars(nil).Count(t.Context(), msgs); err != nil || same != base {
+				t.Errorf("WithTemplateVars(nil) counts %d, %v; want %d", same, err, base)
+			}
+		})
+	}
+	// What vLLM's /tokenize receives: the Counter's variables and the
+	// new ones, and none from a Counter without variables.
+	for range 4 {
+		select {
+		case <-seen:
+		default:
+		}
+	}
+	c := &remote.VLLM{BaseURL: vllm.URL, Header: http.Header{"Authorization": {"Bearer k"}}, TemplateVars: map[string]any{"x": "y", "thinking": true}}
+	if _, err := c.WithTemplateVars(off).Count(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"x": "y", "enable_thinking": false, "thinking": false}
+	if got := testkit.RecvWithin(t, seen, testkit.Patience).ChatTemplateKwargs; !cmp.Equal(got, want) {
+		t.Errorf("chat_template_kwargs sent: %v; want %v", got, want)
+	}
+	if _, err := (&remote.VLLM{BaseURL: vllm.URL, Header: http.Header{"Authorization": {"Bearer k"}}}).Count(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if got := testkit.RecvWithin(t, seen, testkit.Patience).ChatTemplateKwargs; got != nil {
+		t.Errorf("a Counter without variables sent chat_template_kwargs %v; want none", got)
+	}
 }
