@@ -328,7 +328,9 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 			continue
 		}
 		if req.Prompt != nil {
-			res.Text = ch.text(true)
+			if ch.Text != nil {
+				res.Text = *ch.Text
+			}
 		} else {
 			res.Text = ch.Message.text()
 		}
