@@ -83,8 +83,8 @@ const (
 // matches one of these only without regard to case is refused too:
 // encoding/json would match it.
 var known = [...][]string{
-	levelTop:     {"id", "model", "choices", "usage"},
-	levelChoice:  {"index", "delta", "finish_reason", "text"},
+	levelTop:               {"id", "model", "choices", "usage"},
+	levelChoice:            {"index", "delta", "finish_reason", "text"},
 	levelDelta:             {"content", "reasoning_content", "reasoning", "tool_calls"},
 	levelUsage:             {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"},
 	levelDetails:           {"cached_tokens"},
