@@ -210,12 +210,16 @@ func FuzzReadStream(f *testing.F) {
 			}
 		}
 		// With the server's count, every chunk carried a token and the
-		// counts add up to it, or a warning says they cannot.
+		// counts add up to it, or a warning says they cannot (a failed
+		// request carries no note on its counts).
 		if res.Usage != nil && len(res.Trace.Chunks) > 0 {
 			for i, ch := range res.Trace.Chunks {
 				if ch.Tokens < 1 {
 					t.Fatalf("chunk %d has %d tokens with a final usage of %d", i, ch.Tokens, res.Usage.CompletionTokens)
 				}
+			}
+			if err != nil {
+				return
 			}
 			if n := res.Trace.Tokens() + res.Trace.HiddenTokens; n != res.Usage.CompletionTokens && !errors.Is(errors.Join(res.Warnings...), ErrTokenMismatch) {
 				t.Fatalf("the chunks carry %d tokens and %d are hidden, usage says %d, and no warning says so: %v",
