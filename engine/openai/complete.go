@@ -26,8 +26,10 @@ const (
 // engine.Engine.
 //
 // A streaming request's trace has one chunk per chunk that carried
-// generated text (content or reasoning) in choice 0, with its token count
-// (see the package doc for how it is obtained); a non-streaming request's
+// generated text in choice 0, and one per kind (reasoning, content, tool
+// calls) of a chunk that carried several, each with its kind and token
+// count (see the package doc for how they are obtained), and the tokens
+// the server counted and never streamed in HiddenTokens; a non-streaming request's
 // trace has Start, Headers and End only. The request is never retried
 // (but for a request on a reused connection the server had closed: see
 // the package doc). Its
