@@ -8,11 +8,16 @@
 // An [Engine] has one method, Complete, which sends one request (a chat of
 // Messages, or a text completion of a [Prompt] of token ids or raw text)
 // and returns its [Result]: the client's [timing.Trace] (when the request was
-// written, when headers and each content chunk arrived, when the response
-// ended), the server's own statistics when it reports them ([ServerStats]:
-// exo's generation_stats, llama.cpp's timings, Ollama's durations, TGI's
-// timing headers, with Source saying whose), the OpenAI usage block ([Usage]), exo's
-// power_usage block ([PowerUsage]), the text and the response id.
+// written, when headers and each content chunk arrived and what it carried,
+// the answer, reasoning streamed apart from it or a tool call, one kind a
+// chunk; the tokens the server counted and never streamed; when the
+// response ended), the server's own statistics when it reports them
+// ([ServerStats]: exo's generation_stats, llama.cpp's timings, Ollama's
+// durations, TGI's timing headers, with Source saying whose), the OpenAI
+// usage block ([Usage], with the reasoning tokens where the server says),
+// exo's power_usage block ([PowerUsage]), the text and the response id.
+// [Request.Thinking] asks for a reasoning model's thinking controls, which
+// each adapter sends as its server takes them (see its package doc).
 //
 // Everything else an engine may offer is a small optional interface that
 // callers discover with a type assertion:

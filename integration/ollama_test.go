@@ -723,3 +723,95 @@ func derefF(p *float64) float64 {
 	}
 	return *p
 }
+
+// TestThinkingControls sends requests with each thinking control through
+// both adapters to the real Ollama: the OpenAI API's (as FlavourOllama
+// sends them: reasoning_effort; and as a generic server gets them:
+// chat_template_kwargs, reasoning_effort and the budgets) and the native
+// one's think. Ollama v0.6.5 knows none of these fields and ignores them,
+// and the tiny model's template has no thinking variable: the prompt
+// counts stay exact, counted with the request's template variables where
+// the counter takes them. The model does not think, so every stream has
+// answer chunks only, no hidden tokens and no warning but the one for a
+// budget Ollama cannot take.
+func TestThinkingControls(t *testing.T) {
+	tg := needOllama(t)
+	ctx := timeout(t, 3*time.Minute)
+	off, on := false, true
+	settings := []struct {
+		name string
+		th   *engine.Thinking
+	}{
+		{"none", nil},
+		{"off", &engine.Thinking{Enabled: &off}},
+		{"on", &engine.Thinking{Enabled: &on}},
+		{"effort low", &engine.Thinking{Effort: "low"}},
+		{"on, high, budget", &engine.Thinking{Enabled: &on, Effort: "high", Budget: 64}},
+	}
+	type varsCounter interface {
+		WithTemplateVars(map[string]any) promptsize.Counter
+	}
+	oa, err := openai.New(tg.url+"/v1", &openai.Options{Flavour: openai.FlavourOllama, Counter: tg.tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(oa.CloseIdleConnections)
+	generic, err := openai.New(tg.url+"/v1", &openai.Options{Counter: tg.tok, NoContinuousUsage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(generic.CloseIdleConnections)
+	native, err := ollama.New(tg.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(native.CloseIdleConnections)
+	engines := []struct {
+		name string
+		e    engine.Engine
+		// unsupported is the warning of a budget the engine cannot send.
+		unsupported error
+	}{{"openai flavour ollama", oa, openai.ErrUnsupported}, {"openai generic", generic, nil}, {"native", native, ollama.ErrUnsupported}}
+	for i, s := range settings {
+		var counter promptsize.Counter = tg.tok
+		if vc, ok := any(tg.tok).(varsCounter); ok {
+			counter = vc.WithTemplateVars(s.th.TemplateVars())
+		}
+		b := &promptsize.Builder{Counter: counter}
+		p, err := b.BuildSalted(ctx, 96, fmt.Sprintf("thinking-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range engines {
+			res, err := en.e.Complete(ctx, engine.Request{Model: tg.model, Messages: []engine.Message{{Role: "user", Content: p.Content}},
+				MaxTokens: 8, Stream: true, Thinking: s.th})
+			id := s.name + " through " + en.name
+			if err != nil {
+				t.Errorf("%s: %v", id, err)
+				continue
+			}
+			if res.Usage == nil || res.Usage.PromptTokens != p.Tokens {
+				t.Errorf("%s: usage %+v, want prompt_tokens %d, the client's count", id, res.Usage, p.Tokens)
+				continue
+			}
+			if got := res.Trace.Tokens() + res.Trace.HiddenTokens; got != res.Usage.CompletionTokens || res.Trace.HiddenTokens != 0 {
+				t.Errorf("%s: chunks carry %d tokens, %d hidden; completion_tokens %d, want all in chunks", id, res.Trace.Tokens(), res.Trace.HiddenTokens, res.Usage.CompletionTokens)
+			}
+			for j, ch := range res.Trace.Chunks {
+				if ch.Kind != timing.Answer {
+					t.Errorf("%s: chunk %d is %v; a model that does not think streams the answer only", id, j, ch.Kind)
+					break
+				}
+			}
+			if res.Usage.ReasoningTokens != nil {
+				t.Errorf("%s: reasoning_tokens %d; Ollama says none", id, *res.Usage.ReasoningTokens)
+			}
+			for _, w := range res.Warnings {
+				if s.th != nil && s.th.Budget > 0 && en.unsupported != nil && errors.Is(w, en.unsupported) {
+					continue
+				}
+				t.Errorf("%s: warning %v", id, w)
+			}
+		}
+	}
+}

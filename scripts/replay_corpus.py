@@ -16,12 +16,26 @@ never by the parser under test:
   n         tokens the server generated (its final usage)
   chunks    tokens per content chunk as the trace must have them: tokens
             generated since the previous content chunk, hidden ones
-            included; an end-of-sequence token goes to the last chunk
+            included where per-chunk usage puts them there; an
+            end-of-sequence token goes to the last chunk
+  kinds     the kind of each content chunk: "r" reasoning (a reasoning
+            field, or a <think> block left in the content), "a" answer,
+            "t" tool call; a server chunk of two kinds is two chunks
+  reasoning, answer, tool
+            the tokens of the chunks of each kind ("-" when the chunks'
+            counts are not knowable)
+  hidden    tokens the usage counts that came in no chunk: the markers a
+            reasoning parser swallowed on a stream without per-chunk usage
+            (Trace.HiddenTokens)
   ttft_ms   the write that carries the first text
   first_ms  the write of the first token when the server writes a text-less
             chunk then (the first-chunk anchor), else "-"
-  tpot_ms   (last text write - first instant) / (n - 1), the first instant
-            being first_ms when set, else ttft_ms
+  ttfa_ms   the write of the first answer chunk, "-" when none
+  last_reasoning_ms
+            the write of the last reasoning chunk, "-" when none
+  tpot_ms   (last write - first instant) / (n - hidden - 1), the first
+            instant being first_ms when set, else ttft_ms (Trace.TPOT counts
+            to the stream's end); a failed stream's counts to its last text
   pieces    the text of each generated token (Go-quoted bytes), for the
             test's exact counter; "!" before a token whose text the stream
             never shows (a swallowed reasoning marker), "" for an end of
@@ -100,27 +114,74 @@ class Case:
         if data:
             self.writes.append((t, data))
 
-    def step(self, t, pieces, shows_text):
-        self.steps.append((t, len(pieces), shows_text))
+    def step(self, t, pieces, shows_text, kind="a", split=None):
+        """One decode step at instant t that generated pieces. When
+        shows_text, the step writes one content chunk of kind ("r"
+        reasoning, "a" answer, "t" tool call) that carries its pieces, or,
+        with split [(kind, npieces), ...], one chunk per element, each
+        carrying the next npieces (a server chunk of two kinds, split at
+        its instant). A step that shows no text passes its pieces on."""
+        chunks = []
+        if shows_text:
+            chunks = split if split else [(kind, len(pieces))]
+        self.steps.append((t, list(pieces), chunks))
         self.pieces += pieces
 
-    def finish_truth(self, finish, usage, eos=False, error_kind="-", error_code="-", chunks_known=True, cached="-"):
-        chunks, carry, times = [], 0, []
-        for t, k, shown in self.steps:
-            carry += k
-            if shown:
+    def finish_truth(self, finish, usage, eos=False, error_kind="-", error_code="-", chunks_known=True, cached="-", hide=False):
+        """hide: the stream carries no per-chunk usage and its reasoning came
+        in a field of its own, so a hidden piece (H: a marker the server's
+        reasoning parser swallowed) is in no chunk: it counts in "hidden".
+        The first generated piece is the exception when a first-chunk anchor
+        came before the first text: the anchor marks it, and the first text
+        chunk carries it. Without hide, hidden pieces go with the next
+        chunk, as per-chunk usage puts them."""
+        chunks, kinds, times = [], [], []
+        carry, hidden, seen = 0, 0, 0
+        first_text = next((t for t, _, cks in self.steps if cks), None)
+        early = self.first_ms is not None and first_text is not None and first_text > self.first_ms
+
+        def take(piece):
+            nonlocal carry, hidden, seen
+            if hide and isinstance(piece, H) and not (early and seen == 0):
+                hidden += 1
+            else:
+                carry += 1
+            seen += 1
+
+        for t, pieces, cks in self.steps:
+            i = 0
+            for kind, k in cks:
+                for piece in pieces[i:i + k]:
+                    take(piece)
+                i += k
                 chunks.append(carry)
+                kinds.append(kind)
                 times.append(t)
                 carry = 0
+            for piece in pieces[i:]:
+                take(piece)
         if eos and chunks:
             chunks[-1] += carry
         n = len(self.pieces)
         first = self.first_ms if self.first_ms is not None else times[0]
+
+        def sum_kind(k):
+            return str(sum(c for c, kk in zip(chunks, kinds) if kk == k)) if chunks_known else "-"
+
+        def at_kind(k, last):
+            ts = [t for t, kk in zip(times, kinds) if kk == k]
+            if not ts:
+                return "-"
+            return fmt(ts[-1] if last else ts[0])
+
+        shown = n - hidden
         self.truth = dict(
             n=n, chunks=",".join(map(str, chunks)) if chunks_known else "-", ttft_ms=fmt(times[0]),
             first_ms=fmt(self.first_ms) if self.first_ms is not None else "-",
-            tpot_ms=fmt((times[-1] - first) / (n - 1)) if n >= 2 else "-",
-            finish=finish or "-", usage=usage or "-", error_kind=error_kind, error_code=error_code, cached=str(cached))
+            tpot_ms=fmt(((self.writes[-1][0] if error_kind == "-" else times[-1]) - first) / (shown - 1)) if shown >= 2 else "-",
+            finish=finish or "-", usage=usage or "-", error_kind=error_kind, error_code=error_code, cached=str(cached),
+            kinds="".join(kinds), hidden=str(hidden), reasoning=sum_kind("r"), answer=sum_kind("a"), tool=sum_kind("t"),
+            ttfa_ms=at_kind("a", False), last_reasoning_ms=at_kind("r", True))
 
     def save(self):
         lines = ["#replay v1", "#server: " + self.server]
@@ -129,7 +190,8 @@ class Case:
         lines.append("#request: max_tokens=%d" % self.max_tokens)
         if self.endpoint:
             lines.append("#request: endpoint=" + self.endpoint)
-        for k in ["n", "chunks", "ttft_ms", "first_ms", "tpot_ms", "finish", "usage", "cached", "error_kind", "error_code"]:
+        for k in ["n", "chunks", "kinds", "reasoning", "answer", "tool", "hidden", "ttft_ms", "first_ms", "ttfa_ms",
+                  "last_reasoning_ms", "tpot_ms", "finish", "usage", "cached", "error_kind", "error_code"]:
             lines.append("#truth %s: %s" % (k, self.truth[k]))
         lines.append("#truth pieces: " + " ".join(("!" if isinstance(p, H) else "") + gq(p) for p in self.pieces))
         if self.recount is not None:
@@ -156,56 +218,114 @@ VLLM = ("vllm-project/vllm vllm/entrypoints/openai/chat_completion/serving.py@5e
         "chunk's adds stop_reason then token_ids (ChatCompletionResponseStreamChoice's field order: index, delta, "
         "logprobs, finish_reason, stop_reason, token_ids)")
 VMODEL = "meta-llama/Llama-3.1-8B-Instruct"
+VLLM_LEGACY = ("vllm-project/vllm vllm/entrypoints/openai/serving_chat.py@003fe5932dc9e1b331347894d3cbc5ddfe89e9eb "
+               "(chat_completion_stream_generator before 0.11: the reasoning parser's DeltaMessage(reasoning_content=...), "
+               "the harmony analysis channel as reasoning_content too; no chunk while the parser returns no delta; no "
+               "token_ids or prompt_token_ids yet)")
+VLLM_DETAILS = ("vllm-project/vllm vllm/entrypoints/openai/chat_completion/serving.py@006c49d485f9ca479bf4989cbb694d0ac02f44b5 "
+                "(with a reasoning parser every usage carries completion_tokens_details.reasoning_tokens, "
+                "parser.count_reasoning_tokens of the tokens so far under continuous usage, and the final usage the total) "
+                "and vllm/reasoning basic_parsers.py (BaseThinkingReasoningParser.count_reasoning_tokens: the tokens between "
+                "the start and end tokens, neither counted)")
+VLLM_HARMONY = ("vllm-project/vllm vllm/entrypoints/openai/chat_completion/stream_harmony.py@1a5f571f101b233f8c19c259feb3fb1f76b9ffbc "
+                "(extract_harmony_streaming_delta: the analysis channel's text as reasoning, the final channel's as content, "
+                "nothing for a token that adds no text to a channel)")
+VLLM_TOOLS = ("vllm-project/vllm vllm/entrypoints/openai/serving_chat.py@003fe5932dc9e1b331347894d3cbc5ddfe89e9eb (a tool "
+              "parser's DeltaMessage(tool_calls=[DeltaToolCall(id, type, index, function=DeltaFunctionCall(name))]) first, then "
+              "DeltaToolCall(index, function=DeltaFunctionCall(arguments)) per piece; finish_reason tool_calls once tools streamed)")
 
 
-def v_chunk(cid, delta, usage=None, finish=None, role=False, model=VMODEL):
+def v_usage(usage, reasoning=None):
+    """vLLM's UsageInfo as model_dump_json writes it: prompt_tokens,
+    total_tokens, completion_tokens, then completion_tokens_details when a
+    reasoning parser runs (serving.py@006c49d)."""
+    s = '{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d' % (usage[0], usage[0] + usage[1], usage[1])
+    if reasoning is not None:
+        s += ',"completion_tokens_details":{"reasoning_tokens":%d}' % reasoning
+    return s + "}"
+
+
+def v_chunk(cid, delta, usage=None, finish=None, role=False, model=VMODEL, legacy=False, reasoning=None):
+    """legacy: vLLM before return_token_ids (no token_ids, no
+    prompt_token_ids)."""
     choice = '{"index":0,"delta":%s,"logprobs":null,"finish_reason":%s' % (compact(delta), compact(finish))
     if finish is not None:
         choice += ',"stop_reason":null'
-    if not role:
+    if not role and not legacy:
         choice += ',"token_ids":null'
     s = '{"id":"%s","object":"chat.completion.chunk","created":1764600000,"model":"%s","choices":[%s}]' % (cid, model, choice)
     if usage is not None:
-        s += ',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (usage[0], usage[0] + usage[1], usage[1])
-    if role:
+        s += ',"usage":' + v_usage(usage, reasoning)
+    if role and not legacy:
         s += ',"prompt_token_ids":null'
     return s + "}"
 
 
-def v_final(cid, p, c, model=VMODEL):
+def v_final(cid, p, c, model=VMODEL, reasoning=None):
     return ('{"id":"%s","object":"chat.completion.chunk","created":1764600000,"model":"%s","choices":[],'
-            '"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}' % (cid, model, p, p + c, c))
+            '"usage":%s}' % (cid, model, v_usage((p, c), reasoning)))
 
 
 def vllm(name, behaviour, steps, continuous=True, final=True, hidden=0, reasoning=0, model=VMODEL):
     """steps: token pieces per engine output. The first `hidden` outputs
     produce no delta (a reasoning parser swallowing "<think>"); the next
     `reasoning` go out as delta.reasoning."""
+    specs = [None if i < hidden else "r" if i < hidden + reasoning else "a" for i in range(len(steps))]
+    return vllm_steps(name, behaviour, list(zip(steps, specs)), continuous=continuous, final=final, model=model)
+
+
+def vllm_steps(name, behaviour, steps, continuous=True, final=True, model=VMODEL, field="reasoning", sources=(VLLM,),
+               legacy=False, details=False, finish="length", eos=False):
+    """steps: (pieces, spec) per engine output, spec saying what the parsers
+    make of it: None no delta (a marker the parser swallowed, a harmony
+    header token: the engine's output writes no chunk, or a text-less one,
+    which a client reads the same); "r" the reasoning field; "a" content;
+    ("t", calls) a tool_calls delta of those calls; ("ra", k) one delta
+    with the first k pieces as reasoning and the rest as content. The last
+    output's chunk carries finish_reason (an empty delta when it shows
+    nothing). details: every usage carries completion_tokens_details with
+    the reasoning tokens so far (the pieces of reasoning deltas, markers
+    not counted). eos: the last output's tokens that show nothing go to the
+    last chunk."""
     cid = "chatcmpl-" + name.replace("_", "")
     P = 21
-    c = Case(name, "vLLM", [VLLM], behaviour, sum(len(s) for s in steps))
-    t, cum = 30.0, 0
-    for i, pieces in enumerate(steps):
+    c = Case(name, "vLLM", list(sources), behaviour, sum(len(p) for p, _ in steps))
+    t, cum, rsn = 30.0, 0, 0
+    for i, (pieces, spec) in enumerate(steps):
         if i:
             t += 10
         ev = []
+        R = rsn if details else None
         if i == 0:
-            ev.append(sse(v_chunk(cid, {"role": "assistant", "content": ""}, (P, 0) if continuous else None, role=True, model=model)))
+            ev.append(sse(v_chunk(cid, {"role": "assistant", "content": ""}, (P, 0) if continuous else None, role=True, model=model,
+                                  legacy=legacy, reasoning=R)))
         cum += len(pieces)
         last = i == len(steps) - 1
-        text = shown_text(pieces)
-        shows = i >= hidden
-        if shows:
-            field = "reasoning" if i < hidden + reasoning else "content"
-            ev.append(sse(v_chunk(cid, {field: text}, (P, cum) if continuous else None, finish="length" if last else None, model=model)))
+        delta, kind, split = None, "a", None
+        if spec == "r":
+            delta, kind = {field: shown_text(pieces)}, "r"
+            rsn += sum(1 for p in pieces if not isinstance(p, H))
+        elif spec == "a":
+            delta = {"content": shown_text(pieces)}
+        elif isinstance(spec, tuple) and spec[0] == "t":
+            delta, kind = {"tool_calls": spec[1]}, "t"
+        elif isinstance(spec, tuple) and spec[0] == "ra":
+            k = spec[1]
+            delta = {field: shown_text(pieces[:k]), "content": shown_text(pieces[k:])}
+            split = [("r", k), ("a", len(pieces) - k)]
+            rsn += sum(1 for p in pieces[:k] if not isinstance(p, H))
+        R = rsn if details else None
+        if delta is not None or last:
+            ev.append(sse(v_chunk(cid, delta if delta is not None else {}, (P, cum) if continuous else None,
+                                  finish=finish if last else None, model=model, legacy=legacy, reasoning=R)))
         if last:
             if final:
-                ev.append(sse(v_final(cid, P, cum, model=model)))
+                ev.append(sse(v_final(cid, P, cum, model=model, reasoning=R)))
             ev.append("data: [DONE]\n\n")
         c.emit(t, *ev)
-        c.step(t, pieces, shows)
+        c.step(t, pieces, delta is not None, kind=kind, split=split)
     c.first_ms = 30.0  # the role chunk goes out with the first output
-    c.finish_truth("length", "%d/%d" % (P, cum) if (final or continuous) else None)
+    c.finish_truth(finish, "%d/%d" % (P, cum) if (final or continuous) else None, eos=eos, hide=not continuous)
     return c
 
 
@@ -374,8 +494,41 @@ def sglang(name, behaviour, steps, split=None, reasoning_until=None):
         if last:
             ev += [sse(s_chunk(cid, finish="length")), sse(s_final(cid, P, cum)), "data: [DONE]\n\n"]
         c.emit(t, *ev)
-        c.step(t, pieces, True)
+        if split is not None and i == split:
+            c.step(t, pieces, True, split=[("r", 1), ("a", len(pieces) - 1)])
+        else:
+            c.step(t, pieces, True, kind="r" if split is not None and i < split else "a")
     c.first_ms = 40.0  # the role chunk goes out with the first output
+    c.finish_truth("length", "%d/%d" % (P, cum))
+    return c
+
+
+def sglang_reasoning(name, behaviour, steps):
+    """steps: (pieces, spec) per decode step: None when the reasoning
+    parser returns nothing for it (the <think> or </think> token: no
+    chunk, its token counted in the next chunk's cumulative usage), "r" a
+    reasoning_content chunk, "a" a content chunk."""
+    cid = name.replace("_", "") + "5e4f40312a1b0c9d"
+    P = 18
+    c = Case(name, "SGLang", [SGL], behaviour, sum(len(p) for p, _ in steps))
+    t, cum = 40.0, 0
+    for i, (pieces, spec) in enumerate(steps):
+        if i:
+            t += 12
+        ev = []
+        if i == 0:
+            ev.append(sse(s_chunk(cid, role="assistant", content="")))
+        cum += len(pieces)
+        last = i == len(steps) - 1
+        if spec == "r":
+            ev.append(sse(s_chunk(cid, reasoning=shown_text(pieces), usage=(P, cum))))
+        elif spec == "a":
+            ev.append(sse(s_chunk(cid, content=shown_text(pieces), usage=(P, cum))))
+        if last:
+            ev += [sse(s_chunk(cid, finish="length")), sse(s_final(cid, P, cum)), "data: [DONE]\n\n"]
+        c.emit(t, *ev)
+        c.step(t, pieces, spec is not None, kind=spec or "a")
+    c.first_ms = 40.0
     c.finish_truth("length", "%d/%d" % (P, cum))
     return c
 
@@ -463,6 +616,52 @@ def llamacpp(name, behaviour, pieces, progress=False):
     return c
 
 
+LCPP_REASONING = ("ggml-org/llama.cpp common/chat.cpp, the parsers that server-task.cpp@17f5f8a runs on the text so far "
+                  "for each diff (common_chat_msg_diff_to_json_oaicompat writes a reasoning diff as delta.reasoning_content, "
+                  "a content diff as delta.content): try_parse_reasoning (common/chat-parser.cpp) strips the reasoning and "
+                  "writes none of the tags, with thinking_forced_open when the chat template opened the block in the prompt "
+                  "(DeepSeek R1's, \"<think>\\n\"), so the closing tag's token writes no diff; common_chat_parse_gpt_oss reads "
+                  "the analysis channel with try_parse_reasoning(\"<|channel|>analysis<|message|>\", \"<|end|>\") and the final "
+                  "channel's text as content, so no channel header writes a diff. Read in the version of common/chat.cpp whose "
+                  "gpt-oss parser matches headers with analysis_regex and final_regex; the server's usage counts every token "
+                  "(n_decoded), the role delta goes out with the first token whatever it shows")
+
+
+def llamacpp_reasoning(name, behaviour, steps, model):
+    """steps: (piece, spec) per token, spec None when the parser writes no
+    diff for it (a tag, a channel header), "r" a reasoning_content diff,
+    "a" a content diff. The role delta goes out with the first token, its
+    own write when that token shows nothing (the first-chunk anchor)."""
+    n = len(steps)
+    c = Case(name, "llama.cpp llama-server", [LCPP, LCPP_REASONING], behaviour, n)
+    t = 50.0
+
+    def obj(delta, finish=None, extra=""):
+        return l_obj(delta, finish, extra).replace('"model":"gemma-3-1b-it"', '"model":"%s"' % model)
+
+    for i, (piece, spec) in enumerate(steps):
+        if i:
+            t += 15
+        ev = []
+        if i == 0:
+            ev.append(sse(obj({"role": "assistant", "content": None})))
+            c.first_ms = t
+        if spec == "r":
+            ev.append(sse(obj({"reasoning_content": shown_text([piece])})))
+        elif spec == "a":
+            ev.append(sse(obj({"content": shown_text([piece])})))
+        if i == n - 1:
+            ev.append(sse(obj({}, finish="length")))
+            ev.append(sse('{"choices":[],"created":1764600200,"id":"%s","model":"%s","system_fingerprint":"b7100-17f5f8a8",'
+                          '"object":"chat.completion.chunk","usage":{"completion_tokens":%d,"prompt_tokens":75,"total_tokens":%d}%s}' % (
+                              LID, model, n, 75 + n, l_timings(75, 180.025, n, 15.0 * (n - 1)))))
+            ev.append("data: [DONE]\n\n")
+        c.emit(t, *ev)
+        c.step(t, [piece], spec is not None, kind=spec or "a")
+    c.finish_truth("length", "75/%d" % n, hide=True)
+    return c
+
+
 def llamacpp_error():
     name = "llamacpp_error"
     c = Case(name, "llama.cpp llama-server", [LCPP, "ggml-org/llama.cpp tools/server/server-common.cpp@aa6192d38defc9a5d9fb2987413f71b18f214270 (format_error_response) and server-http.cpp@aa6192d38defc9a5d9fb2987413f71b18f214270 (an error during the stream goes out as \"error: <json>\" after the chunks)"],
@@ -486,6 +685,12 @@ OLL = ("ollama/ollama middleware/openai.go@fb30760996871fa9460115c753afd2c60d4ab
        "(streamResponse in server/routes.go)")
 
 
+OLL_THINK = ("ollama/ollama server/routes.go@fb30760996871fa9460115c753afd2c60d4ab0f7 (ChatHandler: with think on and a template "
+             "with thinking tags, thinking.Parser splits each runner response; a response it returns nothing for is not sent) "
+             "and thinking/parser.go at the same commit (the opening and closing tags are never returned, and the white space "
+             "after each is eaten); openai/openai.go ToUsage: completion_tokens is eval_count, every sampled token")
+
+
 def o_chunk(delta, finish=None, model="qwen3:8b"):
     return ('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"%s","system_fingerprint":"fp_ollama",'
             '"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}' % (model, compact(delta), compact(finish)))
@@ -502,10 +707,17 @@ def ollama(name, behaviour, responses, think=False, error=False, finish="stop", 
     c = Case(name, "Ollama", [OLL] + list(sources), behaviour, n if finish == "length" else 64)
     c.recount = recount
     t = 45.0
+    role = False
     for i, (pieces, th, ct) in enumerate(responses):
         if i:
             t += 20
-        delta_base = {"role": "assistant"} if i == 0 else {}
+        if not (th or ct):
+            # The thinking parser holds the response back (a tag, the
+            # white space after one): routes.go sends nothing.
+            c.step(t, pieces, False)
+            continue
+        delta_base = {} if role else {"role": "assistant"}
+        role = True
         ev = []
         if th and ct:
             ev.append(sse(o_chunk(dict(delta_base, reasoning=th), model=model)))
@@ -515,7 +727,11 @@ def ollama(name, behaviour, responses, think=False, error=False, finish="stop", 
         else:
             ev.append(sse(o_chunk(dict(delta_base, content=ct), model=model)))
         c.emit(t, *ev)
-        c.step(t, pieces, bool(th or ct))
+        if th and ct:
+            k = next(k for k in range(len(pieces) + 1) if shown_text(pieces[:k]) == th)
+            c.step(t, pieces, True, split=[("r", k), ("a", len(pieces) - k)])
+        else:
+            c.step(t, pieces, True, kind="r" if th else "a")
     if error:
         c.emit(t + 20, sse('{"id":"chatcmpl-312","object":"chat.completion.chunk","created":1764600300,"model":"","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}'))
         c.finish_truth(None, "-", error_kind="truncated")
@@ -527,7 +743,7 @@ def ollama(name, behaviour, responses, think=False, error=False, finish="stop", 
            "data: [DONE]\n\n")
     if eos:
         c.step(t, [""], False)  # the end-of-sequence token, counted in eval_count
-    c.finish_truth(finish, "12/%d" % total, eos=eos, chunks_known=not think)
+    c.finish_truth(finish, "12/%d" % total, eos=eos, hide=think)
     return c
 
 
@@ -644,6 +860,41 @@ def main():
         vllm("vllm_reasoning", ["a reasoning parser: the <think> step writes no chunk, the reasoning goes out as delta.reasoning, the role chunk marks the first token"],
              [[H("<think>")], ["Okay"], [",", " the"], [H("</think>"), "Four"], ["."]], hidden=1, reasoning=2, model="Qwen/Qwen3-8B"),
         vllm_error("vllm_error", ["an engine failure mid-stream: the error envelope, then [DONE]"], legacy=False),
+        vllm_steps("vllm_reasoning_content", ["vLLM before 0.11: the reasoning parser's deltas in delta.reasoning_content; the <think> "
+                                              "and </think> outputs write no chunk, their tokens in the next chunk's cumulative usage"],
+                   [([H("<think>")], None), (["Okay"], "r"), ([","], "r"), ([" so"], "r"), ([H("</think>")], None),
+                    (["\n\n"], "a"), (["Four"], "a"), (["."], "a")],
+                   model="Qwen/Qwen3-8B", field="reasoning_content", sources=[VLLM_LEGACY], legacy=True),
+        vllm_steps("vllm_reasoning_details", ["vLLM with a reasoning parser and continuous usage: every usage carries "
+                                              "completion_tokens_details.reasoning_tokens, the tokens inside the block (the "
+                                              "markers not counted), while the <think> token's count goes with the first reasoning chunk"],
+                   [([H("<think>")], None), (["Okay"], "r"), ([",", " so"], "r"), ([" two"], "r"), ([H("</think>")], None),
+                    (["\n\n"], "a"), (["Four"], "a"), (["."], "a")],
+                   model="Qwen/Qwen3-8B", sources=[VLLM, VLLM_DETAILS], details=True),
+        vllm_steps("vllm_harmony", ["gpt-oss: the analysis channel in delta.reasoning, the final channel in delta.content; the channel "
+                                    "headers (<|channel|>analysis<|message|>, <|end|><|start|>assistant<|channel|>final<|message|>) "
+                                    "write no text, their tokens in the next chunk's cumulative usage; <|return|> ends the stream"],
+                   [([H("<|channel|>")], None), ([H("analysis")], None), ([H("<|message|>")], None), (["We"], "r"), ([" add"], "r"),
+                    ([" two"], "r"), (["."], "r"), ([H("<|end|>")], None), ([H("<|start|>")], None), ([H("assistant")], None),
+                    ([H("<|channel|>")], None), ([H("final")], None), ([H("<|message|>")], None), (["Four"], "a"), (["."], "a"),
+                    ([""], None)],
+                   model="openai/gpt-oss-20b", sources=[VLLM, VLLM_HARMONY], finish="stop", eos=True),
+        vllm_steps("vllm_think_in_content", ["no reasoning parser (vLLM started without --reasoning-parser): Qwen3's <think> and "
+                                             "</think> are text in delta.content, the block is the reasoning and what follows it the answer"],
+                   [(["<think>"], "r"), (["\n"], "r"), (["Okay"], "r"), ([",", " so"], "r"), (["</think>"], "r"),
+                    (["\n\n"], "a"), (["Four"], "a"), (["."], "a")],
+                   model="Qwen/Qwen3-8B"),
+        vllm_steps("vllm_tool_call", ["a streamed tool call (the hermes tool parser): the function's name, then its arguments in "
+                                      "pieces, each a tool_calls delta; the <tool_call> framing writes no delta, its tokens in "
+                                      "the next chunk's usage; finish_reason tool_calls on an empty delta with the end of sequence"],
+                   [([H("<tool_call>"), H("\n{\"name\": \"")], None),
+                    (["get_weather"], ("t", [{"id": "chatcmpl-tool-5f3a", "type": "function", "index": 0, "function": {"name": "get_weather"}}])),
+                    ([H("\", \"arguments\": ")], None),
+                    (["{\"city\": \""], ("t", [{"index": 0, "function": {"arguments": "{\"city\": \""}}])),
+                    (["Paris"], ("t", [{"index": 0, "function": {"arguments": "Paris"}}])),
+                    (["\"}"], ("t", [{"index": 0, "function": {"arguments": "\"}"}}])),
+                    ([H("}\n</tool_call>"), ""], None)],
+                   model="Qwen/Qwen3-8B", sources=[VLLM, VLLM_TOOLS], finish="tool_calls", eos=True),
         vllm_completions("vllm_completions_continuous", ["/v1/completions of token ids with continuous_usage_stats: no role chunk, "
                                                          "one chunk per engine step, the final usage with cached_tokens (--enable-prompt-tokens-details)"],
                          [["The"], [" quick"], [" brown"], [" fox"], [" jumps"], [" over"]], cached=400),
@@ -660,15 +911,36 @@ def main():
         sglang("sglang_split", ["one decode step split into a reasoning_content chunk and a content chunk with the same cumulative usage"],
                [["Let"], [" me", " think"], [" so", "Four"], ["."], [" Done"]], split=2),
         sglang_abort(),
+        sglang_reasoning("sglang_reasoning", ["Qwen3 through the reasoning parser: reasoning_content chunks, the <think> and </think> "
+                                              "steps write no chunk, their tokens in the next chunk's cumulative usage"],
+                         [([H("<think>")], None), (["Okay"], "r"), ([",", " so"], "r"), ([" two"], "r"), ([H("</think>")], None),
+                          (["Four"], "a"), (["."], "a")]),
         llamacpp("llamacpp_plain", ["usage and timings on the last chunk only, one token a step"],
                  [b"Sure", b",", b" here", b" it", b" is", b":"]),
         llamacpp("llamacpp_utf8", ["return_progress: role deltas with prompt_progress during prefill; a first token that is half a character, held back until whole"],
                  [b"\xc3", b"\xa9t\xc3\xa9", b" au", b" bord", b" de", b" la"], progress=True),
         llamacpp_error(),
+        llamacpp_reasoning("llamacpp_reasoning", ["DeepSeek R1 (the template opens the block): reasoning_content diffs, the role "
+                                                  "delta with the first; </think> writes no diff, its token only in the final usage"],
+                           [("Okay", "r"), (",", "r"), (" two", "r"), (" plus", "r"), (" two", "r"), (H("</think>"), None),
+                            ("Four", "a"), (".", "a")], "DeepSeek-R1-Distill-Qwen-7B"),
+        llamacpp_reasoning("llamacpp_harmony", ["gpt-oss: the role delta with the first token (<|channel|>, no text: the anchor), "
+                                                "the analysis channel as reasoning_content, the final channel as content, no diff "
+                                                "for the headers, whose tokens are only in the final usage"],
+                           [(H("<|channel|>"), None), (H("analysis"), None), (H("<|message|>"), None), ("We", "r"), (" add", "r"),
+                            (" two", "r"), (".", "r"), (H("<|end|>"), None), (H("<|start|>"), None), (H("assistant"), None),
+                            (H("<|channel|>"), None), (H("final"), None), (H("<|message|>"), None), ("Four", "a"), (".", "a")],
+                           "gpt-oss-20b"),
         ollama("ollama_plain", ["usage on the final chunk only, one token per runner response, an end-of-sequence token counted in eval_count"],
                [(["Four"], "", "Four"), (["."], "", "."), ([" Two"], "", " Two"), ([" plus"], "", " plus"), ([" two"], "", " two")]),
         ollama("ollama_thinking", ["a thinking model: reasoning in delta.reasoning; the response that closes the thinking carries both and is split into two chunks"],
                [([H("<think>"), "Short"], "Short", ""), ([" answer"], " answer", ""), ([".", H("</think>"), H("\n\n"), "Four"], ".", "Four"), (["."], "", ".")], think=True),
+        ollama("ollama_thinking_tokens", ["Qwen3 through the thinking parser, one token a runner response: <think>, the white "
+                                          "space after it, </think> and the white space after it write nothing (the parser eats "
+                                          "them) and are counted in eval_count; spread over the chunks they would make TPOT short"],
+               [([H("<think>")], "", ""), ([H("\n")], "", ""), (["Okay"], "Okay", ""), ([","], ",", ""), ([" so"], " so", ""),
+                ([" two"], " two", ""), ([H("</think>")], "", ""), ([H("\n\n")], "", ""), (["Four"], "", "Four"),
+                (["."], "", ".")], think=True, sources=[OLL_THINK]),
         ollama("ollama_recount", ["one token per runner response, ending in an end of sequence that eval_count counts: the text "
                                   "re-counts as more tokens than the model generated (\"37\" and \",\\n\\n\" are one token each of "
                                   "llama3.2's, two each of the re-count's), so only the stream says one token a chunk"],

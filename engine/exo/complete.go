@@ -81,6 +81,22 @@ func body(req engine.Request) ([]byte, []error, error) {
 	if len(req.Stop) > 0 {
 		m["stop"] = req.Stop
 	}
+	if th := req.Thinking; th != nil {
+		// exo's ChatCompletionRequest (src/exo/api/types/api.py) takes
+		// enable_thinking and reasoning_effort; each implies the other
+		// when left out (resolve_reasoning_params) and the template is
+		// rendered with enable_thinking, thinking and reasoning_effort
+		// (utils_mlx.py).
+		if th.Enabled != nil {
+			m["enable_thinking"] = *th.Enabled
+		}
+		if th.Effort != "" {
+			m["reasoning_effort"] = th.Effort
+		}
+		if th.Budget != 0 {
+			warns = append(warns, fmt.Errorf("%w: the request asks for a thinking budget of %d tokens; exo has none, it was not sent", ErrUnsupported, th.Budget))
+		}
+	}
 	for k, v := range req.Extra {
 		m[k] = v
 	}
@@ -102,9 +118,10 @@ func body(req engine.Request) ([]byte, []error, error) {
 // answer, starts when that one is handed over: Result.Resent); Headers is when the response headers have been read;
 // End when the body has been read to its end or reading failed. A streamed
 // response adds one chunk per data event that carries a choice (exo sends
-// one per generated token, even when the token's text is empty), with its
-// token count taken from the usage deltas when every chunk carries usage,
-// else 1.
+// one per generated token, even when the token's text is empty), of the
+// kind it carried (see Thinking and tool calls in the package doc), with
+// its token count taken from the usage deltas when every chunk carries
+// usage, else 1.
 //
 // Every number the server reports (usage, generation_stats, the tokens and
 // text a stream carries) is checked against the request with package
@@ -252,6 +269,12 @@ type completionWire struct {
 		Delta *struct {
 			Content          *string `json:"content"`
 			ReasoningContent *string `json:"reasoning_content"`
+			ToolCalls        []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage           *engine.Usage      `json:"usage"`
@@ -481,8 +504,10 @@ func (c *Client) readStream(ctx context.Context, op string, read func() time.Tim
 				}
 				continue
 			}
-			if ck.hasContent {
+			if len(ck.reasoning)+len(ck.content)+len(ck.tool) > 0 {
+				text.Write(ck.reasoning)
 				text.Write(ck.content)
+				text.Write(ck.tool)
 				if err := engine.CheckText(text.Received(), req.MaxTokens); err != nil {
 					return implausible(ev.At, err)
 				}
@@ -509,7 +534,7 @@ func (c *Client) readStream(ctx context.Context, op string, read func() time.Tim
 				return implausible(ev.At, &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
 					Err: fmt.Errorf("the stream carried %d tokens, more than the plausible bound %d for max_tokens %d", streamed, limit, req.MaxTokens)})
 			}
-			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Tokens: tokens})
+			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Tokens: tokens, Kind: ck.kind()})
 		case engine.EventDone:
 			res.Trace.End = ev.At
 		}
@@ -525,7 +550,62 @@ func (c *Client) readStream(ctx context.Context, op string, read func() time.Tim
 	if res.Trace.End.IsZero() {
 		res.Trace.End = c.now()
 	}
+	res.Warnings = append(res.Warnings, placeUnstreamed(res)...)
 	return nil
+}
+
+// placeUnstreamed places the tokens the final usage counts beyond the
+// stream's chunks (exo writes a chunk per token, but for what its parsers
+// swallow: apply_all_parsers in
+// src/exo/worker/runner/llm_inference/model_output_parsers.py) and
+// returns the warnings that say so. They go to the stream's tool-call
+// chunk, when it has one: parse_tool_calls holds a call's tokens back and
+// sends the call as one ToolCallChunk. Else, on a stream with thinking,
+// they are hidden (Trace.HiddenTokens): parse_thinking_models swallows the
+// think_start and think_end tags, parse_gpt_oss the harmony headers.
+// The reasoning chunks' tokens are then compared with the usage's
+// completion_tokens_details.reasoning_tokens, exo's count of is_thinking
+// tokens (count_reasoning_tokens).
+func placeUnstreamed(res *engine.Result) []error {
+	u := res.Usage
+	if u == nil || len(res.Trace.Chunks) == 0 {
+		return nil
+	}
+	var warns []error
+	chunks := res.Trace.Chunks
+	tool, thinking := -1, false
+	for i, ch := range chunks {
+		if ch.Kind == timing.ToolCall {
+			tool = i
+		}
+		thinking = thinking || ch.Kind == timing.Reasoning
+	}
+	if d := u.CompletionTokens - res.Trace.Tokens(); d > 0 {
+		switch {
+		case tool >= 0:
+			chunks[tool].Tokens += d
+		case thinking:
+			res.Trace.HiddenTokens = d
+			warns = append(warns, fmt.Errorf("%w: usage counts %d completion tokens, the stream's chunks %d: the %d others are the tags and headers exo's parsers swallow on a stream with thinking; Trace.HiddenTokens holds them, out of the chunks' counts and the rates measured from them",
+				ErrHiddenTokens, u.CompletionTokens, res.Trace.Tokens(), d))
+		}
+	}
+	if r := u.ReasoningTokens; r != nil {
+		n, first := 0, -1
+		for _, ch := range chunks {
+			if ch.Kind == timing.Reasoning {
+				if first < 0 {
+					first = ch.Tokens
+				}
+				n += ch.Tokens
+			}
+		}
+		if n < *r || n-*r > max(first-1, 0) {
+			warns = append(warns, fmt.Errorf("%w: the stream's reasoning chunks carried %d tokens, usage.completion_tokens_details.reasoning_tokens says %d",
+				ErrReasoningTokens, n, *r))
+		}
+	}
+	return warns
 }
 
 // parsePrefillProgress decodes a ": prefill_progress" payload, the tagged
@@ -559,7 +639,7 @@ func checkResult(req engine.Request, res *engine.Result) []error {
 	if st != nil && st.GenerationTokens < 2 && st.GenerationTPS == 0 {
 		warns = append(warns, fmt.Errorf("exo: generation_tps is 0 because %d generated token(s) leave no interval: the rate is undefined, not 0", st.GenerationTokens))
 	}
-	streamed := res.Trace.Tokens()
+	streamed := res.Trace.Tokens() + res.Trace.HiddenTokens
 	if req.Stream && st != nil && streamed != st.GenerationTokens {
 		warns = append(warns, fmt.Errorf("exo: the stream carried %d token chunk(s), generation_stats says %d generated tokens", streamed, st.GenerationTokens))
 	}

@@ -233,8 +233,8 @@ func TestCompleteStream(t *testing.T) {
 	if diff := cmp.Diff(wantStats, res.ServerStats); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
-	zero := 0 // the stream states cached_tokens 0, which is not "not reported"
-	if diff := cmp.Diff(&engine.Usage{PromptTokens: 8191, CompletionTokens: 4, TotalTokens: 8195, CachedTokens: &zero}, res.Usage); diff != "" {
+	zero := 0 // the stream states cached_tokens and reasoning_tokens 0, which is not "not reported"
+	if diff := cmp.Diff(&engine.Usage{PromptTokens: 8191, CompletionTokens: 4, TotalTokens: 8195, CachedTokens: &zero, ReasoningTokens: &zero}, res.Usage); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]PrefillProgress{{Processed: 4096, Total: 8191}, {Processed: 8190, Total: 8191}}, progress); diff != "" {

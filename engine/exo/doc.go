@@ -53,6 +53,39 @@
 // out again on another; Trace.Start is that attempt's and Result.Resent
 // counts the others.
 //
+// # Thinking and tool calls
+//
+// What exo streams of a reasoning model was read at exo-explore/exo@b5375f8.
+// A thinking token's chunk carries delta.reasoning_content, any other token's
+// delta.content (src/exo/api/adapters/chat_completions.py, chunk_to_response
+// on TokenChunk.is_thinking); each is a chunk of the trace of its kind
+// (timing.Reasoning, timing.Answer), and a tool call, sent whole as one chunk
+// with delta.tool_calls and finish_reason "tool_calls", a timing.ToolCall
+// chunk. Result.Text holds the reasoning, the content and each call's name
+// and arguments in stream order. exo's parsers
+// (src/exo/worker/runner/llm_inference/model_output_parsers.py,
+// apply_all_parsers) swallow tokens: parse_thinking_models the think_start and
+// think_end tags, parse_gpt_oss the harmony channel headers, parse_tool_calls
+// a call's tokens until the call is whole. The usage, on the finish chunk
+// only, counts them all, so what it counts beyond the stream's chunks goes to
+// the tool-call chunk when the stream has one, else, on a stream with
+// thinking, to Trace.HiddenTokens, out of the chunks and of the rates
+// measured from them, with a Warning wrapping [ErrHiddenTokens]. The usage's
+// completion_tokens_details.reasoning_tokens is exo's count of is_thinking
+// tokens (count_reasoning_tokens, markers not counted): it is kept in
+// Result.Usage.ReasoningTokens and compared with the reasoning chunks'
+// tokens, a Warning wrapping [ErrReasoningTokens] when they disagree.
+//
+// Request.Thinking goes out as exo's ChatCompletionRequest takes it
+// (src/exo/api/types/api.py): Enabled as enable_thinking, Effort as
+// reasoning_effort (none, minimal, low, medium, high or xhigh). exo derives the
+// one left out from the other (resolve_reasoning_params in
+// src/exo/shared/types/text_generation.py: enable_thinking true is effort
+// "medium", false is "none") and renders the chat template with
+// enable_thinking, thinking and reasoning_effort (utils_mlx.py). exo has no
+// thinking budget: a request with one is sent without it, with a Warning
+// wrapping [ErrUnsupported].
+//
 // # Placements and instances
 //
 // Placements fetches exo's previews, filters them as exo_bench does

@@ -34,6 +34,19 @@ var (
 	// (Result.Resent counts the times); Trace.Start is the attempt that
 	// carried it.
 	ErrResent = errors.New("exo: request resent on a new connection")
+	// ErrUnsupported, wrapped by a Result's warning: the request asked
+	// for something exo has no parameter for (a thinking budget), so it
+	// was not sent.
+	ErrUnsupported = errors.New("exo: not supported by exo's API")
+	// ErrHiddenTokens, wrapped by a Result's warning: the usage counts
+	// tokens that came in no chunk of a stream with thinking (the tags
+	// and headers exo's parsers swallow); Trace.HiddenTokens holds their
+	// number, out of the rates measured from chunk arrivals.
+	ErrHiddenTokens = errors.New("exo: tokens counted but never streamed")
+	// ErrReasoningTokens, wrapped by a Result's warning: the usage's
+	// completion_tokens_details.reasoning_tokens disagrees with the
+	// tokens of the stream's reasoning chunks.
+	ErrReasoningTokens = errors.New("exo: reasoning tokens disagree with the server's usage")
 )
 
 // An APIError is a failed control-plane call after every attempt it was

@@ -138,6 +138,16 @@ func requestBody(req engine.Request) ([]byte, []error, error) {
 	if req.MinTokens > 0 {
 		warns = append(warns, fmt.Errorf("%w: the request asks for MinTokens=%d; Ollama has no min_tokens, it was not sent", ErrUnsupported, req.MinTokens))
 	}
+	if th := req.Thinking; th != nil {
+		think, w, err := thinkValue(th)
+		if err != nil {
+			return nil, nil, err
+		}
+		if think != nil {
+			m["think"] = think
+		}
+		warns = append(warns, w...)
+	}
 	for k, v := range req.Extra {
 		m[k] = v
 	}
@@ -147,6 +157,32 @@ func requestBody(req engine.Request) ([]byte, []error, error) {
 			Err: fmt.Errorf("ollama: encoding the request body (an Extra value?): %w", err)}
 	}
 	return b, warns, nil
+}
+
+// thinkValue returns api.ChatRequest's think for th (api/types.go,
+// ThinkValue): the effort ("low", "medium", "high" or "max") when set,
+// unless Enabled is false, which is false; else Enabled; nil when th asks
+// for neither. A budget, which Ollama has no parameter for, is a warning
+// wrapping ErrUnsupported; an effort Ollama would refuse is an error.
+func thinkValue(th *engine.Thinking) (any, []error, error) {
+	var warns []error
+	if th.Budget != 0 {
+		warns = append(warns, fmt.Errorf("%w: the request asks for a thinking budget of %d tokens; Ollama has none, it was not sent", ErrUnsupported, th.Budget))
+	}
+	switch {
+	case th.Enabled != nil && !*th.Enabled:
+		return false, warns, nil
+	case th.Effort != "":
+		switch th.Effort {
+		case "low", "medium", "high", "max":
+			return th.Effort, warns, nil
+		}
+		return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request",
+			Err: fmt.Errorf("ollama: Thinking.Effort %q, want low, medium, high or max (Ollama's think levels)", th.Effort)}
+	case th.Enabled != nil:
+		return true, warns, nil
+	}
+	return nil, warns, nil
 }
 
 // Send writes the prepared request and reads the whole answer, as

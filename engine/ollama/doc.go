@@ -108,6 +108,44 @@
 // this rule gives them and a Warning wrapping [ErrTokenMismatch] names
 // both counts. A stream cut before its final line has one token a chunk.
 //
+// # Thinking and tool calls
+//
+// What follows was read in a later Ollama, ollama/ollama@fb30760 (v0.6.5
+// has no thinking: it ignores think, as it ignores every field it does
+// not know). With think on, ChatHandler (server/routes.go) runs each
+// runner response through a thinking parser (thinking/parser.go, or the
+// model's built-in parser, model/parsers) and writes the text inside the
+// model's thinking tags as message.thinking, the rest as message.content
+// (api.Message: thinking is omitempty); a tool call comes whole in
+// message.tool_calls, the tool parser having held its text back. Each kind
+// is a chunk of the trace of its kind (timing.Reasoning, timing.Answer,
+// timing.ToolCall): a line that carries two (the response that ends the
+// thinking and starts the answer) is a chunk of each at its instant, and
+// Result.Text holds the thinking, the content and each call's function
+// name and arguments in order.
+//
+// The thinking parser never returns its tags and eats the white space
+// after each, and ChatHandler writes no line for a response that leaves
+// nothing: eval_count counts those tokens, no line carries them. So the
+// rule of one token a line is extended: what eval_count counts beyond the
+// lines and the end of sequence goes, on a stream with a tool call, to the
+// last tool-call chunk (the tool parser held the call's tokens back until
+// it was whole); else, on a stream with thinking, to Trace.HiddenTokens,
+// in no chunk and out of the rates measured from the lines, with a Warning
+// wrapping [ErrHiddenTokens]; else a Warning wrapping [ErrTokenMismatch]
+// says so, as before.
+//
+// Request.Thinking goes out as think (api.ChatRequest.Think, an
+// api.ThinkValue): false when Enabled is false, the level when Effort is
+// set ("low", "medium", "high" or "max"; another is an error of kind
+// engine.KindOther before anything is sent), true when only Enabled is.
+// Ollama has no thinking budget: a request with one is sent without it,
+// with a Warning wrapping [ErrUnsupported]. Ollama thinks by default with
+// a model that can, and answers think true for a model that cannot with
+// status 400 ("does not support thinking"); false is accepted by any.
+// Ollama renders its own Go templates with think, not the Hugging Face
+// template the prompt Builder renders.
+//
 // # Counts and durations
 //
 // The runner's final response (runner/llamarunner/runner.go, completion)

@@ -6,7 +6,8 @@ import "errors"
 // warning never fails a request: it says how far to trust a number.
 var (
 	// ErrUnsupported: the request asked for something Ollama's chat API
-	// has no parameter for (IgnoreEOS, MinTokens), so it was not sent.
+	// has no parameter for (IgnoreEOS, MinTokens, a thinking budget), so
+	// it was not sent.
 	ErrUnsupported = errors.New("ollama: not supported by Ollama's chat API")
 	// ErrTokenMismatch: the stream's content lines and the final
 	// eval_count disagree beyond what the package doc's rule explains
@@ -27,6 +28,12 @@ var (
 	// was written again on another (Result.Resent counts the times);
 	// Trace.Start is the attempt that carried it.
 	ErrResent = errors.New("ollama: request resent on a new connection")
+	// ErrHiddenTokens: eval_count counts tokens that came on no line of a
+	// stream with thinking: the tags Ollama's thinking parser swallows
+	// and the white space it eats after them. Trace.HiddenTokens holds
+	// their number; no chunk carries them, so the rates measured from
+	// the lines' arrivals leave them out.
+	ErrHiddenTokens = errors.New("ollama: tokens counted but never streamed")
 	// ErrTextCut: the server sent more text than engine.MaxKeptText;
 	// Result.Text holds its start, the counts the whole stream.
 	ErrTextCut = errors.New("ollama: generated text cut")

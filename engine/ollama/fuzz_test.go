@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,6 +47,17 @@ func FuzzReadStream(f *testing.F) {
 		}
 		if err == nil && res.Usage != nil && res.Usage.CompletionTokens > engine.MaxPlausibleCount(maxTokens) {
 			t.Fatalf("usage %+v beyond the bound", res.Usage)
+		}
+		// The counts add up to eval_count, hidden tokens included, or a
+		// warning says they do not.
+		if err == nil && res.Usage != nil && len(res.Trace.Chunks) > 0 {
+			n := res.Trace.Tokens() + res.Trace.HiddenTokens
+			if n != res.Usage.CompletionTokens && !errors.Is(errors.Join(res.Warnings...), ErrTokenMismatch) {
+				t.Fatalf("chunks %d and %d hidden, eval_count %d, no warning: %v", res.Trace.Tokens(), res.Trace.HiddenTokens, res.Usage.CompletionTokens, res.Warnings)
+			}
+			if res.Trace.HiddenTokens < 0 || (res.Trace.HiddenTokens > 0 && !errors.Is(errors.Join(res.Warnings...), ErrHiddenTokens)) {
+				t.Fatalf("%d hidden tokens, warnings %v", res.Trace.HiddenTokens, res.Warnings)
+			}
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/internal/adaptertest"
+	"github.com/inferbench/inferbench/timing"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -27,6 +28,7 @@ type golden struct {
 	Usage        *engine.Usage             `json:"usage"`
 	Stats        *engine.ServerStats       `json:"stats"`
 	Chunks       []adaptertest.GoldenChunk `json:"chunks"`
+	HiddenTokens int                       `json:"hidden_tokens,omitempty"`
 	EndMS        int64                     `json:"end_ms"`
 	Warnings     []string                  `json:"warnings"`
 	ErrorKind    engine.Kind               `json:"error_kind,omitempty"`
@@ -55,7 +57,7 @@ func parseRecorded(t testing.TB, body []byte, req engine.Request) (engine.Result
 
 func toGolden(base time.Time, res engine.Result, err error) golden {
 	g := golden{Text: res.Text, Model: res.Model, FinishReason: res.FinishReason, Usage: res.Usage, Stats: res.ServerStats,
-		Chunks: adaptertest.GoldenChunks(base, res), Warnings: adaptertest.Strings(res.Warnings)}
+		Chunks: adaptertest.GoldenChunks(base, res), HiddenTokens: res.Trace.HiddenTokens, Warnings: adaptertest.Strings(res.Warnings)}
 	if !res.Trace.End.IsZero() {
 		g.EndMS = res.Trace.End.Sub(base).Milliseconds()
 	}
@@ -81,6 +83,8 @@ func TestGoldenStreams(t *testing.T) {
 		tokens     []int // hand-computed from the recording
 		warns      []error
 		kind       engine.Kind
+		kinds      []timing.ChunkKind // nil: answer chunks only
+		hidden     int
 	}{
 		// 9 lines, eval_count 10, done_reason "stop": one token a line,
 		// the end of sequence (counted, never sent) to the last.
@@ -103,6 +107,26 @@ func TestGoldenStreams(t *testing.T) {
 		// Three lines, then half a line and the end of the input.
 		{name: "truncated", req: engine.Request{MaxTokens: 64, Stream: true},
 			tokens: []int{1, 1, 1}, kind: engine.KindTruncated},
+		// Qwen3 with think on, written as ChatHandler at
+		// ollama/ollama@fb30760 writes it (server/routes.go; see the
+		// package doc): 4 thinking lines, 2 content lines, eval_count 11,
+		// "stop". One token a line, the end of sequence to the last; the
+		// other 4 are <think>, the newline after it, </think> and the
+		// blank line after it, which thinking/parser.go swallows: hidden.
+		{name: "thinking", req: engine.Request{MaxTokens: 64, Stream: true},
+			tokens: []int{1, 1, 1, 1, 1, 2}, warns: []error{ErrHiddenTokens}, hidden: 4,
+			kinds: kinds(timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Answer, timing.Answer)},
+		// The response that ends the thinking and starts the answer in
+		// one line (its runner response carried " two", </think>, "\n\n"
+		// and "Four"): a chunk of each kind at its instant.
+		{name: "thinking_split", req: engine.Request{MaxTokens: 64, Stream: true},
+			tokens: []int{1, 1, 1, 1, 1, 2}, warns: []error{ErrHiddenTokens}, hidden: 4,
+			kinds: kinds(timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Answer, timing.Answer)},
+		// A tool call: Ollama's tool parser holds the call's text back
+		// until it is whole and sends it on one line, which carried every
+		// token but the end of sequence: 21, then the end of sequence, 22.
+		{name: "tool_call", req: engine.Request{MaxTokens: 64, Stream: true},
+			tokens: []int{22}, kinds: kinds(timing.ToolCall)},
 		// A non-streaming answer: no chunks, the same figures.
 		{name: "whole", file: "whole.json", req: engine.Request{MaxTokens: 64}},
 	}
@@ -131,10 +155,20 @@ func TestGoldenStreams(t *testing.T) {
 				t.Fatalf("error kind %q (%v), want %q", got, rerr, tc.kind)
 			}
 			adaptertest.CheckChunks(t, res, tc.tokens, tc.warns)
+			want := tc.kinds
+			if want == nil {
+				want = make([]timing.ChunkKind, len(tc.tokens))
+			}
+			adaptertest.CheckKinds(t, res, want)
+			if res.Trace.HiddenTokens != tc.hidden {
+				t.Errorf("%d hidden tokens, want %d", res.Trace.HiddenTokens, tc.hidden)
+			}
 			adaptertest.CheckGolden(t, tc.name, g, *update)
 		})
 	}
 }
+
+func kinds(k ...timing.ChunkKind) []timing.ChunkKind { return k }
 
 // requestWarnings are the warnings Prepare gives req.
 func requestWarnings(req engine.Request) ([]error, error) {

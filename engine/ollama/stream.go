@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
@@ -35,9 +36,56 @@ type chatWire struct {
 	Error              json.RawMessage `json:"error"`
 }
 
+// messageWire is api.Message as a response carries it: the content, the
+// thinking (with think on, the text the thinking parser found inside the
+// model's thinking tags) and the tool calls, each whole (Ollama's tool
+// parser holds a call's text back until it has parsed it).
 type messageWire struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string         `json:"role"`
+	Content   string         `json:"content"`
+	Thinking  string         `json:"thinking"`
+	ToolCalls []toolCallWire `json:"tool_calls"`
+}
+
+// toolCallWire is an api.ToolCall.
+type toolCallWire struct {
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// parts returns the generated text of m by kind, in the order the model
+// generated it: thinking, content, tool calls (each call's function name
+// and arguments as sent). A kind without text is left out.
+func (m *messageWire) parts() []messagePart {
+	if m == nil {
+		return nil
+	}
+	var out []messagePart
+	if m.Thinking != "" {
+		out = append(out, messagePart{timing.Reasoning, m.Thinking})
+	}
+	if m.Content != "" {
+		out = append(out, messagePart{timing.Answer, m.Content})
+	}
+	var calls strings.Builder
+	for _, tc := range m.ToolCalls {
+		calls.WriteString(tc.Function.Name)
+		if a := tc.Function.Arguments; len(a) > 0 && string(a) != "null" {
+			calls.Write(a)
+		}
+	}
+	if calls.Len() > 0 {
+		out = append(out, messagePart{timing.ToolCall, calls.String()})
+	}
+	return out
+}
+
+// A messagePart is the text of one kind in a response.
+type messagePart struct {
+	kind timing.ChunkKind
+	text string
 }
 
 // decodeObject decodes one object of /api/chat. Anything but a JSON
@@ -195,17 +243,19 @@ func (c *Client) scan(lr *lineReader, req engine.Request, res *engine.Result) er
 		if w.Model != "" {
 			res.Model = w.Model
 		}
-		if w.Message != nil && w.Message.Content != "" {
+		// A line of several kinds (the response that ends the thinking
+		// and starts the answer) is a chunk of each at its instant.
+		for _, part := range w.Message.parts() {
 			if len(res.Trace.Chunks) >= limit {
 				return &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
 					Err: fmt.Errorf("the stream carried more than %d content lines, each at least one token, for max_tokens=%d (plausible bound %d)",
 						len(res.Trace.Chunks), req.MaxTokens, limit)}
 			}
-			kept.WriteString(w.Message.Content)
+			kept.WriteString(part.text)
 			if err := engine.CheckText(kept.Received(), req.MaxTokens); err != nil {
 				return err
 			}
-			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: lr.at, Tokens: 1})
+			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: lr.at, Tokens: 1, Kind: part.kind})
 		}
 		if w.Done {
 			final = &w
@@ -224,7 +274,9 @@ func (c *Client) scan(lr *lineReader, req engine.Request, res *engine.Result) er
 	if err := c.finish(req, final, res); err != nil {
 		return err
 	}
-	res.Warnings = append(res.Warnings, attribute(res.Trace.Chunks, res.Usage, res.FinishReason)...)
+	hidden, warns := attribute(res.Trace.Chunks, res.Usage, res.FinishReason)
+	res.Trace.HiddenTokens = hidden
+	res.Warnings = append(res.Warnings, warns...)
 	return nil
 }
 
@@ -325,35 +377,55 @@ func (c *Client) finish(req engine.Request, w *chatWire, res *engine.Result) err
 }
 
 // attribute sets the token count of each content chunk from the final
-// eval_count (see the package doc): one a line; with done_reason "stop"
-// one more token without a line (the end of sequence, or a stop string's
-// token whose text was cut), credited to the last chunk. Any other
-// difference is not placed: the chunks keep one token each and a warning
-// wrapping ErrTokenMismatch names both counts.
-func attribute(chunks []timing.Chunk, u *engine.Usage, reason string) []error {
+// eval_count (see the package doc) and returns the tokens counted in no
+// chunk (Trace.HiddenTokens): one a line; with done_reason "stop" one
+// more token without a line (the end of sequence, or a stop string's
+// token whose text was cut), credited to the last chunk. What remains is
+// placed when the stream says where it went: to the last tool-call chunk
+// (the tool parser held the call's text back until it was whole), else,
+// on a stream with thinking, it is the tags the thinking parser swallowed
+// and the white space it ate after them, hidden, with a warning wrapping
+// ErrHiddenTokens. Any other difference is not placed: the chunks keep
+// one token each and a warning wrapping ErrTokenMismatch names both
+// counts.
+func attribute(chunks []timing.Chunk, u *engine.Usage, reason string) (int, []error) {
 	if u == nil {
-		return nil
+		return 0, nil
 	}
 	lines, n := len(chunks), u.CompletionTokens
+	eos := 0
+	if n > lines && reason == "stop" {
+		eos = 1
+		if lines > 0 {
+			chunks[lines-1].Tokens++
+		}
+	}
+	surplus := n - lines - eos
+	if surplus == 0 {
+		return 0, nil
+	}
+	thinking, tool := false, -1
+	for i, ch := range chunks {
+		thinking = thinking || ch.Kind == timing.Reasoning
+		if ch.Kind == timing.ToolCall {
+			tool = i
+		}
+	}
 	switch {
-	case n == lines:
-		return nil
-	case n == lines+1 && reason == "stop" && lines > 0:
-		chunks[lines-1].Tokens++
-		return nil
-	case n == lines+1 && reason == "stop":
-		return nil // the end of sequence alone: no line to credit
+	case surplus > 0 && tool >= 0:
+		chunks[tool].Tokens += surplus
+		return 0, nil
+	case surplus > 0 && thinking:
+		return surplus, []error{fmt.Errorf("%w: eval_count = %d counts %d tokens that came on no line of a stream with thinking: the tags the thinking parser swallows and the white space it eats after them (thinking/parser.go); Trace.HiddenTokens holds them, out of the chunks' counts and the rates measured from them",
+			ErrHiddenTokens, n, surplus)}
 	}
 	why := "more lines than tokens, which Ollama's runner cannot write (each line is at least one token)"
 	const held = "came on lines that carried several (text held back while a UTF-8 sequence or a possible stop string was incomplete) or on none; the chunks leave them out"
-	if n > lines {
-		why = fmt.Sprintf("the surplus of %d %s", n-lines, held)
-		if reason == "stop" {
-			why = fmt.Sprintf("one is the end of sequence, credited to the last chunk; the other %d %s", n-lines-1, held)
-			if lines > 0 {
-				chunks[lines-1].Tokens++
-			}
+	if surplus > 0 {
+		why = fmt.Sprintf("the surplus of %d %s", surplus, held)
+		if eos == 1 {
+			why = fmt.Sprintf("one is the end of sequence, credited to the last chunk; the other %d %s", surplus, held)
 		}
 	}
-	return []error{fmt.Errorf("%w: %d content lines, eval_count = %d (done_reason %q): %s", ErrTokenMismatch, lines, n, reason, why)}
+	return 0, []error{fmt.Errorf("%w: %d content lines, eval_count = %d (done_reason %q): %s", ErrTokenMismatch, lines, n, reason, why)}
 }

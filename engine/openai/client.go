@@ -103,6 +103,12 @@ type Options struct {
 	// default such a stream is an error of kind engine.KindTruncated:
 	// vLLM, SGLang, llama.cpp, mlx_lm.server and Ollama all send [DONE].
 	DoneOptional bool
+	// NoThinkTags reads a <think> … </think> block at the start of the
+	// content (or content up to a </think> the prompt opened) as answer
+	// text. By default, on a stream whose server sent no reasoning field
+	// (its reasoning parser off), such a block is the model's reasoning:
+	// its chunks are timing.Reasoning (see the package doc).
+	NoThinkTags bool
 
 	// CountText counts the tokens of generated text (no chat template, no
 	// special tokens). It estimates per-chunk token counts when the server

@@ -26,8 +26,10 @@ const (
 // engine.Engine.
 //
 // A streaming request's trace has one chunk per chunk that carried
-// generated text (content or reasoning) in choice 0, with its token count
-// (see the package doc for how it is obtained); a non-streaming request's
+// generated text in choice 0, and one per kind (reasoning, content, tool
+// calls) of a chunk that carried several, each with its kind and token
+// count (see the package doc for how they are obtained), and the tokens
+// the server counted and never streamed in HiddenTokens; a non-streaming request's
 // trace has Start, Headers and End only. The request is never retried
 // (but for a request on a reused connection the server had closed: see
 // the package doc). Its
@@ -264,6 +266,13 @@ func (c *Client) requestBody(req engine.Request, id string) ([]byte, []error, er
 			m["min_tokens"] = req.MinTokens
 		}
 	}
+	if th := req.Thinking; th != nil {
+		if th.Budget < 0 {
+			return nil, nil, &engine.Error{Kind: engine.KindOther, Op: "build request",
+				Err: fmt.Errorf("openai: Thinking.Budget=%d, want ≥ 0 (0 sets none)", th.Budget)}
+		}
+		thinkingFields(th, fl, m, unsupported)
+	}
 	for k, v := range req.Extra {
 		m[k] = v
 	}
@@ -273,6 +282,60 @@ func (c *Client) requestBody(req engine.Request, id string) ([]byte, []error, er
 			Err: fmt.Errorf("openai: encoding the request body (an Extra value?): %w", err)}
 	}
 	return b, warns, nil
+}
+
+// thinkingFields writes the thinking controls th asks for in the fields
+// flavour fl takes (see the package doc), and calls unsupported for each
+// it does not take:
+//
+//   - chat_template_kwargs = th.TemplateVars() (enable_thinking, thinking,
+//     reasoning_effort), which vLLM, SGLang and llama.cpp pass to the chat
+//     template; not to Ollama (which renders its own templates) nor to a
+//     strict server;
+//   - reasoning_effort = th.Effort, top-level: vLLM (gpt-oss's harmony
+//     path reads it, not the template), SGLang, llama.cpp, Ollama (which
+//     maps it to its think level) and OpenAI; to Ollama, Enabled false is
+//     reasoning_effort "none", its way to turn thinking off;
+//   - the budget th.Budget: vLLM's thinking_token_budget, llama.cpp's
+//     thinking_budget_tokens, both to a generic server (each ignores the
+//     other's); SGLang, Ollama and OpenAI take none.
+func thinkingFields(th *engine.Thinking, fl Flavour, m map[string]any, unsupported func(string)) {
+	switch fl {
+	case FlavourOllama:
+		switch {
+		case th.Effort != "":
+			m["reasoning_effort"] = th.Effort
+		case th.Enabled != nil && !*th.Enabled:
+			m["reasoning_effort"] = "none"
+		}
+	case FlavourOpenAI:
+		if th.Enabled != nil {
+			unsupported("chat_template_kwargs (Thinking.Enabled)")
+		}
+		if th.Effort != "" {
+			m["reasoning_effort"] = th.Effort
+		}
+	default:
+		if vars := th.TemplateVars(); vars != nil {
+			m["chat_template_kwargs"] = vars
+		}
+		if th.Effort != "" {
+			m["reasoning_effort"] = th.Effort
+		}
+	}
+	if th.Budget > 0 {
+		switch fl {
+		case FlavourVLLM:
+			m["thinking_token_budget"] = th.Budget
+		case FlavourLlamaCpp:
+			m["thinking_budget_tokens"] = th.Budget
+		case FlavourGeneric:
+			m["thinking_token_budget"] = th.Budget
+			m["thinking_budget_tokens"] = th.Budget
+		default:
+			unsupported("a thinking budget (Thinking.Budget)")
+		}
+	}
 }
 
 // completionWire is a non-streaming chat completion, or text completion.
@@ -328,7 +391,9 @@ func (c *Client) readBody(ctx context.Context, r io.Reader, req engine.Request, 
 			continue
 		}
 		if req.Prompt != nil {
-			res.Text = ch.text(true)
+			if ch.Text != nil {
+				res.Text = *ch.Text
+			}
 		} else {
 			res.Text = ch.Message.text()
 		}

@@ -58,9 +58,11 @@
 //
 // which also credits a content chunk with tokens the server reported on
 // text-less chunks since the previous one (text held back until a UTF-8
-// sequence completed). A chunk that repeats the previous chunk's
-// cumulative count (SGLang splitting one decode step into a reasoning
-// chunk and a content chunk) adds its text but no token and no gap.
+// sequence completed, a reasoning marker the parser swallowed). A chunk
+// that repeats the previous chunk's cumulative count adds its text but no
+// token and no gap when it is of the same kind; of another kind (SGLang
+// splitting one decode step into a reasoning chunk and a content chunk) it
+// is a chunk of its own, and the step's tokens are shared by the two.
 // Servers that report usage only at the end (OpenAI, llama.cpp, Ollama,
 // mlx_lm.server, TGI, or vLLM behind a gateway that drops per-chunk usage)
 // state less, and what they state comes before any count of the text:
@@ -106,7 +108,8 @@
 // a Warning wrapping [ErrUnknownTokens] says so: no client can count such
 // a stream.
 //
-// Whenever the server sent a final usage, the counts add up to its N: a
+// Whenever the server sent a final usage, the counts add up to its N,
+// with Trace.HiddenTokens (see Reasoning, answer and tool calls): a
 // trace's total, and so TPOT, is never built from a chunk count while the
 // usage says otherwise. Tokens after the last content chunk of a stream
 // with per-chunk usage (vLLM's end of sequence on a text-less chunk) go to
@@ -149,9 +152,124 @@
 // stream. llama.cpp's timings are decoded into Result.ServerStats with
 // exo's formulas, under the same bounds.
 //
-// Reasoning text (delta.reasoning_content, or delta.reasoning in vLLM
-// since 0.11 and in Ollama) is generated text like content: its chunks are
-// content chunks of the trace and its text is part of Result.Text.
+// # Reasoning, answer and tool calls
+//
+// Every chunk of the trace says what it carried (timing.Chunk.Kind): the
+// model's reasoning streamed apart from the answer (timing.Reasoning), the
+// answer's text (timing.Answer) or a streamed tool call
+// (timing.ToolCall). All three are generated tokens, counted and timed
+// alike; Result.Text holds their text in stream order (a tool call's
+// function name and arguments). A server chunk that carries two kinds (a
+// delta with reasoning and content, or content and tool_calls) is a chunk
+// of each at its instant, reasoning first, then content, then tool calls,
+// the server's usage closing the last. What each server sends:
+//
+//   - vLLM: a reasoning parser (--reasoning-parser) streams the reasoning
+//     as delta.reasoning since 0.11
+//     (vllm/entrypoints/openai/chat_completion/serving.py@5e91864), as
+//     delta.reasoning_content before
+//     (vllm/entrypoints/openai/serving_chat.py@003fe59); the <think> and
+//     </think> outputs write no chunk, and under continuous usage their
+//     tokens are in the next chunk's cumulative count. With a parser,
+//     every usage carries completion_tokens_details.reasoning_tokens
+//     (serving.py@006c49d), the tokens between the markers
+//     (BaseThinkingReasoningParser.count_reasoning_tokens). gpt-oss goes
+//     through the harmony parser whatever the flags: the analysis channel
+//     as reasoning, the final channel as content, a tool call's commentary
+//     as tool_calls, no text for the channel headers
+//     (chat_completion/stream_harmony.py@1a5f571). Tool parsers write
+//     delta.tool_calls: the function's name first, then its arguments in
+//     pieces.
+//   - SGLang: delta.reasoning_content (separate_reasoning, on by
+//     default); a decode step the parser splits goes out as a reasoning
+//     chunk and a content chunk with one cumulative count
+//     (python/sglang/srt/entrypoints/openai/serving_chat.py@0c078e6). Its
+//     usage's top-level reasoning_tokens is not read: SGLang never set it
+//     (usage_processor.py at the same commit).
+//   - llama.cpp: delta.reasoning_content for every reasoning diff
+//     (--reasoning-format, deepseek by default: common/chat.cpp's parsers
+//     write none of the tags, and read the block as open when the template
+//     opened it in the prompt, as DeepSeek R1's does), gpt-oss's analysis
+//     channel too (common_chat_parse_gpt_oss); usage at the end only
+//     (tools/server/server-task.cpp@17f5f8a).
+//   - Ollama's OpenAI API: delta.reasoning; a runner response that ends
+//     the reasoning and starts the answer is two chunks
+//     (openai/openai.go@fb30760, ToStreamChunks). Its thinking parser
+//     (thinking/parser.go) never returns the tags and eats the white space
+//     after each, and ChatHandler (server/routes.go) sends nothing for a
+//     response that leaves nothing: those tokens are in eval_count, hence
+//     completion_tokens, and in no chunk.
+//   - A server whose reasoning parser is off leaves <think> … </think> in
+//     delta.content (vLLM without --reasoning-parser, llama.cpp with
+//     --reasoning-format none, SGLang with separate_reasoning false). Such
+//     a block is read as reasoning: on a stream with no reasoning field,
+//     content that starts, after white space, with "<think>" is reasoning
+//     up to the end of "</think>" (or of the stream), and content with a
+//     "</think>" and no "<think>" before it (a template that opened the
+//     block in the prompt) is reasoning up to it. A chunk that holds the
+//     block's end and answer text after it is split at its instant when it
+//     carried two tokens or more, the reasoning part's count in proportion
+//     to its bytes (a Warning wrapping [ErrEstimatedTokens]); of one token
+//     it stays an answer chunk. The markers, being text, count as
+//     reasoning tokens there. Options.NoThinkTags reads the content as the
+//     answer whatever it holds.
+//
+// White space a server streams as content after the reasoning (vLLM's
+// "\n\n" after </think>) is the answer's first chunk: the time to the
+// first answer token is measured to it, as the server sent it.
+//
+// Tokens the server counted and never streamed: on a stream whose
+// reasoning came in a field of its own, the tokens that no chunk's usage
+// covers and no text shows (the final usage's surplus beyond one token a
+// chunk and the end of sequence) are the markers the reasoning parser
+// swallowed. They go to Trace.HiddenTokens, not to any chunk, so that the
+// rates measured from chunk arrivals leave them out, with a Warning
+// wrapping [ErrHiddenTokens]. With Options.CountText or Counter, the
+// tokens counting the text finds beyond one a chunk are placed as usual
+// and the rest is hidden; without, the whole surplus is (these servers
+// write a chunk per token but for what they swallow: one that wrote
+// several tokens in a chunk would have them counted as hidden). When the
+// first-chunk anchor came before the first text, the token it marks is
+// the first chunk's, as on every stream. A stream with per-chunk usage
+// states where each token went, markers included, and hides nothing: the
+// tokens a chunk's usage covers are its own, of its kind.
+//
+// When the server sends completion_tokens_details.reasoning_tokens, it is
+// kept in Result.Usage.ReasoningTokens and compared with the tokens of the
+// stream's reasoning chunks. The server counts the tokens inside the
+// reasoning, not the markers that open it, which a stream with per-chunk
+// usage credits to its first reasoning chunk: so the stream's count may
+// exceed the server's by up to that chunk's tokens less one. Any other
+// difference is a Warning wrapping [ErrReasoningTokens]; the chunks keep
+// the stream's counts.
+//
+// # Thinking controls
+//
+// Request.Thinking goes out in the fields each flavour takes, Extra still
+// overriding any of them:
+//
+//   - chat_template_kwargs = Thinking.TemplateVars() (enable_thinking and
+//     thinking when Enabled is set, reasoning_effort when Effort is), the
+//     variables the prompt Builder renders the template with: vLLM
+//     (ChatCompletionRequest.chat_template_kwargs,
+//     chat_completion/protocol.py@002032e), SGLang (protocol.py) and
+//     llama.cpp (tools/server/server-common.cpp, where enable_thinking
+//     also switches its reasoning parsing) render with them. Not to
+//     Ollama, which renders its own Go templates, nor to FlavourOpenAI (a
+//     Warning wrapping [ErrUnsupported] when Enabled is set).
+//   - reasoning_effort = Effort, top-level: vLLM (gpt-oss's harmony path
+//     reads it, not the template), SGLang, llama.cpp, OpenAI, and Ollama,
+//     which maps it to its think level (openai/openai.go,
+//     thinkFromReasoningEffort). To FlavourOllama, Enabled false is
+//     reasoning_effort "none", its only way to turn thinking off there;
+//     Enabled true sends nothing (Ollama thinks by default with a model
+//     that can).
+//   - Budget: vLLM's thinking_token_budget (protocol.py@002032e; the
+//     server needs a reasoning configuration for it), llama.cpp's
+//     thinking_budget_tokens (server-task.cpp@17f5f8a,
+//     params_from_json_cmpl), both to FlavourGeneric (each server ignores
+//     the other's). SGLang (a custom logit processor, no request field),
+//     Ollama and OpenAI take none: a Warning wrapping [ErrUnsupported].
 //
 // # Bench semantics
 //

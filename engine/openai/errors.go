@@ -52,6 +52,19 @@ var (
 	// server's usage.prompt_tokens is not their number: it added tokens
 	// (a BOS) or did not take the ids as they are.
 	ErrPromptTokens = errors.New("openai: the server's prompt count differs from the prompt's token ids")
+	// ErrHiddenTokens: usage.completion_tokens counts tokens that came in
+	// no chunk of a stream whose reasoning came in a field of its own:
+	// the markers that open and close the reasoning, which the server's
+	// reasoning parser swallows (Ollama's also the whitespace after
+	// them). Trace.HiddenTokens holds their number; no chunk carries
+	// them, so the rates measured from chunk arrivals leave them out.
+	ErrHiddenTokens = errors.New("openai: tokens counted but never streamed")
+	// ErrReasoningTokens: the server's
+	// usage.completion_tokens_details.reasoning_tokens disagrees with the
+	// tokens of the stream's reasoning chunks (beyond the opening markers
+	// the first reasoning chunk may carry, which the server does not
+	// count as reasoning). The chunks keep the stream's counts.
+	ErrReasoningTokens = errors.New("openai: reasoning tokens disagree with the server's usage")
 	// ErrTextCut: the server streamed more text than engine.MaxKeptText;
 	// Result.Text holds its start, the counts the whole stream.
 	ErrTextCut = errors.New("openai: generated text cut")

@@ -74,13 +74,17 @@ func FuzzParseChunk(f *testing.F) {
 			if err := dec.decode(data, &v, completion); err != nil {
 				t.Fatalf("completion=%v: parseChunk accepts %q, the decoder refuses it: %v", completion, data, err)
 			}
-			if string(v.text) != p.Text || string(v.finish) != p.FinishReason || v.choice != p.Choice || (v.usage == nil) != (p.Usage == nil) {
-				t.Fatalf("completion=%v: %q: decoder text %q finish %q choice %v, parser %+v", completion, data, v.text, v.finish, v.choice, p)
+			if string(v.reasoning) != p.Reasoning || string(v.content) != p.Content || string(v.tool) != p.Tool ||
+				string(v.finish) != p.FinishReason || v.choice != p.Choice || (v.usage == nil) != (p.Usage == nil) {
+				t.Fatalf("completion=%v: %q: decoder reasoning %q content %q tool %q finish %q choice %v, parser %+v",
+					completion, data, v.reasoning, v.content, v.tool, v.finish, v.choice, p)
 			}
 			if v.usage != nil {
 				a, aok := v.usage.Cached()
 				b, bok := p.Usage.Cached()
-				if a != b || aok != bok || v.usage.PromptTokens != p.Usage.PromptTokens || v.usage.CompletionTokens != p.Usage.CompletionTokens {
+				if a != b || aok != bok || v.usage.PromptTokens != p.Usage.PromptTokens || v.usage.CompletionTokens != p.Usage.CompletionTokens ||
+					(v.usage.ReasoningTokens == nil) != (p.Usage.ReasoningTokens == nil) ||
+					(v.usage.ReasoningTokens != nil && *v.usage.ReasoningTokens != *p.Usage.ReasoningTokens) {
 					t.Fatalf("completion=%v: %q: decoder usage %+v, parser %+v", completion, data, *v.usage, *p.Usage)
 				}
 			}
@@ -104,8 +108,17 @@ func FuzzParseChunk(f *testing.F) {
 				}
 				t.Fatalf("completion=%v: stream of an accepted chunk %q failed: %v", completion, data, err)
 			}
-			if res.Text != p.Text || len(res.Trace.Chunks) != map[bool]int{true: 1, false: 0}[p.Text != ""] {
-				t.Fatalf("completion=%v: chunk %q: stream text %q with %d chunks, parser text %q", completion, data, res.Text, len(res.Trace.Chunks), p.Text)
+			// A chunk of each kind with text, and one more when a
+			// reasoning block left in the content is split from the
+			// answer after it.
+			parts := 0
+			for _, s := range []string{p.Reasoning, p.Content, p.Tool} {
+				if s != "" {
+					parts++
+				}
+			}
+			if n := len(res.Trace.Chunks); res.Text != p.Text || n < parts || n > parts+1 {
+				t.Fatalf("completion=%v: chunk %q: stream text %q with %d chunks, parser text %q in %d parts", completion, data, res.Text, n, p.Text, parts)
 			}
 		}
 	})
@@ -197,15 +210,23 @@ func FuzzReadStream(f *testing.F) {
 			}
 		}
 		// With the server's count, every chunk carried a token and the
-		// counts add up to it, or a warning says they cannot.
+		// counts add up to it, or a warning says they cannot (a failed
+		// request carries no note on its counts).
 		if res.Usage != nil && len(res.Trace.Chunks) > 0 {
 			for i, ch := range res.Trace.Chunks {
 				if ch.Tokens < 1 {
 					t.Fatalf("chunk %d has %d tokens with a final usage of %d", i, ch.Tokens, res.Usage.CompletionTokens)
 				}
 			}
-			if n := res.Trace.Tokens(); n != res.Usage.CompletionTokens && !errors.Is(errors.Join(res.Warnings...), ErrTokenMismatch) {
-				t.Fatalf("the chunks carry %d tokens, usage says %d, and no warning says so: %v", n, res.Usage.CompletionTokens, res.Warnings)
+			if err != nil {
+				return
+			}
+			if n := res.Trace.Tokens() + res.Trace.HiddenTokens; n != res.Usage.CompletionTokens && !errors.Is(errors.Join(res.Warnings...), ErrTokenMismatch) {
+				t.Fatalf("the chunks carry %d tokens and %d are hidden, usage says %d, and no warning says so: %v",
+					res.Trace.Tokens(), res.Trace.HiddenTokens, res.Usage.CompletionTokens, res.Warnings)
+			}
+			if h := res.Trace.HiddenTokens; h > 0 && !errors.Is(errors.Join(res.Warnings...), ErrHiddenTokens) {
+				t.Fatalf("%d hidden tokens and no warning says so: %v", h, res.Warnings)
 			}
 		}
 	})

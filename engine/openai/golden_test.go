@@ -24,6 +24,7 @@ type golden struct {
 	Usage        *engine.Usage             `json:"usage"`
 	Stats        *engine.ServerStats       `json:"stats,omitempty"`
 	Chunks       []adaptertest.GoldenChunk `json:"chunks"`
+	HiddenTokens int                       `json:"hidden_tokens,omitempty"`
 	EndMS        int64                     `json:"end_ms"`
 	Warnings     []string                  `json:"warnings"`
 	ErrorKind    engine.Kind               `json:"error_kind,omitempty"`
@@ -48,7 +49,7 @@ func parseRecorded(t *testing.T, body []byte, opts *Options, req engine.Request)
 	rerr := c.readStream(context.Background(), adaptertest.NewFeeder(body, "\n\n"), nil, req, &res)
 	g := golden{
 		Text: res.Text, ResponseID: res.ResponseID, Model: res.Model, FinishReason: res.FinishReason,
-		Usage: res.Usage, Stats: res.ServerStats, EndMS: res.Trace.End.Sub(clk.Base).Milliseconds(),
+		Usage: res.Usage, Stats: res.ServerStats, HiddenTokens: res.Trace.HiddenTokens, EndMS: res.Trace.End.Sub(clk.Base).Milliseconds(),
 		Chunks: adaptertest.GoldenChunks(clk.Base, res), Warnings: adaptertest.Strings(res.Warnings),
 	}
 	if rerr != nil {
@@ -71,6 +72,7 @@ func TestGoldenStreams(t *testing.T) {
 		tokens []int // hand-computed from the recording
 		warns  []error
 		kind   engine.Kind
+		hidden int
 	}{
 		// completion_tokens 1,2,4,5,6,7,8 on the content chunks: " brown
 		// fox" carried two tokens.
@@ -90,25 +92,22 @@ func TestGoldenStreams(t *testing.T) {
 		// exact.
 		{name: "llamacpp", req: engine.Request{MaxTokens: 6, IgnoreEOS: true},
 			tokens: []int{1, 1, 1, 1, 1, 1}},
-		// Usage at the end only, 7 tokens over 4 content chunks ("Short",
-		// " answer.", "Four", "." : 5, 8, 4, 1 bytes), no counter: one
-		// each, the end of sequence (finish_reason "stop") to the last,
-		// and the 2 left shared by text length (2 × 5/18, 2 × 8/18,
-		// 2 × 4/18, 2 × 1/18 = 0.56, 0.89, 0.44, 0.11: largest remainders
-		// give 1, 1, 0, 0), so 2, 2, 1, 1+1 = 7. That the first chunk
-		// held 2 is an estimate: the estimate's warning says so, and no
-		// hidden-first-token warning claims it.
+		// Usage at the end only, 7 tokens over 4 content chunks (reasoning
+		// "Short", " answer.", answer "Four", "."), no counter: one each,
+		// the end of sequence (finish_reason "stop") to the last; the
+		// stream's reasoning came in delta.reasoning, so the 2 left are the
+		// <think> and </think> Ollama's thinking parser swallowed: hidden,
+		// in no chunk, and a warning says so.
 		{name: "ollama", req: engine.Request{MaxTokens: 64},
-			tokens: []int{2, 2, 1, 2}, warns: []error{ErrEstimatedTokens}},
+			tokens: []int{1, 1, 1, 2}, warns: []error{ErrHiddenTokens}, hidden: 2},
 		// The same with a word-counting CountText: prefixes "Short",
 		// "Short answer.", "Short answer.Four", "Short answer.Four." count
 		// 1, 2, 2, 2 words: tokens max(1, 1−0), max(1, 2−1), max(1, 2−2),
 		// max(1, 2−3) = 1, 1, 1, 1, no extra token; usage says 7: with
 		// finish_reason "stop" one goes to the last chunk (the end of
-		// sequence), the two the count did not place to the first (held
-		// back before the first text), again an estimate.
+		// sequence), the two the count found no place for are hidden.
 		{name: "ollama_counted", opts: &Options{CountText: wordCount}, req: engine.Request{MaxTokens: 64},
-			tokens: []int{3, 1, 1, 2}, warns: []error{ErrEstimatedTokens}},
+			tokens: []int{1, 1, 1, 2}, warns: []error{ErrHiddenTokens}, hidden: 2},
 		// What came before an error is kept: "Once" had no usage.
 		{name: "sglang_stream_error", req: engine.Request{MaxTokens: 16},
 			tokens: []int{0}, kind: engine.KindStreamError}, // a failed request: no note on its counts
@@ -128,6 +127,9 @@ func TestGoldenStreams(t *testing.T) {
 				t.Fatalf("error kind %q (%v), want %q", got, rerr, tc.kind)
 			}
 			adaptertest.CheckChunks(t, res, tc.tokens, tc.warns)
+			if res.Trace.HiddenTokens != tc.hidden {
+				t.Errorf("%d hidden tokens, want %d", res.Trace.HiddenTokens, tc.hidden)
+			}
 			adaptertest.CheckGolden(t, tc.name, g, *update)
 		})
 	}

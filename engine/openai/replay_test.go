@@ -43,6 +43,12 @@ type replay struct {
 	pieces    []string // text of each token
 	hidden    []bool   // the token's text is never in the stream
 	recount   []string // the shown text as a tokenizer other than the server's splits it; nil when the case has none
+
+	kinds                   []timing.ChunkKind // of each content chunk
+	reasoning, answer, tool int                // tokens of the chunks of each kind; −1 when not knowable
+	hiddenTokens            int                // tokens counted in no chunk (Trace.HiddenTokens)
+	ttfa                    float64            // ms to the first answer chunk; −1 when none
+	lastReasoning           float64            // ms to the last reasoning chunk; −1 when none
 }
 
 type replayWrite struct {
@@ -75,7 +81,7 @@ func loadReplays(t testing.TB) []replay {
 
 // parseReplay parses one replay file.
 func parseReplay(b []byte) (replay, error) {
-	r := replay{first: -1, tpot: -1, usage: [2]int{-1, -1}, cached: -1}
+	r := replay{first: -1, tpot: -1, usage: [2]int{-1, -1}, cached: -1, ttfa: -1, lastReasoning: -1}
 	truth := map[string]string{}
 	var at float64
 	var cur *replayWrite
@@ -155,6 +161,42 @@ func parseReplay(b []byte) (replay, error) {
 	if v := truth["cached"]; v != "-" {
 		if r.cached, err = strconv.Atoi(v); err != nil {
 			return r, fmt.Errorf("truth cached %q: %w", v, err)
+		}
+	}
+	for _, k := range truth["kinds"] {
+		switch k {
+		case 'r':
+			r.kinds = append(r.kinds, timing.Reasoning)
+		case 'a':
+			r.kinds = append(r.kinds, timing.Answer)
+		case 't':
+			r.kinds = append(r.kinds, timing.ToolCall)
+		default:
+			return r, fmt.Errorf("truth kinds %q: want r, a or t per chunk", truth["kinds"])
+		}
+	}
+	for _, f := range []struct {
+		key string
+		to  *int
+	}{{"reasoning", &r.reasoning}, {"answer", &r.answer}, {"tool", &r.tool}, {"hidden", &r.hiddenTokens}} {
+		*f.to = -1
+		if v := truth[f.key]; v != "-" {
+			if *f.to, err = strconv.Atoi(v); err != nil {
+				return r, fmt.Errorf("truth %s %q: %w", f.key, v, err)
+			}
+		}
+	}
+	if r.hiddenTokens < 0 {
+		return r, errors.New("truth hidden: want a count")
+	}
+	for _, f := range []struct {
+		key string
+		to  *float64
+	}{{"ttfa_ms", &r.ttfa}, {"last_reasoning_ms", &r.lastReasoning}} {
+		if v, ok, err := num(f.key); err != nil {
+			return r, fmt.Errorf("truth %s: %w", f.key, err)
+		} else if ok {
+			*f.to = v
 		}
 	}
 	if v := truth["error_kind"]; v != "-" {
@@ -359,12 +401,36 @@ func checkReplay(t *testing.T, r replay, res engine.Result, err error, start tim
 	}
 	knowable := r.usage[0] >= 0 || counted
 	switch {
-	case knowable && tr.Tokens() != r.n:
-		t.Errorf("trace carries %d tokens, the server generated %d", tr.Tokens(), r.n)
+	case knowable && tr.Tokens()+tr.HiddenTokens != r.n:
+		t.Errorf("trace carries %d tokens and %d hidden, the server generated %d", tr.Tokens(), tr.HiddenTokens, r.n)
 	case !knowable && !unknown && !failed:
 		t.Errorf("no usage, no counter: want a warning wrapping ErrUnknownTokens, have %v", res.Warnings)
 	}
+	if !failed && tr.HiddenTokens != r.hiddenTokens {
+		t.Errorf("%d hidden tokens, want %d", tr.HiddenTokens, r.hiddenTokens)
+	}
+	var kinds []timing.ChunkKind
+	for _, ch := range tr.Chunks {
+		kinds = append(kinds, ch.Kind)
+	}
+	if fmt.Sprint(kinds) != fmt.Sprint(r.kinds) {
+		t.Errorf("chunk kinds %v, want %v", kinds, r.kinds)
+	}
 	exact := r.chunks != nil && (counted || (!failed && !estimated && !unknown))
+	if exact {
+		sums := map[timing.ChunkKind]int{}
+		for _, ch := range tr.Chunks {
+			sums[ch.Kind] += ch.Tokens
+		}
+		for _, k := range []struct {
+			kind timing.ChunkKind
+			want int
+		}{{timing.Reasoning, r.reasoning}, {timing.Answer, r.answer}, {timing.ToolCall, r.tool}} {
+			if k.want >= 0 && sums[k.kind] != k.want {
+				t.Errorf("%v chunks carry %d tokens, want %d", k.kind, sums[k.kind], k.want)
+			}
+		}
+	}
 	var got []int
 	for _, ch := range tr.Chunks {
 		got = append(got, ch.Tokens)
@@ -382,6 +448,29 @@ func checkReplay(t *testing.T, r replay, res engine.Result, err error, start tim
 		t.Fatal("no content chunks")
 	}
 	near("TTFT (first text)", tr.Chunks[0].At.Sub(start), r.ttft)
+	firstAnswer, lastReasoning := -1, -1
+	for i, ch := range tr.Chunks {
+		if ch.Kind == timing.Answer && firstAnswer < 0 {
+			firstAnswer = i
+		}
+		if ch.Kind == timing.Reasoning {
+			lastReasoning = i
+		}
+	}
+	for _, m := range []struct {
+		what string
+		i    int
+		want float64
+	}{{"time to the first answer chunk", firstAnswer, r.ttfa}, {"time to the last reasoning chunk", lastReasoning, r.lastReasoning}} {
+		switch {
+		case m.i < 0 && m.want >= 0:
+			t.Errorf("%s: none, want %vms", m.what, m.want)
+		case m.i >= 0 && m.want < 0:
+			t.Errorf("%s: %v, want none", m.what, tr.Chunks[m.i].At.Sub(start))
+		case m.i >= 0:
+			near(m.what, tr.Chunks[m.i].At.Sub(start), m.want)
+		}
+	}
 	switch {
 	case r.first >= 0 && tr.FirstChunk.IsZero():
 		t.Errorf("no first-chunk anchor, want one at %vms", r.first)
@@ -400,9 +489,11 @@ func checkReplay(t *testing.T, r replay, res engine.Result, err error, start tim
 	}
 	if exact {
 		first := tr.Chunks[0].At
-		want := r.n - tr.Chunks[0].Tokens
+		// Hidden tokens are in no chunk: ITL has none of their gaps.
+		shown := r.n - r.hiddenTokens
+		want := shown - tr.Chunks[0].Tokens
 		if !tr.FirstChunk.IsZero() {
-			first, want = tr.FirstChunk, r.n-1
+			first, want = tr.FirstChunk, shown-1
 		}
 		itl := tr.ITL()
 		var sum time.Duration

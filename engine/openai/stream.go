@@ -38,6 +38,9 @@ type usageWire struct {
 	PromptTokensDetails *struct {
 		CachedTokens *int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens *int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
 // usage returns u as an engine.Usage, nil for nil.
@@ -48,6 +51,9 @@ func (u *usageWire) usage() *engine.Usage {
 	e := &engine.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 	if u.PromptTokensDetails != nil {
 		e.CachedTokens = u.PromptTokensDetails.CachedTokens
+	}
+	if u.CompletionTokensDetails != nil {
+		e.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
 	}
 	return e
 }
@@ -60,50 +66,78 @@ type choiceWire struct {
 	FinishReason *string   `json:"finish_reason"`
 }
 
-// text returns the generated text of the choice: its text for a
-// completion, its delta's for a chat chunk.
-func (ch choiceWire) text(completion bool) string {
-	if completion {
-		if ch.Text == nil {
-			return ""
-		}
-		return *ch.Text
-	}
-	return ch.Delta.text()
-}
-
 // deltaWire is a streamed delta or a complete message. Reasoning text comes
 // as reasoning_content (DeepSeek's name, llama.cpp, SGLang, vLLM before
 // 0.11) or reasoning (vLLM since 0.11, Ollama); some vLLM versions send
-// both with the same text.
+// both with the same text. Tool calls come as tool_calls, each delta of a
+// call with its function's name (the first) or a piece of its arguments.
 type deltaWire struct {
-	Content          *string `json:"content"`
-	ReasoningContent *string `json:"reasoning_content"`
-	Reasoning        *string `json:"reasoning"`
+	Content          *string        `json:"content"`
+	ReasoningContent *string        `json:"reasoning_content"`
+	Reasoning        *string        `json:"reasoning"`
+	ToolCalls        []toolCallWire `json:"tool_calls"`
 }
 
-// text returns the generated text of d: its reasoning, then its content.
-func (d deltaWire) text() string {
-	var r, c string
+// toolCallWire is one element of a delta's or a message's tool_calls.
+type toolCallWire struct {
+	Function *struct {
+		Name      *string `json:"name"`
+		Arguments *string `json:"arguments"`
+	} `json:"function"`
+}
+
+// reasoning returns d's reasoning text: reasoning_content when it has
+// text, else reasoning.
+func (d deltaWire) reasoning() string {
 	switch {
 	case d.ReasoningContent != nil && *d.ReasoningContent != "":
-		r = *d.ReasoningContent
+		return *d.ReasoningContent
 	case d.Reasoning != nil:
-		r = *d.Reasoning
+		return *d.Reasoning
 	}
-	if d.Content != nil {
-		c = *d.Content
-	}
-	return r + c
+	return ""
 }
+
+// content returns d's content.
+func (d deltaWire) content() string {
+	if d.Content == nil {
+		return ""
+	}
+	return *d.Content
+}
+
+// tool returns the text of d's tool calls: each call's function name and
+// arguments, in order. A function's arguments that are not a JSON string
+// (a server that sends an object) are not counted.
+func (d deltaWire) tool() string {
+	var s string
+	for _, tc := range d.ToolCalls {
+		if f := tc.Function; f != nil {
+			if f.Name != nil {
+				s += *f.Name
+			}
+			if f.Arguments != nil {
+				s += *f.Arguments
+			}
+		}
+	}
+	return s
+}
+
+// text returns the generated text of d: its reasoning, its content, its
+// tool calls.
+func (d deltaWire) text() string { return d.reasoning() + d.content() + d.tool() }
 
 // A parsedChunk is what one chunk contributes to a Result.
 type parsedChunk struct {
-	ID, Model    string
-	Text         string        // generated text of choice 0
-	FinishReason string        // of choice 0, empty if null
-	Usage        *engine.Usage // nil when the chunk had none
-	Choice       bool          // the chunk had a choice of index 0
+	ID, Model string
+	// Text is the generated text of choice 0: Reasoning, Content and
+	// Tool, in that order.
+	Text                     string
+	Reasoning, Content, Tool string
+	FinishReason             string        // of choice 0, empty if null
+	Usage                    *engine.Usage // nil when the chunk had none
+	Choice                   bool          // the chunk had a choice of index 0
 }
 
 // parseChunk decodes the data of one stream event, a text_completion
@@ -123,11 +157,20 @@ func parseChunk(data []byte, completion bool) (parsedChunk, error) {
 			continue
 		}
 		p.Choice = true
-		p.Text += ch.text(completion)
+		if completion {
+			if ch.Text != nil {
+				p.Content += *ch.Text
+			}
+		} else {
+			p.Reasoning += ch.Delta.reasoning()
+			p.Content += ch.Delta.content()
+			p.Tool += ch.Delta.tool()
+		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			p.FinishReason = *ch.FinishReason
 		}
 	}
+	p.Text = p.Reasoning + p.Content + p.Tool
 	return p, nil
 }
 
@@ -251,16 +294,25 @@ type streamState struct {
 	promptMax  int  // the plausible bound of prompt_tokens
 	completion bool // a text completion: text in choices[].text
 
-	text    strings.Builder // at most engine.MaxKeptText bytes
-	total   int             // bytes of text received, kept or not
-	ends    []int           // total after each content chunk
-	usage   []int           // usage.completion_tokens on each content chunk, −1 if none
-	final   *engine.Usage   // the last usage block seen
-	lastCum int             // the last completion_tokens seen, −1 before any
+	text    strings.Builder    // at most engine.MaxKeptText bytes
+	total   int                // bytes of text received, kept or not
+	ends    []int              // total after each content chunk
+	usage   []int              // usage.completion_tokens on each content chunk, −1 if none
+	kinds   []timing.ChunkKind // what each content chunk carried
+	final   *engine.Usage      // the last usage block seen
+	lastCum int                // the last completion_tokens seen, −1 before any
 
 	first  time.Time // the first chunk with a choice, if before any text
 	inText bool      // a content chunk has been read
 	stats  *engine.ServerStats
+
+	// fieldReasoning: some chunk carried reasoning in a field of its own
+	// (the server's reasoning parser was on), so the markers that open
+	// and close the reasoning were never streamed as text.
+	fieldReasoning bool
+	// hidden is the number of tokens of the final usage that came in no
+	// chunk (see attribute), for Trace.HiddenTokens.
+	hidden int
 }
 
 // readStream reads an event stream into res: the content chunks of its
@@ -308,6 +360,15 @@ func (c *Client) readStream(ctx context.Context, r io.Reader, read func() time.T
 		defer cancel()
 	}
 	warns := c.attribute(cctx, &st, res.Trace.Chunks, res.FinishReason, !res.Trace.FirstChunk.IsZero())
+	res.Trace.HiddenTokens = st.hidden
+	if !st.fieldReasoning && !st.completion && !c.opts.NoThinkTags {
+		var tw []error
+		res.Trace.Chunks, tw = st.thinkInContent(res.Trace.Chunks)
+		warns = append(warns, tw...)
+	}
+	if w := reasoningWarning(res.Trace.Chunks, st.final); w != nil {
+		warns = append(warns, w)
+	}
 	if err != nil {
 		// A failed request's figures are not reported as measurements:
 		// how its chunk counts were reached would be a note on every
@@ -374,8 +435,9 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 	n := 0
 	limit := engine.MaxPlausibleCount(st.maxTokens)
 	var (
-		dec chunkDecoder
-		p   chunkView
+		dec   chunkDecoder
+		p     chunkView
+		parts []chunkPart
 	)
 	for sr.Next() {
 		ev := sr.Event()
@@ -427,35 +489,56 @@ func (c *Client) scan(sr *engine.SSEReader, st *streamState, res *engine.Result)
 		// role delta, TGI's event for a token whose text is held back);
 		// llama.cpp's prompt-progress chunks go out during prefill and do
 		// not.
-		if p.choice && !st.inText && st.first.IsZero() && len(p.text) == 0 && !bytes.Contains(ev.Data, []byte(`"prompt_progress"`)) {
+		parts = p.parts(parts)
+		if p.choice && !st.inText && st.first.IsZero() && len(parts) == 0 && !bytes.Contains(ev.Data, []byte(`"prompt_progress"`)) {
 			st.first = ev.At
 		}
-		if len(p.text) == 0 {
+		if len(parts) == 0 {
 			continue
 		}
 		st.inText = true
-		if room := engine.MaxKeptText - st.text.Len(); room > 0 {
-			st.text.Write(p.text[:min(len(p.text), room)])
-		}
-		st.total += len(p.text)
 		u := -1
 		if p.usage != nil {
 			u = p.usage.CompletionTokens
 		}
-		chunks := res.Trace.Chunks
-		if last := len(chunks) - 1; last >= 0 {
-			if u >= 0 && st.usage[last] == u {
-				st.ends[last] = st.total
-				continue
+		for j, part := range parts {
+			// A chunk that carried several kinds (Ollama's response that
+			// ends the reasoning and starts the answer, a delta with
+			// content and a tool call) is a chunk of each kind at the same
+			// instant; its usage closes the last of them.
+			pu := -1
+			if j == len(parts)-1 {
+				pu = u
 			}
+			if part.kind == timing.Reasoning {
+				st.fieldReasoning = true
+			}
+			if room := engine.MaxKeptText - st.text.Len(); room > 0 {
+				st.text.Write(part.text[:min(len(part.text), room)])
+			}
+			st.total += len(part.text)
+			chunks := res.Trace.Chunks
+			if last := len(chunks) - 1; last >= 0 && pu >= 0 && st.usage[last] == pu {
+				if st.kinds[last] == part.kind {
+					// The same decode step's text again (SGLang writes a
+					// step the reasoning parser split as two chunks with
+					// one cumulative count): no token, no gap.
+					st.ends[last] = st.total
+					continue
+				}
+				// Another kind in the same step: a chunk of its own,
+				// and the step's count closes it instead.
+				st.usage[last] = -1
+			}
+			if len(chunks) >= limit {
+				return &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
+					Err: fmt.Errorf("the stream carried more than %d content chunks, each at least one token, for max_tokens=%d (plausible bound %d)", len(chunks), st.maxTokens, limit)}
+			}
+			st.ends = append(st.ends, st.total)
+			st.usage = append(st.usage, pu)
+			st.kinds = append(st.kinds, part.kind)
+			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Kind: part.kind})
 		}
-		if len(chunks) >= limit {
-			return &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
-				Err: fmt.Errorf("the stream carried more than %d content chunks, each at least one token, for max_tokens=%d (plausible bound %d)", len(chunks), st.maxTokens, limit)}
-		}
-		st.ends = append(st.ends, st.total)
-		st.usage = append(st.usage, u)
-		res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At})
 	}
 	return sr.Err()
 }

@@ -86,6 +86,9 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 	spans = append(spans, tail)
 
 	withUsage := len(spans) - 1
+	// The first-chunk anchor came before the first text: the token it
+	// marks had no text, and the first text chunk carries it.
+	early := anchored && !st.first.IsZero() && st.first.Before(chunks[0].At)
 	var (
 		warns    []error
 		counted  []int // K_i of countChunks, −1 where unknown; nil without a counter
@@ -154,6 +157,12 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 		}
 		S := T - eos - L
 		debt = max(0, -S)
+		if sp.last && st.fieldReasoning && S > 0 {
+			// A stream whose reasoning came in a field of its own: the
+			// tokens no chunk's usage covers and no text shows are the
+			// markers the server's parser swallowed (see hide).
+			S = hide(st, chunks, sp, S, early, count, &byCount, &surplus, &over)
+		}
 		switch {
 		case S <= 0:
 			// One token a chunk: all the stream can hold.
@@ -209,6 +218,14 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 	if countErr != nil {
 		warns = append(warns, fmt.Errorf("%w: counting the text of %d chunks: %w", ErrUnknownTokens, n-withUsage, countErr))
 	}
+	if st.hidden > 0 {
+		how := "no CountText or Counter is set, so every token beyond one a chunk is taken as hidden: a chunk that carried several tokens would be counted here instead"
+		if counted != nil {
+			how = "counting the chunks' text found no place for them"
+		}
+		warns = append(warns, fmt.Errorf("%w: usage.completion_tokens counts %d tokens that came in no chunk of a stream whose reasoning came in a field of its own (the markers that open and close it, which the server's reasoning parser swallows, and what it trims after them); Trace.HiddenTokens holds them, out of the chunks' counts and the rates measured from them; %s",
+			ErrHiddenTokens, st.hidden, how))
+	}
 	if clamped > 0 {
 		warns = append(warns, fmt.Errorf("%w: %d chunks carried text while usage.completion_tokens did not grow; each was counted as one token", ErrEstimatedTokens, clamped))
 	}
@@ -261,6 +278,67 @@ func (c *Client) attribute(ctx context.Context, st *streamState, chunks []timing
 			ErrHiddenFirstTokens, first, first-1, first))
 	}
 	return warns
+}
+
+// hide places the surplus S of the span that ends a stream whose
+// reasoning came in a field of its own, and returns what is left for the
+// usual rules (0). The server's reasoning parser swallows the markers
+// that open and close the reasoning (<think> and </think>, a harmony
+// model's channel headers) and, in Ollama's, the whitespace after them:
+// tokens usage.completion_tokens counts and no chunk shows. So:
+//
+//   - when the first-chunk anchor came before the first text (early), the
+//     anchor's token is the first chunk's, as on every stream;
+//   - with a counter, the tokens counting the text finds beyond one a
+//     chunk go where it finds them (at most S, shared in proportion as
+//     usual), and the rest is hidden;
+//   - without one, the rest is hidden: these servers write a chunk per
+//     token but for what they swallow.
+//
+// The hidden tokens go to st.hidden, not to any chunk.
+func hide(st *streamState, chunks []timing.Chunk, sp tokenSpan, S int, early bool,
+	count func() []int, byCount, surplus, over *int) int {
+	if sp.lo == 0 && early {
+		chunks[0].Tokens++
+		S--
+	}
+	if S <= 0 {
+		return 0
+	}
+	L := sp.hi - sp.lo
+	if K := count(); K != nil {
+		covered := true
+		for i := sp.lo; covered && i < sp.hi; i++ {
+			covered = K[i] >= 0
+		}
+		if covered {
+			saved := make([]int, L)
+			for i := range saved {
+				saved[i] = chunks[sp.lo+i].Tokens
+			}
+			floorCounts(chunks, K, sp.lo, sp.hi)
+			extra := make([]int, L)
+			E := 0
+			for i := range extra {
+				// What the count found beyond what the chunk already had
+				// (the anchor's token).
+				extra[i] = max(0, chunks[sp.lo+i].Tokens-saved[i])
+				chunks[sp.lo+i].Tokens = saved[i]
+				E += extra[i]
+			}
+			if E > 0 {
+				*byCount += L
+				*surplus += min(E, S)
+				*over += max(0, E-S)
+				for i, s := range share(extra, min(E, S)) {
+					chunks[sp.lo+i].Tokens += s
+				}
+				S -= min(E, S)
+			}
+		}
+	}
+	st.hidden += S
+	return 0
 }
 
 // floorCounts sets the counts of chunks [lo, hi) from the cumulative

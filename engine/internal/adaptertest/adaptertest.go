@@ -23,6 +23,7 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/enginetest"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/timing"
 )
 
 // A StepClock is a controlled clock: each reading is the previous one plus
@@ -107,10 +108,12 @@ func CheckChunks(t testing.TB, res engine.Result, tokens []int, warns []error) {
 }
 
 // A GoldenChunk is a chunk of a golden file: its instant in milliseconds
-// after the StepClock's Base, and its token count.
+// after the StepClock's Base, its token count and its kind, left out for
+// an answer chunk.
 type GoldenChunk struct {
-	AtMS   int64 `json:"at_ms"`
-	Tokens int   `json:"tokens"`
+	AtMS   int64  `json:"at_ms"`
+	Tokens int    `json:"tokens"`
+	Kind   string `json:"kind,omitempty"`
 }
 
 // GoldenChunks returns the chunks of res for a golden file, with instants
@@ -119,9 +122,28 @@ type GoldenChunk struct {
 func GoldenChunks(base time.Time, res engine.Result) []GoldenChunk {
 	out := []GoldenChunk{}
 	for _, ch := range res.Trace.Chunks {
-		out = append(out, GoldenChunk{AtMS: ch.At.Sub(base).Milliseconds(), Tokens: ch.Tokens})
+		g := GoldenChunk{AtMS: ch.At.Sub(base).Milliseconds(), Tokens: ch.Tokens}
+		if ch.Kind != timing.Answer {
+			g.Kind = ch.Kind.String()
+		}
+		out = append(out, g)
 	}
 	return out
+}
+
+// CheckKinds reports an error unless res's chunks are of kinds, in order.
+func CheckKinds(t testing.TB, res engine.Result, kinds []timing.ChunkKind) {
+	t.Helper()
+	got := []timing.ChunkKind{}
+	for _, ch := range res.Trace.Chunks {
+		got = append(got, ch.Kind)
+	}
+	if kinds == nil {
+		kinds = []timing.ChunkKind{}
+	}
+	if diff := cmp.Diff(kinds, got); diff != "" {
+		t.Errorf("chunk kinds (-want +got):\n%s", diff)
+	}
 }
 
 // Strings returns the texts of errs; never nil, so that no errors are

@@ -23,7 +23,9 @@ type Str struct {
 	Val []byte
 }
 
-// A Delta is a choice's delta.
+// A Delta is a choice's delta. A tool_calls member that is null or an
+// empty array is accepted and says nothing; any other tool_calls sends the
+// chunk to encoding/json (Parse reports false), which decodes the calls.
 type Delta struct {
 	Content, ReasoningContent, Reasoning Str
 }
@@ -35,6 +37,10 @@ type Usage struct {
 	// non-null cached_tokens in it.
 	DetailsSet, CachedSet bool
 	CachedTokens          int
+	// CompletionDetailsSet reports a non-null completion_tokens_details,
+	// ReasoningSet a non-null reasoning_tokens in it.
+	CompletionDetailsSet, ReasoningSet bool
+	ReasoningTokens                    int
 }
 
 // A Chunk is one chat.completion.chunk, or one text_completion chunk
@@ -68,6 +74,7 @@ const (
 	levelDelta
 	levelUsage
 	levelDetails
+	levelCompletionDetails
 )
 
 // known lists, per level, the members Parse decodes; refused are members
@@ -76,11 +83,12 @@ const (
 // matches one of these only without regard to case is refused too:
 // encoding/json would match it.
 var known = [...][]string{
-	levelTop:     {"id", "model", "choices", "usage"},
-	levelChoice:  {"index", "delta", "finish_reason", "text"},
-	levelDelta:   {"content", "reasoning_content", "reasoning"},
-	levelUsage:   {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"},
-	levelDetails: {"cached_tokens"},
+	levelTop:               {"id", "model", "choices", "usage"},
+	levelChoice:            {"index", "delta", "finish_reason", "text"},
+	levelDelta:             {"content", "reasoning_content", "reasoning", "tool_calls"},
+	levelUsage:             {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"},
+	levelDetails:           {"cached_tokens"},
+	levelCompletionDetails: {"reasoning_tokens"},
 }
 
 var refused = []string{"error", "generation_stats", "power_usage", "message"}
@@ -95,9 +103,10 @@ type parser struct {
 // false, leaving c in an unspecified state, for invalid JSON and for
 // anything beyond the common shape: a value other than an object, more
 // than one choice, a refused member, a duplicated member, a known member
-// of an unexpected type, a number that is not a plain integer of at most
-// 18 digits (9 where int has 32 bits), a \u escape of a surrogate, invalid UTF-8 or nesting deeper
-// than 64 in a skipped value.
+// of an unexpected type, a delta with tool calls, a number that is not a
+// plain integer of at most 18 digits (9 where int has 32 bits), a \u
+// escape of a surrogate, invalid UTF-8 or nesting deeper than 64 in a
+// skipped value.
 func (c *Chunk) Parse(data []byte) bool {
 	scratch := c.scratch
 	if cap(scratch) < len(data) {
@@ -275,6 +284,8 @@ func (p *parser) member(level, k int) bool {
 			return p.str(&c.Delta.ReasoningContent)
 		case 2:
 			return p.str(&c.Delta.Reasoning)
+		case 3:
+			return p.emptyArray()
 		}
 	case levelUsage:
 		switch k {
@@ -290,6 +301,12 @@ func (p *parser) member(level, k int) bool {
 			}
 			c.Usage.DetailsSet = true
 			return p.object(levelDetails)
+		case 4:
+			if p.null() {
+				return true
+			}
+			c.Usage.CompletionDetailsSet = true
+			return p.object(levelCompletionDetails)
 		}
 	case levelDetails:
 		if p.null() {
@@ -297,8 +314,28 @@ func (p *parser) member(level, k int) bool {
 		}
 		c.Usage.CachedSet = true
 		return p.int(&c.Usage.CachedTokens)
+	case levelCompletionDetails:
+		if p.null() {
+			return true
+		}
+		c.Usage.ReasoningSet = true
+		return p.int(&c.Usage.ReasoningTokens)
 	}
 	return false
+}
+
+// emptyArray consumes null or an empty array and reports whether there
+// was one: a delta's tool_calls that carries no call (SGLang writes null
+// on every chunk). A call goes to encoding/json.
+func (p *parser) emptyArray() bool {
+	if p.null() {
+		return true
+	}
+	if !p.eat('[') {
+		return false
+	}
+	p.ws()
+	return p.eat(']')
 }
 
 // choices parses the choices array: null, empty, or one object.

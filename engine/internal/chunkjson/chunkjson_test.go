@@ -28,9 +28,10 @@ type refChoice struct {
 }
 
 type refDelta struct {
-	Content          *string `json:"content"`
-	ReasoningContent *string `json:"reasoning_content"`
-	Reasoning        *string `json:"reasoning"`
+	Content          *string           `json:"content"`
+	ReasoningContent *string           `json:"reasoning_content"`
+	Reasoning        *string           `json:"reasoning"`
+	ToolCalls        []json.RawMessage `json:"tool_calls"`
 }
 
 type refUsage struct {
@@ -40,6 +41,9 @@ type refUsage struct {
 	PromptTokensDetails *struct {
 		CachedTokens *int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens *int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
 // view is the comparable form of both.
@@ -52,6 +56,8 @@ type view struct {
 	UsageSet, DetailsSet                 bool
 	Prompt, Completion, Total            int
 	Cached                               *int
+	CompletionDetailsSet                 bool
+	ReasoningTokens                      *int
 }
 
 func (s Str) ptr() *string {
@@ -70,6 +76,11 @@ func viewOf(c *Chunk) view {
 	if c.Usage.CachedSet {
 		n := c.Usage.CachedTokens
 		v.Cached = &n
+	}
+	v.CompletionDetailsSet = c.Usage.CompletionDetailsSet
+	if c.Usage.ReasoningSet {
+		n := c.Usage.ReasoningTokens
+		v.ReasoningTokens = &n
 	}
 	return v
 }
@@ -93,6 +104,9 @@ func viewOfRef(r *refChunk) view {
 		if u.PromptTokensDetails != nil {
 			v.DetailsSet, v.Cached = true, u.PromptTokensDetails.CachedTokens
 		}
+		if u.CompletionTokensDetails != nil {
+			v.CompletionDetailsSet, v.ReasoningTokens = true, u.CompletionTokensDetails.ReasoningTokens
+		}
 	}
 	return v
 }
@@ -109,7 +123,8 @@ func check(t *testing.T, c *Chunk, data []byte) bool {
 		t.Fatalf("Parse accepted %q, encoding/json refuses it: %v", data, err)
 	}
 	if ref.Error != nil || ref.GenerationStats != nil || ref.PowerUsage != nil || len(ref.Choices) > 1 ||
-		(len(ref.Choices) == 1 && ref.Choices[0].Message != nil) {
+		(len(ref.Choices) == 1 && ref.Choices[0].Message != nil) ||
+		(len(ref.Choices) == 1 && ref.Choices[0].Delta != nil && len(ref.Choices[0].Delta.ToolCalls) > 0) {
 		t.Fatalf("Parse accepted %q, which has a member it must refuse", data)
 	}
 	if diff := cmp.Diff(viewOfRef(&ref), viewOf(c)); diff != "" {
@@ -134,6 +149,11 @@ var (
 		`{"id":"cmpl-1","object":"text_completion","created":1764600600,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}],"usage":{"prompt_tokens":416,"total_tokens":417,"completion_tokens":1}}`,
 		`{"id":"cmpl-1","object":"text_completion","created":1764600600,"model":"m","choices":[],"usage":{"prompt_tokens":416,"total_tokens":424,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":400}}}`,
 		`{"id":"x","usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":null}}}`,
+		`{"id":"x","choices":[{"index":0,"delta":{"role":null,"content":"a","reasoning_content":null,"tool_calls":null}}]}`,
+		`{"id":"x","choices":[{"index":0,"delta":{"content":"a","tool_calls":[ ]}}]}`,
+		`{"id":"x","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":7,"total_tokens":16,"completion_tokens_details":{"reasoning_tokens":4}}}`,
+		`{"id":"x","usage":{"completion_tokens":7,"completion_tokens_details":{"reasoning_tokens":null,"accepted_prediction_tokens":0}}}`,
+		`{"id":"x","usage":{"completion_tokens":7,"completion_tokens_details":null}}`,
 		`{}`,
 	}
 	slowChunks = []string{
@@ -148,6 +168,9 @@ var (
 		`{"id":"x"} trailing`,
 		`null`,
 		`{"id":"x","choices":[{"delta":"not an object"}]}`,
+		`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+		`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":{}}}]}`,
+		`{"id":"x","usage":{"completion_tokens_details":{"reasoning_tokens":1.5}}}`,
 		`{"id":"x","choices":[{"index":"0"}]}`,
 		`{"id":"x","model":5}`,
 		"{\"id\":\"bad\xff\"}",
