@@ -36,6 +36,12 @@ never by the parser under test:
   tpot_ms   (last write - first instant) / (n - hidden - 1), the first
             instant being first_ms when set, else ttft_ms (Trace.TPOT counts
             to the stream's end); a failed stream's counts to its last text
+  tpot_reasoning_ms, tpot_answer_ms
+            the time per output token of each side (reasoning: the "r"
+            chunks; answer: the "a" and "t" chunks), from the schedule of
+            the tokens the chunks carry (side_tpot below): the time the
+            side's tokens took after its first / (its tokens - 1); "-" when
+            the side has fewer than two tokens, and for a failed stream
   pieces    the text of each generated token (Go-quoted bytes), for the
             test's exact counter; "!" before a token whose text the stream
             never shows (a swallowed reasoning marker), "" for an end of
@@ -92,6 +98,49 @@ def sse(s):
 
 def fmt(x):
     return "%g" % round(x, 6)
+
+
+def side_tpot(chunks, kinds, times, anchor, end, side):
+    """The time per output token of one side of a reasoning stream, from
+    the server's schedule: chunk j went out at times[j] carrying chunks[j]
+    tokens of kind kinds[j]; side is the set of kinds on the side ("r",
+    or "a" and "t"); anchor is the instant of the first-chunk anchor (the
+    first token's, written before its text) or None; end is the stream's
+    last write. The definitions, token by token:
+
+      - the time a chunk's tokens took is the time since the chunk before
+        it, whatever that one carried, shared equally by its tokens; the
+        stream's first token took the time to first token, which no TPOT
+        counts; the stream's first chunk's further tokens share the time
+        from the anchor when there is one (the first token went out
+        there), else none (they were generated before the chunk went out,
+        where nothing shows them);
+      - the side's TPOT is the sum of the times of its tokens after its
+        first (the first's own time, the step from the other side or the
+        time to first token, is left out) over its tokens less one; when
+        the stream's last chunk is the side's, the time from it to the
+        stream's end is added (the finish and usage chunks, [DONE]), as
+        the whole stream's TPOT counts it.
+
+    Returns None when the side has fewer than two tokens."""
+    toks = []  # (kind, time the token took; None for the stream's first)
+    for j, (k, kind, t) in enumerate(zip(chunks, kinds, times)):
+        if j == 0:
+            if k == 0:
+                continue
+            further = (t - anchor) if anchor is not None else 0.0
+            assert k > 1 or further == 0, "an anchored first chunk of one token: its time belongs to no token"
+            toks.append((kind, None))
+            toks += [(kind, further / (k - 1)) for _ in range(k - 1)]
+        else:
+            toks += [(kind, (t - times[j - 1]) / k)] * k
+    mine = [d for kind, d in toks if kind in side]
+    if len(mine) < 2:
+        return None
+    took = sum(mine[1:])
+    if kinds[-1] in side:
+        took += end - times[-1]
+    return took / (len(mine) - 1)
 
 
 class Case:
@@ -182,6 +231,9 @@ class Case:
             finish=finish or "-", usage=usage or "-", error_kind=error_kind, error_code=error_code, cached=str(cached),
             kinds="".join(kinds), hidden=str(hidden), reasoning=sum_kind("r"), answer=sum_kind("a"), tool=sum_kind("t"),
             ttfa_ms=at_kind("a", False), last_reasoning_ms=at_kind("r", True))
+        for key, side in (("tpot_reasoning_ms", "r"), ("tpot_answer_ms", "at")):
+            v = side_tpot(chunks, kinds, times, self.first_ms, self.writes[-1][0], side) if error_kind == "-" else None
+            self.truth[key] = fmt(v) if v is not None else "-"
 
     def save(self):
         lines = ["#replay v1", "#server: " + self.server]
@@ -191,7 +243,7 @@ class Case:
         if self.endpoint:
             lines.append("#request: endpoint=" + self.endpoint)
         for k in ["n", "chunks", "kinds", "reasoning", "answer", "tool", "hidden", "ttft_ms", "first_ms", "ttfa_ms",
-                  "last_reasoning_ms", "tpot_ms", "finish", "usage", "cached", "error_kind", "error_code"]:
+                  "last_reasoning_ms", "tpot_ms", "tpot_reasoning_ms", "tpot_answer_ms", "finish", "usage", "cached", "error_kind", "error_code"]:
             lines.append("#truth %s: %s" % (k, self.truth[k]))
         lines.append("#truth pieces: " + " ".join(("!" if isinstance(p, H) else "") + gq(p) for p in self.pieces))
         if self.recount is not None:

@@ -3,11 +3,15 @@ package exo
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/adaptertest"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -89,5 +93,49 @@ func TestThinkingBody(t *testing.T) {
 	}
 	if got := string(b); got != `{"enable_thinking":false,"messages":[],"model":"m","reasoning_effort":"none","stream":false}` {
 		t.Errorf("body %s", got)
+	}
+}
+
+// Each side's TPOT of the thinking stream, read one event a read on a
+// clock that steps a millisecond a reading. The fixture has no truth to
+// extend, so the figures are computed here by hand from its instants:
+// the keep-alive comment at 1 ms, the 5 reasoning chunks at 2 to 6 ms, the
+// 4 answer chunks at 7 to 10 ms, generation_stats at 11 ms, [DONE] (End)
+// at 12 ms, one token a chunk and no first-chunk anchor. The reasoning's
+// 4 tokens after its first took 1 ms each: 4/4 = 1 ms. The answer's first
+// token (its gap from the reasoning left out) is followed by 3 of 1 ms
+// each, then the 2 ms to End: (3 + 2)/3 ms. <think> and </think>, counted
+// but never sent, are in neither.
+func TestStreamThinkingSideTPOT(t *testing.T) {
+	opts := fastOptions()
+	clk := newStepClock()
+	start := clk.t
+	opts.Now = clk.Now
+	c, err := New("http://127.0.0.1:9", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(adaptertest.NewFeeder(fixture(t, "stream_thinking.sse"), "\n\n"))}
+	var res engine.Result
+	if err := c.readStream(context.Background(), "read", nil, engine.Request{MaxTokens: 64, Stream: true}, resp, &res); err != nil {
+		t.Fatal(err)
+	}
+	tr := res.Trace
+	since := func(at time.Time) time.Duration { return at.Sub(start) }
+	// The instants the hand computation rests on.
+	if len(tr.Chunks) != 9 || !tr.FirstChunk.IsZero() || since(tr.End) != 12*time.Millisecond {
+		t.Fatalf("%d chunks, anchor %v, End at %v: want 9, none, 12ms", len(tr.Chunks), !tr.FirstChunk.IsZero(), since(tr.End))
+	}
+	for i, ch := range tr.Chunks {
+		if want := time.Duration(2+i) * time.Millisecond; since(ch.At) != want || ch.Tokens != 1 {
+			t.Fatalf("chunk %d at %v with %d tokens, want at %v with 1", i, since(ch.At), ch.Tokens, want)
+		}
+	}
+	if got, err := tr.TPOTReasoning(); err != nil || got != time.Millisecond {
+		t.Errorf("TPOT of the reasoning %v (%v), want 1ms", got, err)
+	}
+	if got, err := tr.TPOTAnswer(); err != nil || got != 5*time.Millisecond/3 {
+		t.Errorf("TPOT of the answer %v (%v), want %v", got, err, 5*time.Millisecond/3)
 	}
 }

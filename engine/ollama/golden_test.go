@@ -85,6 +85,10 @@ func TestGoldenStreams(t *testing.T) {
 		kind       engine.Kind
 		kinds      []timing.ChunkKind // nil: answer chunks only
 		hidden     int
+		// The time per output token of the reasoning and of the answer
+		// (Trace.TPOTReasoning, TPOTAnswer), hand-computed from the
+		// golden's instants; nil: not checked.
+		sides *[2]time.Duration
 	}{
 		// 9 lines, eval_count 10, done_reason "stop": one token a line,
 		// the end of sequence (counted, never sent) to the last.
@@ -113,15 +117,28 @@ func TestGoldenStreams(t *testing.T) {
 		// "stop". One token a line, the end of sequence to the last; the
 		// other 4 are <think>, the newline after it, </think> and the
 		// blank line after it, which thinking/parser.go swallows: hidden.
+		// Each side's TPOT, from the golden's instants (reasoning at 0, 1,
+		// 2 and 3 ms, answer at 4 ms and, 2 tokens, 5 ms, End at 7 ms; no
+		// first-chunk anchor): the reasoning's 3 tokens after its first
+		// took 1 ms each, 3/3 = 1 ms; the answer's first token (its gap
+		// from the reasoning left out) is followed by 2 sharing the 1 ms
+		// gap to 5 ms, then the 2 ms to End: (1 + 2)/2 = 1.5 ms. The
+		// hidden tokens are in neither.
 		{name: "thinking", req: engine.Request{MaxTokens: 64, Stream: true},
 			tokens: []int{1, 1, 1, 1, 1, 2}, warns: []error{ErrHiddenTokens}, hidden: 4,
-			kinds: kinds(timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Answer, timing.Answer)},
+			kinds: kinds(timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Answer, timing.Answer),
+			sides: &[2]time.Duration{time.Millisecond, 1500 * time.Microsecond}},
 		// The response that ends the thinking and starts the answer in
 		// one line (its runner response carried " two", </think>, "\n\n"
 		// and "Four"): a chunk of each kind at its instant.
+		// Each side's TPOT: reasoning at 0, 1, 2 and 3 ms, 3/3 = 1 ms;
+		// the answer's first chunk at 3 ms, the reasoning's instant (its
+		// gap, 0, left out), 2 tokens sharing the 1 ms to 4 ms, then the
+		// 2 ms to End at 6 ms: (1 + 2)/2 = 1.5 ms.
 		{name: "thinking_split", req: engine.Request{MaxTokens: 64, Stream: true},
 			tokens: []int{1, 1, 1, 1, 1, 2}, warns: []error{ErrHiddenTokens}, hidden: 4,
-			kinds: kinds(timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Answer, timing.Answer)},
+			kinds: kinds(timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Reasoning, timing.Answer, timing.Answer),
+			sides: &[2]time.Duration{time.Millisecond, 1500 * time.Microsecond}},
 		// A tool call: Ollama's tool parser holds the call's text back
 		// until it is whole and sends it on one line, which carried every
 		// token but the end of sequence: 21, then the end of sequence, 22.
@@ -162,6 +179,16 @@ func TestGoldenStreams(t *testing.T) {
 			adaptertest.CheckKinds(t, res, want)
 			if res.Trace.HiddenTokens != tc.hidden {
 				t.Errorf("%d hidden tokens, want %d", res.Trace.HiddenTokens, tc.hidden)
+			}
+			if tc.sides != nil {
+				// The stream reader sets no Start (Complete does): the
+				// side figures need none.
+				if got, err := res.Trace.TPOTReasoning(); err != nil || got != tc.sides[0] {
+					t.Errorf("TPOT of the reasoning %v (%v), want %v", got, err, tc.sides[0])
+				}
+				if got, err := res.Trace.TPOTAnswer(); err != nil || got != tc.sides[1] {
+					t.Errorf("TPOT of the answer %v (%v), want %v", got, err, tc.sides[1])
+				}
 			}
 			adaptertest.CheckGolden(t, tc.name, g, *update)
 		})

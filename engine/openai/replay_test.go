@@ -49,6 +49,10 @@ type replay struct {
 	hiddenTokens            int                // tokens counted in no chunk (Trace.HiddenTokens)
 	ttfa                    float64            // ms to the first answer chunk; −1 when none
 	lastReasoning           float64            // ms to the last reasoning chunk; −1 when none
+	// The time per output token of each side (Trace.TPOTReasoning,
+	// TPOTAnswer) as the script computes it from the server's schedule;
+	// −1 when undefined (fewer than two tokens, a failed stream) or absent.
+	tpotReasoning, tpotAnswer float64
 }
 
 type replayWrite struct {
@@ -81,7 +85,7 @@ func loadReplays(t testing.TB) []replay {
 
 // parseReplay parses one replay file.
 func parseReplay(b []byte) (replay, error) {
-	r := replay{first: -1, tpot: -1, usage: [2]int{-1, -1}, cached: -1, ttfa: -1, lastReasoning: -1}
+	r := replay{first: -1, tpot: -1, usage: [2]int{-1, -1}, cached: -1, ttfa: -1, lastReasoning: -1, tpotReasoning: -1, tpotAnswer: -1}
 	truth := map[string]string{}
 	var at float64
 	var cur *replayWrite
@@ -192,7 +196,10 @@ func parseReplay(b []byte) (replay, error) {
 	for _, f := range []struct {
 		key string
 		to  *float64
-	}{{"ttfa_ms", &r.ttfa}, {"last_reasoning_ms", &r.lastReasoning}} {
+	}{{"ttfa_ms", &r.ttfa}, {"last_reasoning_ms", &r.lastReasoning}, {"tpot_reasoning_ms", &r.tpotReasoning}, {"tpot_answer_ms", &r.tpotAnswer}} {
+		if _, present := truth[f.key]; !present && strings.HasPrefix(f.key, "tpot_") {
+			continue // undefined
+		}
 		if v, ok, err := num(f.key); err != nil {
 			return r, fmt.Errorf("truth %s: %w", f.key, err)
 		} else if ok {
@@ -487,6 +494,29 @@ func checkReplay(t *testing.T, r replay, res engine.Result, err error, start tim
 			near("TPOT", tpot, r.tpot)
 		}
 	}
+	if exact && r.errKind == engine.KindNone {
+		// Each side's TPOT, reported through Metrics as a run reports it,
+		// wherever the chunks' counts are the server's.
+		m, err := tr.Metrics()
+		if err != nil {
+			t.Fatalf("Metrics: %v", err)
+		}
+		for _, s := range []struct {
+			what    string
+			d       time.Duration
+			defined bool
+			want    float64
+		}{{"TPOT of the reasoning", m.TPOTReasoning, m.TPOTReasoningDefined, r.tpotReasoning}, {"TPOT of the answer", m.TPOTAnswer, m.TPOTAnswerDefined, r.tpotAnswer}} {
+			switch {
+			case s.defined && s.want < 0:
+				t.Errorf("%s = %v, want undefined", s.what, s.d)
+			case !s.defined && s.want >= 0:
+				t.Errorf("%s undefined, want %vms", s.what, s.want)
+			case s.defined:
+				near(s.what, s.d, s.want)
+			}
+		}
+	}
 	if exact {
 		first := tr.Chunks[0].At
 		// Hidden tokens are in no chunk: ITL has none of their gaps.
@@ -524,7 +554,8 @@ func checkReplay(t *testing.T, r replay, res engine.Result, err error, start tim
 // server that keeps its schedule exactly (a controlled clock set at each
 // write), with no counter, with an exact one and, for the cases that have
 // one, with a re-count that splits the text otherwise than the model did:
-// token totals, per-chunk counts, both TTFT anchors, TPOT within 1 ms,
+// token totals, per-chunk counts, both TTFT anchors, TPOT and each side's
+// (the reasoning's, the answer's) within 1 ms,
 // ITL, usage, errors and finish reasons against the truth in each file.
 func TestReplayCorpus(t *testing.T) {
 	for _, r := range loadReplays(t) {
