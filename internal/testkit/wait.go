@@ -15,8 +15,13 @@ const Patience = 2 * time.Minute
 
 // Client is an HTTP client for tests that gives up after Patience, where
 // http.DefaultClient would wait for a server that stops answering for
-// ever. Tests share it; none may change it.
-var Client = &http.Client{Timeout: Patience}
+// ever. It opens a connection of its own for every request, without asking
+// the server to close it: the embedded engine's llama.cpp profile closes
+// the connection after every stream while its headers offer keep-alive, as
+// llama-server does, and a pooled connection it closed would fail a test's
+// next request before any byte (the SDK's adapters send such a request
+// again; a plain client does not). Tests share it; none may change it.
+var Client = &http.Client{Timeout: Patience, Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
 
 // RecvWithin returns the next value received from ch, or the zero value
 // when ch is closed, and fails t when neither happens within d.
