@@ -452,6 +452,13 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	case SimLlamaCpp:
 		opts.Profile = sim.LlamaCpp
 	}
+	if t.Exo && opts.Reasoning.Enabled {
+		// exo's thinking models generate <think> and </think>: its
+		// /v1 parser swallows them, its bench path, which runs no
+		// parser, sends them as content, where the exo client reads the
+		// block as reasoning.
+		opts.Reasoning.HiddenMarkers = true
+	}
 	srv, err := sim.Start(context.WithoutCancel(ctx), "127.0.0.1:0", opts)
 	if err != nil {
 		return fmt.Errorf("start the embedded engine: %w", err)

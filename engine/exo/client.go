@@ -86,6 +86,12 @@ type Options struct {
 	// the package doc); a clock of the caller's stamps chunks when their
 	// reads return.
 	Now func() time.Time
+	// NoThinkTags reads a <think> … </think> block at the start of a
+	// stream's content as answer text. By default, on a stream that
+	// carried no delta.reasoning_content (the bench path, which runs no
+	// output parser), the block's chunks are timing.Reasoning (see
+	// Thinking and tool calls in the package doc).
+	NoThinkTags bool
 }
 
 // A Client talks to one exo cluster through its API node. It is safe for
@@ -111,6 +117,7 @@ type Client struct {
 	maxBurst      int
 	poll          time.Duration
 	settleBackoff time.Duration
+	noThinkTags   bool
 }
 
 var (
@@ -195,6 +202,7 @@ func New(baseURL string, opts *Options) (*Client, error) {
 		maxBurst:      o.MaxBurst,
 		poll:          o.PollInterval,
 		settleBackoff: o.SettleBackoff,
+		noThinkTags:   o.NoThinkTags,
 	}
 	if o.Logger != nil {
 		// Typed nil would make retryablehttp log through a nil pointer,

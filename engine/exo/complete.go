@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/internal/httpconn"
+	"github.com/inferbench/inferbench/engine/internal/thinktags"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -431,6 +432,8 @@ func (c *Client) readStream(ctx context.Context, op string, read func() time.Tim
 		limit       = engine.MaxPlausibleCount(req.MaxTokens)
 		dec         chunkDecoder
 		ck          streamChunk
+		ends        []int // text.Received() after each chunk
+		field       bool  // a chunk carried delta.reasoning_content
 	)
 	// implausible ends the read on an implausible server number.
 	implausible := func(at time.Time, err error) error {
@@ -534,7 +537,10 @@ func (c *Client) readStream(ctx context.Context, op string, read func() time.Tim
 				return implausible(ev.At, &engine.Error{Kind: engine.KindImplausibleUsage, Op: "check server counts",
 					Err: fmt.Errorf("the stream carried %d tokens, more than the plausible bound %d for max_tokens %d", streamed, limit, req.MaxTokens)})
 			}
-			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Tokens: tokens, Kind: ck.kind()})
+			kind := ck.kind()
+			field = field || kind == timing.Reasoning
+			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: ev.At, Tokens: tokens, Kind: kind})
+			ends = append(ends, text.Received())
 		case engine.EventDone:
 			res.Trace.End = ev.At
 		}
@@ -550,7 +556,18 @@ func (c *Client) readStream(ctx context.Context, op string, read func() time.Tim
 	if res.Trace.End.IsZero() {
 		res.Trace.End = c.now()
 	}
-	res.Warnings = append(res.Warnings, placeUnstreamed(res)...)
+	// The bench path runs no output parser: a thinking model's block is
+	// in the content, its markers visible text.
+	tags := false
+	if !field && !c.noThinkTags {
+		var warns []error
+		res.Trace.Chunks, warns = thinktags.Classify(res.Trace.Chunks, res.Text, text.Received(), ends, ErrEstimatedTokens)
+		res.Warnings = append(res.Warnings, warns...)
+		for _, ch := range res.Trace.Chunks {
+			tags = tags || ch.Kind == timing.Reasoning
+		}
+	}
+	res.Warnings = append(res.Warnings, placeUnstreamed(res, tags)...)
 	return nil
 }
 
@@ -565,8 +582,10 @@ func (c *Client) readStream(ctx context.Context, op string, read func() time.Tim
 // think_start and think_end tags, parse_gpt_oss the harmony headers.
 // The reasoning chunks' tokens are then compared with the usage's
 // completion_tokens_details.reasoning_tokens, exo's count of is_thinking
-// tokens (count_reasoning_tokens).
-func placeUnstreamed(res *engine.Result) []error {
+// tokens (count_reasoning_tokens), but for a reasoning count of 0 when
+// tags is true: the reasoning was read from a <think> block in the
+// content, which a server running no parser never counts.
+func placeUnstreamed(res *engine.Result, tags bool) []error {
 	u := res.Usage
 	if u == nil || len(res.Trace.Chunks) == 0 {
 		return nil
@@ -590,7 +609,7 @@ func placeUnstreamed(res *engine.Result) []error {
 				ErrHiddenTokens, u.CompletionTokens, res.Trace.Tokens(), d))
 		}
 	}
-	if r := u.ReasoningTokens; r != nil {
+	if r := u.ReasoningTokens; r != nil && !(tags && *r == 0) {
 		n, first := 0, -1
 		for _, ch := range chunks {
 			if ch.Kind == timing.Reasoning {

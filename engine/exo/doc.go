@@ -76,6 +76,19 @@
 // Result.Usage.ReasoningTokens and compared with the reasoning chunks'
 // tokens, a Warning wrapping [ErrReasoningTokens] when they disagree.
 //
+// The bench path runs no output parser (batch_generator.py): a thinking
+// model's block arrives as content, "<think>" and "</think>" visible text,
+// and the usage's reasoning_tokens is 0. On a stream that carried no
+// delta.reasoning_content, a "<think>" … "</think>" block at the start of
+// the content, or a "</think>" with no opening (the template opened the
+// block in the prompt), is read as engine/openai reads it: its chunks,
+// the markers' included, are timing.Reasoning, and a chunk of several
+// tokens holding the block's end and answer text is split at its instant
+// by bytes, with a Warning wrapping [ErrEstimatedTokens]; the server's
+// reasoning_tokens of 0 is then not compared. Options.NoThinkTags reads
+// the block as answer text. A reply not streamed has no chunks to
+// classify: its text keeps the block, its counts the server's.
+//
 // Request.Thinking goes out as exo's ChatCompletionRequest takes it
 // (src/exo/api/types/api.py): Enabled as enable_thinking, Effort as
 // reasoning_effort (none, minimal, low, medium, high or xhigh). exo derives the

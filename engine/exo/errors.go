@@ -47,6 +47,12 @@ var (
 	// completion_tokens_details.reasoning_tokens disagrees with the
 	// tokens of the stream's reasoning chunks.
 	ErrReasoningTokens = errors.New("exo: reasoning tokens disagree with the server's usage")
+
+	// ErrEstimatedTokens marks a Warning: a streamed chunk that held the
+	// end of a <think> … </think> block left in the content and answer
+	// text after it was split in two at its instant, its tokens shared by
+	// their bytes, an estimate.
+	ErrEstimatedTokens = errors.New("exo: chunk token counts estimated")
 )
 
 // An APIError is a failed control-plane call after every attempt it was

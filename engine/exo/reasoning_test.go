@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/internal/adaptertest"
+	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -137,5 +139,56 @@ func TestStreamThinkingSideTPOT(t *testing.T) {
 	}
 	if got, err := tr.TPOTAnswer(); err != nil || got != 5*time.Millisecond/3 {
 		t.Errorf("TPOT of the answer %v (%v), want %v", got, err, 5*time.Millisecond/3)
+	}
+}
+
+// exo's bench path runs no output parser: a thinking model's block
+// arrives as content, the markers visible. Against the embedded engine
+// in its reasoning mode, the streamed bench answer's block is read as
+// reasoning chunks, then the answer's, every token in one or the other;
+// NoThinkTags leaves it all answer.
+func TestBenchStreamThinkInContent(t *testing.T) {
+	s := newSim(t, sim.Options{Reasoning: sim.ReasoningOptions{Enabled: true, MinTokens: 8, MaxTokens: 16, HiddenMarkers: true}})
+	on := true
+	req := engine.Request{Model: s.Model(), Messages: []engine.Message{{Role: "user", Content: "2+2?"}},
+		MaxTokens: 40, IgnoreEOS: true, Stream: true, Thinking: &engine.Thinking{Enabled: &on}}
+	for _, noTags := range []bool{false, true} {
+		opts := fastOptions()
+		opts.NoThinkTags = noTags
+		c := adaptertest.NewClient(t, New, s.URL, opts)
+		res, err := c.Complete(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Text, "</think>") {
+			t.Fatalf("text %q: want the bench path's visible </think>", res.Text)
+		}
+		var reasoning, answer int
+		for i, ch := range res.Trace.Chunks {
+			switch {
+			case ch.Kind == timing.Reasoning && answer == 0:
+				reasoning += ch.Tokens
+			case ch.Kind == timing.Answer:
+				answer += ch.Tokens
+			default:
+				t.Fatalf("chunk %d of kind %v after %d answer tokens: want reasoning then answer", i, ch.Kind, answer)
+			}
+		}
+		if res.Usage == nil || reasoning+answer != res.Usage.CompletionTokens || res.Trace.HiddenTokens != 0 {
+			t.Fatalf("%d reasoning + %d answer tokens, %d hidden, usage %+v: want the completion tokens in the chunks", reasoning, answer, res.Trace.HiddenTokens, res.Usage)
+		}
+		if noTags {
+			if reasoning != 0 {
+				t.Errorf("NoThinkTags: %d reasoning tokens, want none", reasoning)
+			}
+		} else if reasoning < 8+2 || reasoning > 16+2 || answer == 0 {
+			// The drawn thinking, its two markers included.
+			t.Errorf("%d reasoning and %d answer tokens: want 10 to 18 reasoning, some answer", reasoning, answer)
+		}
+		for _, w := range res.Warnings {
+			if errors.Is(w, ErrReasoningTokens) || errors.Is(w, ErrHiddenTokens) {
+				t.Errorf("warning %v", w)
+			}
+		}
 	}
 }

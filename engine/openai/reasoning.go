@@ -2,80 +2,18 @@ package openai
 
 import (
 	"fmt"
-	"math"
-	"strings"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/internal/thinktags"
 	"github.com/inferbench/inferbench/timing"
 )
 
-// The markers of a reasoning block that a server whose reasoning parser is
-// off leaves in the content (Qwen3, DeepSeek R1 and V3.1, GLM, Kimi).
-const (
-	thinkOpen  = "<think>"
-	thinkClose = "</think>"
-)
-
-// thinkEnd returns the end of the reasoning block at the start of text:
-// the byte after its "</think>", or total (the whole stream) when the
-// block is never closed; ok is false when text has none. A block starts
-// with "<think>" after nothing but white space, or, when the chat
-// template opened it in the prompt (DeepSeek R1's and Qwen3 thinking
-// models' templates end with "<think>\n"), runs from the start to a
-// "</think>" with no "<think>" before it.
-func thinkEnd(text string, total int) (end int, ok bool) {
-	if strings.HasPrefix(strings.TrimLeft(text, " \t\r\n"), thinkOpen) {
-		open := strings.Index(text, thinkOpen) + len(thinkOpen)
-		if i := strings.Index(text[open:], thinkClose); i >= 0 {
-			return open + i + len(thinkClose), true
-		}
-		return total, true
-	}
-	i := strings.Index(text, thinkClose)
-	if i < 0 || strings.Contains(text[:i], thinkOpen) {
-		return 0, false
-	}
-	return i + len(thinkClose), true
-}
-
 // thinkInContent finds a reasoning block in the content of a stream whose
-// server sent no reasoning field (see thinkEnd) and makes its chunks
-// timing.Reasoning. A chunk that holds the end of the block and answer
-// text after it is two chunks at its instant, when it carried two tokens
-// or more: the reasoning part's count is in proportion to its bytes (at
-// least one each side), an estimate a Warning wrapping ErrEstimatedTokens
-// names; a chunk of one token stays an answer chunk. Tool-call chunks are
-// left as they are.
+// server sent no reasoning field and makes its chunks timing.Reasoning:
+// thinktags.Classify on the stream's text, with ErrEstimatedTokens
+// wrapping the warning of a chunk split by bytes.
 func (st *streamState) thinkInContent(chunks []timing.Chunk) ([]timing.Chunk, []error) {
-	text := st.text.String()
-	end, ok := thinkEnd(text, st.total)
-	if !ok || len(chunks) == 0 {
-		return chunks, nil
-	}
-	var (
-		out   []timing.Chunk
-		warns []error
-	)
-	for i, ch := range chunks {
-		s, e := 0, st.ends[i]
-		if i > 0 {
-			s = st.ends[i-1]
-		}
-		switch {
-		case ch.Kind != timing.Answer, s >= end:
-		case e <= end:
-			ch.Kind = timing.Reasoning
-		case ch.Tokens >= 2:
-			r := int(math.Round(float64(ch.Tokens) * float64(end-s) / float64(e-s)))
-			r = min(max(r, 1), ch.Tokens-1)
-			warns = append(warns, fmt.Errorf("%w: content chunk %d of %d tokens holds the end of a %s … %s block and the answer after it: it is split at its instant into %d reasoning and %d answer tokens by their bytes (%d and %d)",
-				ErrEstimatedTokens, i, ch.Tokens, thinkOpen, thinkClose, r, ch.Tokens-r, end-s, e-end))
-			out = append(out, timing.Chunk{At: ch.At, Tokens: r, Kind: timing.Reasoning})
-			ch.Tokens -= r
-		}
-		out = append(out, ch)
-	}
-	return out, warns
+	return thinktags.Classify(chunks, st.text.String(), st.total, st.ends, ErrEstimatedTokens)
 }
 
 // reasoningWarning compares the tokens of the stream's reasoning chunks

@@ -149,27 +149,6 @@ func TestSameCountOtherKind(t *testing.T) {
 	adaptertest.CheckChunks(t, res, []int{1, 1, 1}, nil)
 }
 
-func TestThinkEnd(t *testing.T) {
-	for _, tc := range []struct {
-		text string
-		end  int
-		ok   bool
-	}{
-		{"<think>\nhm</think>\n\nFour", len("<think>\nhm</think>"), true},
-		{"  \n<think>hm", 99, true}, // never closed: the whole stream
-		{"hm, so</think>Four", len("hm, so</think>"), true},
-		{"Four <think>x</think>", 0, false},
-		{"a <think>b</think> c </think>", 0, false},
-		{"plain answer", 0, false},
-		{"", 0, false},
-	} {
-		end, ok := thinkEnd(tc.text, 99)
-		if end != tc.end || ok != tc.ok {
-			t.Errorf("thinkEnd(%q) = %d, %v, want %d, %v", tc.text, end, ok, tc.end, tc.ok)
-		}
-	}
-}
-
 // A server without a reasoning parser leaves the block in the content:
 // its chunks are reasoning; one that holds the block's end and answer text
 // is split at its instant when it carried two tokens or more.
@@ -251,55 +230,4 @@ func TestHiddenTokens(t *testing.T) {
 	if res.Trace.HiddenTokens != 0 || res.Trace.Tokens() != 9 {
 		t.Errorf("%d hidden, %d in chunks; want 0 and 9", res.Trace.HiddenTokens, res.Trace.Tokens())
 	}
-}
-
-// FuzzThinkInContent checks the split of a <think> block left in the
-// content on arbitrary text cut into arbitrary chunks: the tokens are
-// kept, no chunk is emptied, reasoning comes before the answer, and the
-// instants stay in order.
-func FuzzThinkInContent(f *testing.F) {
-	f.Add("<think>\nhm</think>\n\nFour.", uint64(0x0123456789), uint8(3))
-	f.Add("hm, so</think>Four", uint64(7), uint8(1))
-	f.Add("  <think>never closed", uint64(99), uint8(2))
-	f.Add("Four <think>x</think>", uint64(5), uint8(4))
-	f.Fuzz(func(t *testing.T, text string, cuts uint64, tokens uint8) {
-		if len(text) == 0 || len(text) > 1<<12 {
-			return
-		}
-		var st streamState
-		st.text.WriteString(text)
-		st.total = len(text)
-		var chunks []timing.Chunk
-		base := time.Unix(0, 0)
-		pos := 0
-		for i := 0; pos < len(text); i++ {
-			step := int(cuts>>(uint(i)%60)&7) + 1
-			pos = min(pos+step, len(text))
-			st.ends = append(st.ends, pos)
-			chunks = append(chunks, timing.Chunk{At: base.Add(time.Duration(i) * time.Millisecond), Tokens: int(tokens%4) + i%2})
-		}
-		before := 0
-		for _, ch := range chunks {
-			before += ch.Tokens
-		}
-		out, _ := st.thinkInContent(append([]timing.Chunk(nil), chunks...))
-		after, answered := 0, false
-		for i, ch := range out {
-			after += ch.Tokens
-			if ch.Kind == timing.Answer {
-				answered = true
-			} else if answered {
-				t.Fatalf("%q: a reasoning chunk after an answer chunk: %v", text, out)
-			}
-			if i > 0 && ch.At.Before(out[i-1].At) {
-				t.Fatalf("%q: instants out of order: %v", text, out)
-			}
-			if len(out) > len(chunks) && ch.Tokens < 1 {
-				t.Fatalf("%q: a split left a chunk of %d tokens: %v", text, ch.Tokens, out)
-			}
-		}
-		if after != before || len(out) > len(chunks)+1 {
-			t.Fatalf("%q: %d tokens in %d chunks became %d in %d", text, before, len(chunks), after, len(out))
-		}
-	})
 }
