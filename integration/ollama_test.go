@@ -806,6 +806,13 @@ func TestThinkingControls(t *testing.T) {
 			if res.Usage.ReasoningTokens != nil {
 				t.Errorf("%s: reasoning_tokens %d; Ollama says none", id, *res.Usage.ReasoningTokens)
 			}
+			// No reasoning: its figures are undefined (null in every
+			// record), not zero.
+			if m, err := res.Trace.Metrics(); err != nil {
+				t.Errorf("%s: metrics: %v", id, err)
+			} else if m.ReasoningDefined || m.ReasoningTokens != 0 || m.TTFA != m.TTFT {
+				t.Errorf("%s: reasoning figures defined %v (%d tokens), TTFA %v against TTFT %v: want none, TTFA = TTFT", id, m.ReasoningDefined, m.ReasoningTokens, m.TTFA, m.TTFT)
+			}
 			for _, w := range res.Warnings {
 				if s.th != nil && s.th.Budget > 0 && en.unsupported != nil && errors.Is(w, en.unsupported) {
 					continue
