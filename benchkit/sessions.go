@@ -15,6 +15,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/metrics/view"
+	"github.com/inferbench/inferbench/internal/clock"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 	"github.com/inferbench/inferbench/workload"
@@ -291,7 +292,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		}
 		return rows
 	}
-	if !sleepUntil(ctx, t0.Add(start)) {
+	if !clock.SleepUntil(ctx, t0.Add(start)) {
 		return notSent(1, "not sent: "+context.Cause(ctx).Error())
 	}
 	if slots != nil {
@@ -321,7 +322,7 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 			if own := t0.Add(src.at(k)); own.After(next) {
 				next = own
 			}
-			if !sleepUntil(ctx, next) {
+			if !clock.SleepUntil(ctx, next) {
 				return notSent(k, "not sent: "+context.Cause(ctx).Error())
 			}
 			intended = next.Sub(t0)
@@ -488,22 +489,6 @@ func (s *Sessions) Summarize(rows []Request, key Key, slo timing.SLO) []Summary 
 		}
 	}
 	return sums
-}
-
-// sleepUntil waits until t, false if ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // runTrace runs the sessions of s.Trace: its rows grouped by session, in

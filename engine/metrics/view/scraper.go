@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine/metrics"
+	"github.com/inferbench/inferbench/internal/clock"
 	"github.com/inferbench/inferbench/internal/httpsafe"
 )
 
@@ -287,31 +288,14 @@ func (m Scraper) afterIdle(ctx context.Context) (metrics.Snapshot, error) {
 		}
 		// An interrupted run stops waiting: the scrape below still
 		// comes, bounded by its own timeout.
-		if !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+		if !clock.SleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
 			return m.scrape(ctx)
 		}
 	}
 	if m.Settle > 0 {
-		sleepUntil(ctx, time.Now().Add(m.Settle))
+		clock.SleepUntil(ctx, time.Now().Add(m.Settle))
 	}
 	return m.scrape(ctx)
-}
-
-// sleepUntil waits until t or until ctx ends, and reports whether it was
-// t.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // sampler scrapes the gauges during a run.
