@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -173,7 +175,10 @@ func (l Lengths) Requests(ctx context.Context, b *promptsize.Builder, n int, own
 // Traffic says how a load test's requests are sent: an open loop at Rate
 // requests per second (gamma-distributed gaps with shape Burstiness, a
 // Poisson process when Burstiness is 1 or 0; an infinite Rate sends every
-// request at once), or, with Burst set, one barrier-synchronised burst.
+// request at once; with RampShape, a rate that ramps from Rate to
+// RampTo), or, with Burst set, one barrier-synchronised burst. ProbeRate
+// adds head-of-line probes beside an open loop. See
+// docs/RAMPS-AND-PROBES.md for ramps and probes.
 type Traffic struct {
 	// Rate is the offered load in requests per second; math.Inf(1) sends
 	// all requests at the start with no gap. Ignored for a burst. (In
@@ -211,10 +216,30 @@ type Traffic struct {
 	// same schedule, and schedules at different rates are the same draws
 	// scaled by 1/Rate.
 	Seed uint64 `json:"seed"`
+	// RampShape, when set ("linear" or "exponential"), ramps the open
+	// loop's rate from Rate (the start, which may be 0 for a linear ramp)
+	// to RampTo requests per second over the first RampOver of the
+	// schedule; the rate stays at RampTo after it (concurrency.Ramp, with
+	// Burstiness and Seed as above). A ramp's run has no single offered
+	// rate: its Summary.RequestRate and its rows' rate are null, and
+	// Summary.Traffic describes the ramp.
+	RampShape string        `json:"ramp_shape,omitempty"`
+	RampTo    float64       `json:"ramp_to,omitempty"`
+	RampOver  time.Duration `json:"ramp_over_ns,omitempty"`
+	// ProbeRate, when positive, sends head-of-line probes beside an open
+	// loop: one-token requests with short prompts of their own, at this
+	// many per second from the schedule's start until the last main
+	// request has been dispatched, outside MaxConcurrency. They are
+	// reported apart (LoadRun.Probes, Summary.Probes), never in the main
+	// figures.
+	ProbeRate float64 `json:"probe_rate,omitempty"`
 }
 
 // Validate checks the traffic; each error wraps ErrBadLoad.
 func (t Traffic) Validate() error {
+	if err := t.shapeErr(); err != nil {
+		return err
+	}
 	switch {
 	case t.Burst < 0:
 		return fmt.Errorf("%w: burst must not be negative, got %d", ErrBadLoad, t.Burst)
@@ -236,7 +261,7 @@ func (t Traffic) Validate() error {
 		return fmt.Errorf("%w: a closed loop needs a number of requests", ErrBadLoad)
 	case t.Burst > 0 || t.Users > 0:
 		return nil
-	case math.IsNaN(t.Rate) || t.Rate <= 0:
+	case math.IsNaN(t.Rate) || t.Rate < 0 || t.Rate == 0 && t.RampShape == "":
 		return fmt.Errorf("%w: rate must be a positive number of requests per second or inf, got %g", ErrBadLoad, t.Rate)
 	case math.IsNaN(t.Burstiness) || t.Burstiness < 0 || math.IsInf(t.Burstiness, 0):
 		return fmt.Errorf("%w: burstiness must be a finite number ≥ 0, got %g", ErrBadLoad, t.Burstiness)
@@ -249,9 +274,13 @@ func (t Traffic) Validate() error {
 }
 
 // Arrivals returns the open loop's arrival process: Gamma with the
-// traffic's rate, burstiness and seed, or, for an infinite rate, zero
+// traffic's rate, burstiness and seed, a concurrency.Ramp from Rate to
+// RampTo with them when RampShape is set, or, for an infinite rate, zero
 // gaps.
 func (t Traffic) Arrivals() concurrency.Arrivals {
+	if r, ok := t.ramp(); ok {
+		return r
+	}
 	if math.IsInf(t.Rate, 1) {
 		return concurrency.ArrivalsFunc(func(time.Duration, int) (time.Duration, bool) { return 0, true })
 	}
@@ -282,7 +311,8 @@ func (t Traffic) Schedule() []time.Duration {
 }
 
 // String describes the traffic, e.g. "poisson(rate=4/s)",
-// "gamma(rate=4/s, burstiness=0.5)", "all at once" or "burst(n=8)".
+// "gamma(rate=4/s, burstiness=0.5)", "ramp(linear 1/s→8/s over 30s)",
+// "all at once" or "burst(n=8)".
 func (t Traffic) String() string {
 	switch {
 	case t.Burst > 0:
@@ -295,6 +325,9 @@ func (t Traffic) String() string {
 		return fmt.Sprintf("closed(users=%d)", t.Users)
 	case math.IsInf(t.Rate, 1):
 		return "all at once"
+	case t.RampShape != "":
+		r, _ := t.ramp()
+		return r.String()
 	case t.Burstiness == 0 || t.Burstiness == 1:
 		return concurrency.Poisson{Rate: t.Rate}.String()
 	}
@@ -407,6 +440,9 @@ type Load struct {
 type LoadRun struct {
 	Summary  Summary   `json:"summary"`
 	Requests []Request `json:"requests"`
+	// Probes are the run's head-of-line probes (Traffic.ProbeRate), in
+	// the order they ended; Summary.Probes summarises them.
+	Probes []Request `json:"probes,omitempty"`
 }
 
 // Run measures one load test: it validates the traffic, takes every
@@ -463,6 +499,7 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	scr.StartSampling(ctx, wall0)
 	run := r.start(dispatchCtx, reqCtx)
 	rows, lags, sinkErr := r.collect(dispatchCtx, run, stopDispatch)
+	probes, probeSum, probeErr := r.probes.finish(l.Sinks)
 	scr.StopSampling()
 	sum := run.Summary()
 	ls := summarize(rows, ByRun, slo)
@@ -470,6 +507,7 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	ls.RequestRate = r.rate
 	ls.Scheduled = len(r.own)
 	ls.PeakInFlight = sum.PeakInFlight
+	ls.Probes, sinkErr = probeSum, cmp.Or(sinkErr, probeErr)
 	if th, ok := w.(interface{ TheoreticalHitRate([]int) (float64, bool) }); ok {
 		if v, ok := th.TheoreticalHitRate(r.own); ok {
 			ls.TheoreticalHitRate = finite(v)
@@ -492,12 +530,12 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
 	}
-	if v := scr.Finish(ctx, serverCounts(rows)); v != nil {
+	if v := scr.Finish(ctx, serverCounts(slices.Concat(rows, probes))); v != nil {
 		compareServer(v, ls)
 		ls.Server = v
 	}
 	ls.Warnings = append(ls.Warnings, ls.DriverWarnings...)
-	return LoadRun{Summary: ls, Requests: rows}, err
+	return LoadRun{Summary: ls, Requests: rows, Probes: probes}, err
 }
 
 // Resummarize summarises the run's requests again, after a caller changed
@@ -510,6 +548,7 @@ func (r *LoadRun) Resummarize(slo timing.SLO) {
 	s := summarize(r.Requests, ByRun, slo)
 	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = old.Traffic, old.RequestRate, old.Scheduled, old.PeakInFlight
 	s.Client, s.Interrupted, s.DriverWarnings = old.Client, old.Interrupted, old.DriverWarnings
+	s.Probes = old.Probes
 	if s.Server = old.Server; s.Server != nil {
 		compareServer(s.Server, s)
 	}
@@ -530,6 +569,7 @@ type loadRun struct {
 	rate     *float64
 	prepared []engine.Prepared
 	prepErrs []error
+	probes   *probeRun    // head-of-line probes; nil for none
 	shift    atomic.Int64 // the runner's start − StartAt, ns
 	// builder makes the prompts, counting with the template variables of
 	// the requests' thinking control; thinking labels the rows, and
@@ -584,7 +624,10 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	r.fields = l.planFields(runIdx, w, traffic, n)
 	traffic.MaxConcurrency = l.Segment.norm().Share(traffic.MaxConcurrency)
 	r.traffic = traffic
-	if traffic.Burst == 0 && traffic.Users == 0 && !traffic.Replay && !math.IsInf(traffic.Rate, 1) {
+	if err := r.planProbes(ctx); err != nil {
+		return nil, err
+	}
+	if traffic.Burst == 0 && traffic.Users == 0 && !traffic.Replay && !math.IsInf(traffic.Rate, 1) && traffic.RampShape == "" {
 		rate := traffic.Rate
 		r.rate = &rate
 	}
@@ -624,12 +667,14 @@ func (r *loadRun) prepare(ctx context.Context) {
 func (r *loadRun) start(ctx, reqCtx context.Context) *concurrency.Run[engine.Result] {
 	l := r.l
 	onStart := func(start time.Time) {
+		r.probes.started(start)
 		if !l.StartAt.IsZero() {
 			r.shift.Store(int64(start.Sub(l.StartAt)))
 		}
 	}
 	send := func(_ context.Context, j int, mark func(time.Time)) (engine.Result, error) {
 		i := r.own[j]
+		r.probes.sent(len(r.own))
 		if r.prepErrs[i] != nil {
 			return engine.Result{}, fmt.Errorf("benchkit: preparing request %d: %w", i, r.prepErrs[i])
 		}
@@ -646,13 +691,16 @@ func (r *loadRun) start(ctx, reqCtx context.Context) *concurrency.Run[engine.Res
 	for j, i := range r.own {
 		offs[j] = r.sched[i]
 	}
-	return concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{
+	r.probes.arm(ctx)
+	run := concurrency.StartOpenLoop(ctx, concurrency.OpenLoop{
 		Arrivals:    concurrency.Replay{Offsets: offs},
 		MaxInFlight: r.traffic.MaxConcurrency,
 		Clock:       l.Clock,
 		Logger:      l.Logger,
 		OnStart:     onStart,
 	}, send)
+	r.probes.start(reqCtx)
+	return run
 }
 
 // collect records each request as it ends and hands it to the sinks; the

@@ -144,6 +144,10 @@ type Request struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Simulated marks requests measured against the embedded engine.
 	Simulated bool `json:"simulated,omitempty"`
+	// Probe marks a head-of-line probe (Traffic.ProbeRate): a one-token
+	// request sent beside the load, never in its figures; Index is then
+	// the probe's own number in its run.
+	Probe bool `json:"probe,omitempty"`
 	// Warnings are quality notes, each with a stable code.
 	Warnings []Warning `json:"warnings,omitempty"`
 	// ErrorKind is engine.KindOf of the error; Error its message, "" for

@@ -76,6 +76,11 @@ type Summary struct {
 	// null when infinite or a burst.
 	Traffic     string   `json:"traffic"`
 	RequestRate *float64 `json:"request_rate"`
+	// Probes summarises a load run's head-of-line probes
+	// (Traffic.ProbeRate) apart from its requests: their TTFT and E2E
+	// are how long the load made an unrelated one-token request wait.
+	// Null without probes.
+	Probes *Summary `json:"probes,omitempty"`
 	// Scheduled counts the requests the schedule held; Requests those
 	// measured (sent or failed), Completed and Failed split them.
 	Scheduled int `json:"scheduled"`
@@ -287,6 +292,7 @@ func groupBy(reqs []Request, key Key) [][]Request {
 }
 
 func summarize(reqs []Request, key Key, slo timing.SLO) Summary {
+	reqs = withoutProbes(reqs)
 	s := Summary{Key: key}
 	if len(reqs) > 0 {
 		s.Labels, s.Cell = reqs[0].Labels, reqs[0].Cell()
