@@ -125,8 +125,10 @@ type LoadDocument struct {
 	Meta     LoadMeta  `json:"meta"`
 	Summary  *Summary  `json:"summary,omitempty"`
 	Requests []Request `json:"requests,omitempty"`
-	Runs     []LoadRun `json:"runs,omitempty"`
-	MaxRate  *MaxRate  `json:"max_rate,omitempty"`
+	// Probes are a single run's head-of-line probes (LoadRun.Probes).
+	Probes  []Request `json:"probes,omitempty"`
+	Runs    []LoadRun `json:"runs,omitempty"`
+	MaxRate *MaxRate  `json:"max_rate,omitempty"`
 }
 
 // NewLoadDocument lays runs out as LoadDocument describes: one run at the
@@ -135,7 +137,7 @@ func NewLoadDocument(meta LoadMeta, runs []LoadRun, maxRate *MaxRate) LoadDocume
 	d := LoadDocument{Meta: meta, MaxRate: maxRate}
 	if len(runs) == 1 && maxRate == nil {
 		s := runs[0].Summary
-		d.Summary, d.Requests = &s, runs[0].Requests
+		d.Summary, d.Requests, d.Probes = &s, runs[0].Requests, runs[0].Probes
 		if d.Requests == nil {
 			d.Requests = []Request{}
 		}

@@ -221,7 +221,7 @@ func (l *Load) measure(ctx context.Context, p LoadPlan) (runs []LoadRun, maxRate
 // AllRuns returns the document's runs, whichever way it lays them out.
 func (d LoadDocument) AllRuns() []LoadRun {
 	if d.Summary != nil {
-		return []LoadRun{{Summary: *d.Summary, Requests: d.Requests}}
+		return []LoadRun{{Summary: *d.Summary, Requests: d.Requests, Probes: d.Probes}}
 	}
 	return d.Runs
 }

@@ -173,6 +173,9 @@ func (p *probeRun) finish(sinks []Sink) (rows []Request, sum *Summary, sinkErr e
 		}
 	}
 	s := summarize(p.rows, ByRun, timing.SLO{})
+	// One token is what a probe asks for: the note that tg=1 has no TPOT
+	// says nothing about it.
+	s.Warnings = slices.DeleteFunc(s.Warnings, func(w string) bool { return w == tg1Note })
 	s.Traffic = fmt.Sprintf("probes(constant rate=%g/s, max_tokens=1)", p.rate)
 	rate := p.rate
 	s.RequestRate = &rate

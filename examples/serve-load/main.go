@@ -10,6 +10,17 @@
 // and --slo-ttfa on the time to the first answer token: when a reasoning
 // model's answer begins after its thinking).
 //
+// --ramp linear or --ramp exponential ramps the open loop's rate from
+// --rate (the start; 0 for a linear ramp from nothing) to --ramp-end-rate
+// over --ramp-duration, then holds it; the summary then has no single
+// offered rate (request_rate null) and names the ramp. --probe-rate R
+// sends one-token head-of-line probes, R a second, beside the load until
+// its last request is dispatched, outside --max-concurrency: they are
+// flagged rows ("probe": true), in none of the load's figures, summarised
+// apart (summary.probes, and a line below the table) to show how long
+// the load makes an unrelated request wait. docs/RAMPS-AND-PROBES.md
+// defines both.
+//
 // --trace FILE replays a trace (Mooncake or Bailian JSONL, BurstGPT or
 // Azure CSV; --trace-format names it when the content does not) at its
 // rows' instants, --trace-speedup R times faster, each prompt exact: rows

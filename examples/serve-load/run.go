@@ -28,6 +28,9 @@ type options struct {
 	duration                                        time.Duration
 	rate                                            string
 	burstiness                                      float64
+	ramp                                            string
+	rampEnd, probeRate                              float64
+	rampDuration                                    time.Duration
 	maxConcurrency, burst, users                    int
 	think                                           time.Duration
 	trace                                           cli.WorkloadFlags
@@ -63,6 +66,10 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.DurationVar(&o.duration, "duration", 0, "schedule requests for at most this long (0: no bound)")
 	fs.StringVar(&o.rate, "rate", "inf", "requests per second; inf sends all at once; a comma list runs a sweep")
 	fs.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps: 1 is Poisson, <1 burstier, >1 more regular")
+	fs.StringVar(&o.ramp, "ramp", "", "ramp the rate from --rate (the start; 0 allowed for linear) to --ramp-end-rate over --ramp-duration, then hold it: linear or exponential")
+	fs.Float64Var(&o.rampEnd, "ramp-end-rate", 0, "with --ramp: the rate in requests per second the ramp ends at")
+	fs.DurationVar(&o.rampDuration, "ramp-duration", 0, "with --ramp: how long the ramp takes, from the schedule's start")
+	fs.Float64Var(&o.probeRate, "probe-rate", 0, "send one-token head-of-line probes at this many per second beside the load, outside --max-concurrency, reported apart (0: none)")
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
 	fs.IntVar(&o.burst, "burst", 0, "send one barrier-synchronised burst of N requests instead of an open loop")
 	o.trace.AddFlags(fs)
@@ -126,6 +133,9 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, cli.Usagef("--pp/--tg are fixed lengths; use --input-len/--output-len with --range-ratio for random ones")
 	}
 	rates, err := cli.ParseRates(o.rate)
+	if o.ramp != "" && strings.TrimSpace(o.rate) == "0" {
+		rates, err = []float64{0}, nil // a linear ramp from nothing
+	}
 	if err != nil {
 		return o, nil, slo, &cli.UsageError{Err: fmt.Errorf("--rate: %w", err)}
 	}
@@ -148,6 +158,10 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, cli.Usagef("--users runs a closed loop of --num-requests; it takes no --burst, --rate, --duration or --find-max-rate")
 	case o.users < 0 || o.think < 0 || (o.think > 0 && o.users == 0):
 		return o, nil, slo, cli.Usagef("--think needs --users, and neither may be negative")
+	case o.ramp != "" && (!set["rate"] || len(rates) > 1 || o.findMaxRate):
+		return o, nil, slo, cli.Usagef("--ramp starts at one --rate (its start rate) and takes no rate list and no --find-max-rate")
+	case o.ramp == "" && (set["ramp-end-rate"] || set["ramp-duration"]):
+		return o, nil, slo, cli.Usagef("--ramp-end-rate and --ramp-duration need --ramp linear or --ramp exponential")
 	case o.findMaxRate && len(rates) > 1:
 		return o, nil, slo, cli.Usagef("--find-max-rate searches the rate itself; drop the --rate list")
 	case o.findMaxRate && slo == (timing.SLO{}):
@@ -200,7 +214,8 @@ func lengths(o options) benchkit.Lengths {
 
 func traffic(o options) benchkit.Traffic {
 	return benchkit.Traffic{Burstiness: o.burstiness, Burst: o.burst, NumRequests: o.numRequests,
-		Duration: o.duration, MaxConcurrency: o.maxConcurrency, Users: o.users, Think: o.think, Seed: o.seed}
+		Duration: o.duration, MaxConcurrency: o.maxConcurrency, Users: o.users, Think: o.think, Seed: o.seed,
+		RampShape: o.ramp, RampTo: o.rampEnd, RampOver: o.rampDuration, ProbeRate: o.probeRate}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -388,7 +403,7 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
 	case meta.Traffic.Replay:
 		traffic = "replay of " + o.trace.Trace
-	case perSetting <= 1 && len(runs) > 0 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0:
+	case perSetting <= 1 && len(runs) > 0 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0 && meta.Traffic.RampShape == "":
 		traffic = "rate inf: all at once"
 	case perSetting <= 1 && len(runs) > 0:
 		traffic = runs[0].Summary.Traffic
@@ -420,6 +435,9 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 		errs = append(errs, benchkit.WriteJSON(stdout, doc))
 	default:
 		errs = append(errs, benchkit.WriteTable(stdout, sums, benchkit.TableOptions{Title: title, Simulated: meta.Simulated, Markdown: o.format == "markdown"}))
+	}
+	if o.format != "json" {
+		writeProbes(stdout, runs)
 	}
 	if meta.ClientSaturated && o.format != "json" {
 		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", meta.Saturation())
