@@ -27,7 +27,7 @@ const (
 
 // The rules that pick a window (Summary.SteadyRule).
 const (
-	rulePlateau = "plateau"       // in flight at least ratio × peak, the longest such interval
+	rulePlateau = "plateau"       // from the first to the last instant at least ratio × peak are in flight
 	ruleOpen    = "ramp_to_drain" // from the ramp's end to the last send
 )
 
@@ -78,30 +78,18 @@ func peakOf(steps []step) int {
 	return p
 }
 
-// plateau is the longest interval over which at least k requests are in
-// flight; the first on a tie. ok is false when none is.
+// plateau is the span from the first instant at least k requests are in
+// flight to the last instant the count falls below k (vllm-bench's
+// crossings): the dips between, a slot freed before the next request
+// takes it, stay in. ok is false when the count never reaches k.
 func plateau(steps []step, k int) (lo, hi float64, ok bool) {
-	open := false
-	var s0, s1 float64
-	for i, s := range steps {
-		contiguous := i > 0 && steps[i-1].t1 == s.t0
-		switch {
-		case s.n >= k && open && contiguous:
-			s1 = s.t1
-		case s.n >= k:
-			if open && s1-s0 > hi-lo {
-				lo, hi, ok = s0, s1, true
+	for _, s := range steps {
+		if s.n >= k {
+			if !ok {
+				lo, ok = s.t0, true
 			}
-			open, s0, s1 = true, s.t0, s.t1
-		case open:
-			if s1-s0 > hi-lo {
-				lo, hi, ok = s0, s1, true
-			}
-			open = false
+			hi = s.t1
 		}
-	}
-	if open && s1-s0 > hi-lo {
-		lo, hi, ok = s0, s1, true
 	}
 	return lo, hi, ok
 }
@@ -213,25 +201,29 @@ func tokenInstants(r Request, f func(t, w float64)) {
 }
 
 // peakOutput is the most output tokens that arrived in any whole second
-// counted from lo (vLLM's peak output token throughput), over the tokens
-// in [lo, hi); null with none.
+// counted from lo (vLLM's peak output token throughput, in tokens/s),
+// over the seconds that lie wholly in [lo, hi), hi at most the last
+// token's instant: a second cut short by the end would understate it.
+// Null when no whole second fits.
 func peakOutput(rows []Request, lo, hi float64) *float64 {
 	buckets := map[int]float64{}
+	last := math.Inf(-1)
 	for _, r := range rows {
 		tokenInstants(r, func(t, w float64) {
 			if t >= lo && t < hi {
 				buckets[int(math.Floor(t-lo))] += w
 			}
+			last = math.Max(last, t)
 		})
 	}
-	if len(buckets) == 0 {
-		return nil
+	hi = math.Min(hi, last)
+	var p *float64
+	for b, v := range buckets {
+		if lo+float64(b+1) <= hi && (p == nil || v > *p) {
+			p = finite(v)
+		}
 	}
-	p := 0.0
-	for _, v := range buckets {
-		p = math.Max(p, v)
-	}
-	return finite(p)
+	return p
 }
 
 // achievedRate is the rate at which the rows went out: (n − 1) over the
@@ -254,8 +246,10 @@ func achievedRate(rows []Request) *float64 {
 }
 
 // setSteady sets the whole run's peak output throughput and achieved rate
-// and its Steady figures over the window picked under traffic t, or says
-// in DriverWarnings why there are none.
+// and its Steady figures over the window picked under traffic t. A run
+// that has none says why in DriverWarnings, unless it could not have had
+// one: a burst, every request at once with no cap, fewer than
+// minSteadyRequests requests in all.
 func (s *Summary) setSteady(rows []Request, slo timing.SLO, t Traffic, ratio float64) {
 	s.setPeaks(rows)
 	if ratio <= 0 || ratio > 1 {
@@ -266,7 +260,10 @@ func (s *Summary) setSteady(rows []Request, slo timing.SLO, t Traffic, ratio flo
 		s.Steady, why = steadySummary(rows, slo, lo, hi)
 	}
 	if s.Steady == nil {
-		s.DriverWarnings = append(s.DriverWarnings, "no steady-state figures: "+why)
+		drains := t.Burst > 0 || (!t.Replay && t.Users == 0 && t.MaxConcurrency == 0 && math.IsInf(t.Rate, 1))
+		if !drains && len(rows) >= minSteadyRequests {
+			s.DriverWarnings = append(s.DriverWarnings, "no steady-state figures: "+why)
+		}
 		return
 	}
 	st := s.Steady
@@ -399,6 +396,15 @@ func steadyLine(head []string, st Summary) []string {
 		}
 	}
 	return line
+}
+
+// withSteady adds a run's steady line under its own, and its note, when
+// it has steady figures; prefix names the run in the note.
+func withSteady(lines [][]string, notes, head []string, s Summary, prefix string) ([][]string, []string) {
+	if s.Steady == nil {
+		return lines, notes
+	}
+	return append(lines, steadyLine(head, *s.Steady)), append(notes, prefix+steadyNote(s))
 }
 
 // steadyNote says where a run's steady-state window lies and the peaks
