@@ -149,27 +149,38 @@ func steadyWindow(rows []Request, t Traffic, ratio float64) (lo, hi float64, rul
 	case !t.Replay && t.Users == 0 && math.IsInf(t.Rate, 1):
 		return 0, 0, "", 0, "every request went at once with no cap: the run only drains"
 	}
-	sends := make([]float64, 0, len(rows))
+	var sends, e2e []float64
 	for _, r := range rows {
 		if r.DoneS > r.SendOffsetS && r.SendOffsetS >= 0 {
 			sends = append(sends, r.SendOffsetS)
+			if !r.Failed() {
+				e2e = append(e2e, r.DoneS-r.SendOffsetS)
+			}
 		}
 	}
 	first, last := slices.Min(sends), slices.Max(sends)
 	if last <= first {
 		return 0, 0, "", 0, "every request went at one instant"
 	}
+	// Until most requests sent at the start have run their course, the
+	// tokens arriving are only those of requests in their beginning: the
+	// ramp lasts at least the p90 of the requests' lives.
+	settle := first
+	if len(e2e) > 0 {
+		slices.Sort(e2e)
+		settle += e2e[int(math.Ceil(0.9*float64(len(e2e))))-1]
+	}
 	k := needed(ratio, medianInFlight(steps, first, last))
 	for _, s := range steps {
 		if s.n >= k && s.t1 > first {
-			lo = math.Max(s.t0, first)
+			lo = math.Max(math.Max(s.t0, first), settle)
 			if lo >= last {
 				break
 			}
 			return lo, last, ruleOpen, k, ""
 		}
 	}
-	return 0, 0, "", 0, "the in-flight count never reached its usual level before the last send"
+	return 0, 0, "", 0, "the in-flight count never settled at its usual level before the last send"
 }
 
 // needed is ⌈ratio × n⌉, at least 1.
@@ -268,7 +279,7 @@ func (s *Summary) setSteady(rows []Request, slo timing.SLO, t Traffic, ratio flo
 	}
 	st := s.Steady
 	st.SteadyRule, st.SteadyRatio, st.SteadyThreshold = rule, ratio, k
-	st.Traffic, st.Scheduled = s.Traffic, 0
+	st.Traffic, st.Scheduled = s.Traffic, st.Requests
 	if s.DurationS > 0 && hi-lo < shortSteadyShare*s.DurationS {
 		s.DriverWarnings = append(s.DriverWarnings, fmt.Sprintf("the steady-state window is %.3g s, %.0f %% of the run: its figures may not represent the run", hi-lo, 100*(hi-lo)/s.DurationS))
 	}

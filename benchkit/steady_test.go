@@ -98,9 +98,11 @@ func TestSteadyPlateau(t *testing.T) {
 
 // TestSteadyOpenLoop: an open loop sending every 1/4 s, each request
 // lasting 1/2 s, holds 2 in flight (its median) from its second send to
-// past its last; the window runs from the ramp's end (0.25 s) to the last
-// send (9.75 s), the drain left out, and the 38 requests sent in between
-// are its own.
+// past its last; the window runs from the ramp's end, when the first
+// request has run its course (0.5 s, the p90 of the lives), to the last
+// send (9.75 s), the drain left out, and the 37 requests sent in between
+// are its own. It holds 8 × 4 tokens a second, as the run does between
+// its ramp and its drain.
 func TestSteadyOpenLoop(t *testing.T) {
 	var rows []Request
 	for i := range 40 {
@@ -113,8 +115,11 @@ func TestSteadyOpenLoop(t *testing.T) {
 		if st == nil {
 			t.Fatalf("%+v: no steady window: %v", tr, s.DriverWarnings)
 		}
-		if *st.WindowStartS != 0.25 || *st.WindowEndS != 9.75 || st.SteadyRule != ruleOpen || st.SteadyThreshold != 2 || st.Requests != 38 {
-			t.Errorf("%+v: window [%v, %v) rule %s threshold %d, %d requests; want [0.25, 9.75) %s 2, 38", tr, *st.WindowStartS, *st.WindowEndS, st.SteadyRule, st.SteadyThreshold, st.Requests, ruleOpen)
+		if *st.WindowStartS != 0.5 || *st.WindowEndS != 9.75 || st.SteadyRule != ruleOpen || st.SteadyThreshold != 2 || st.Requests != 37 {
+			t.Errorf("%+v: window [%v, %v) rule %s threshold %d, %d requests; want [0.5, 9.75) %s 2, 37", tr, *st.WindowStartS, *st.WindowEndS, st.SteadyRule, st.SteadyThreshold, st.Requests, ruleOpen)
+		}
+		if st.OutputThroughput == nil || *st.OutputThroughput != 32 {
+			t.Errorf("%+v: steady output throughput %v, want 32 tokens/s", tr, deref(st.OutputThroughput))
 		}
 	}
 }
@@ -248,6 +253,11 @@ func TestSteadyPoissonEmbedded(t *testing.T) {
 	}
 	if a := *st.AchievedRate; a < 50 || a > 200 {
 		t.Errorf("steady achieved rate %.1f req/s, offered 100", a)
+	}
+	// Between the ramp and the drain, tokens arrive as fast as requests
+	// are sent times the tokens of each (32).
+	if want := *st.AchievedRate * 32; math.Abs(*st.OutputThroughput-want) > 0.2*want {
+		t.Errorf("steady output throughput %.0f tokens/s, want about %.0f (achieved rate × 32)", *st.OutputThroughput, want)
 	}
 }
 
