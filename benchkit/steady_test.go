@@ -331,3 +331,18 @@ func TestLoadWarmup(t *testing.T) {
 		t.Errorf("a server gone: err %v, warnings %q; want a warm-up warning and the run's rows", err, run.Summary.Warnings)
 	}
 }
+
+// TestSteadyClosedLoopEmbedded: a closed loop of 4 users holds 4 in
+// flight between its ramp and its drain (vllm-bench's case): its window
+// is that plateau.
+func TestSteadyClosedLoopEmbedded(t *testing.T) {
+	l, _ := steadyLoad(t)
+	run, err := l.Run(context.Background(), Lengths{Input: 64, Output: 16}, Traffic{Users: 4, NumRequests: 40}, timing.SLO{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSteady(t, run, rulePlateau)
+	if st := run.Summary.Steady; st.SteadyThreshold != 4 {
+		t.Errorf("threshold %d; want the users, 4", st.SteadyThreshold)
+	}
+}
