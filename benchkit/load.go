@@ -521,7 +521,8 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 // them (completion tokens counted after the run, say), against slo: every
 // figure from the requests is recomputed, and what only the Load knew
 // (the traffic, the schedule's size, the peak in flight, the client's
-// health, an interruption and its own warnings) is kept.
+// health, an interruption, the warm-ups and its own warnings) is kept;
+// the steady-state figures are recomputed over the window the run picked.
 func (r *LoadRun) Resummarize(slo timing.SLO) {
 	old := r.Summary
 	s := summarize(r.Requests, ByRun, slo)
