@@ -431,6 +431,17 @@ type Load struct {
 	// the client's. A split plan's segments share the server, so a
 	// segment's run reads no server figures.
 	ServerMetrics *view.Scraper
+	// Warmup, when positive, sends that many requests before each run's
+	// schedule starts and drops them: built by the workload as its
+	// requests are, each with a salt of its own (no prefix shared with a
+	// measured request beyond the chat template), at most MaxConcurrency
+	// (a closed loop's Users) at once, all waited for. They are in no
+	// row, no sink and no figure; Summary.Warmup counts them, and a
+	// failed one is a warning, not the end of the run.
+	Warmup int
+	// SteadyRatio is the share of the reference in-flight count that
+	// picks the steady-state window (docs/STEADY-STATE.md); 0 means 0.95.
+	SteadyRatio float64
 
 	runOffset int                                // added to every run's index (Document's thinking settings)
 	builders  map[builderKey]*promptsize.Builder // the Builders that count with a thinking setting's variables
@@ -460,6 +471,7 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	if err != nil {
 		return LoadRun{}, err
 	}
+	warmed, warmWarning := l.warmup(ctx, r, w)
 	// Requests run under their own context, which outlives ctx by Grace:
 	// an interrupt stops dispatch at once but lets requests in flight end.
 	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
@@ -508,6 +520,11 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	ls.Scheduled = len(r.own)
 	ls.PeakInFlight = sum.PeakInFlight
 	ls.Probes, sinkErr = probeSum, cmp.Or(sinkErr, probeErr)
+	ls.Warmup = warmed
+	if warmWarning != "" {
+		ls.DriverWarnings = append(ls.DriverWarnings, warmWarning)
+	}
+	ls.setSteady(rows, slo, r.traffic, l.SteadyRatio)
 	if th, ok := w.(interface{ TheoreticalHitRate([]int) (float64, bool) }); ok {
 		if v, ok := th.TheoreticalHitRate(r.own); ok {
 			ls.TheoreticalHitRate = finite(v)
@@ -542,13 +559,16 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 // them (completion tokens counted after the run, say), against slo: every
 // figure from the requests is recomputed, and what only the Load knew
 // (the traffic, the schedule's size, the peak in flight, the client's
-// health, an interruption and its own warnings) is kept.
+// health, an interruption, the warm-ups and its own warnings) is kept;
+// the steady-state figures are recomputed over the window the run picked.
 func (r *LoadRun) Resummarize(slo timing.SLO) {
 	old := r.Summary
 	s := summarize(r.Requests, ByRun, slo)
 	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = old.Traffic, old.RequestRate, old.Scheduled, old.PeakInFlight
 	s.Client, s.Interrupted, s.DriverWarnings = old.Client, old.Interrupted, old.DriverWarnings
 	s.Probes = old.Probes
+	s.Warmup, s.Steady = old.Warmup, resteady(old.Steady, r.Requests, slo)
+	s.setPeaks(r.Requests)
 	if s.Server = old.Server; s.Server != nil {
 		compareServer(s.Server, s)
 	}

@@ -619,6 +619,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			}
 			notes = append(notes, fmt.Sprintf("run %d (%s): %s", i, runName(s, withThinking), wn))
 		}
+		lines, notes = withSteady(lines, notes, head, s, fmt.Sprintf("run %d (%s): ", i, runName(s, withThinking)))
 	}
 	var b strings.Builder
 	if opts.Title != "" {

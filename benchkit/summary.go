@@ -92,6 +92,34 @@ type Summary struct {
 	// PeakInFlight is the most requests in flight at once.
 	PeakInFlight int `json:"peak_in_flight"`
 
+	// The steady state (docs/STEADY-STATE.md), set by a Load's run.
+	// Steady holds the figures over the run's steady-state window (a
+	// Summary of its own: its rates over the window's length, its
+	// latencies over the requests that started in it); null, with a
+	// warning, when the run has no window that means anything (a burst,
+	// fewer than 10 requests started in it). On Steady, WindowStartS and
+	// WindowEndS bound the window [start, end) in seconds from the run's
+	// start, SteadyRule names the rule that picked it ("plateau",
+	// "ramp_to_drain"), SteadyRatio is its ratio and SteadyThreshold the
+	// in-flight count it held.
+	Steady          *Summary `json:"steady_state,omitempty"`
+	WindowStartS    *float64 `json:"window_start_s,omitempty"`
+	WindowEndS      *float64 `json:"window_end_s,omitempty"`
+	SteadyRule      string   `json:"steady_rule,omitempty"`
+	SteadyRatio     float64  `json:"steady_ratio,omitempty"`
+	SteadyThreshold int      `json:"steady_threshold,omitempty"`
+	// PeakOutputThroughput is the most output tokens that arrived in
+	// any whole second (tokens/s), counted from the first send (from the
+	// window's start on Steady); AchievedRate the requests per second
+	// that went out: (n − 1) over the span of the sends for the run,
+	// those sent in the window over its length on Steady. Null where a
+	// Load did not set them.
+	PeakOutputThroughput *float64 `json:"peak_output_throughput_tok_s,omitempty"`
+	AchievedRate         *float64 `json:"achieved_rate_rps,omitempty"`
+	// Warmup counts the warm-up requests sent and dropped before the
+	// run (Load.Warmup): in no row and no figure.
+	Warmup int `json:"warmup,omitempty"`
+
 	TotalInputTokens  int `json:"total_input_tokens"`
 	TotalOutputTokens int `json:"total_output_tokens"`
 	// CachedTokens sums the completed requests' server-reported cached

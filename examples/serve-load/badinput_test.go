@@ -48,6 +48,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{[]string{"--rate", "-2"}, "-2"},
 		{[]string{"--timeout", "-1s"}, "--timeout and --grace must not be negative"},
 		{[]string{"--grace", "-1s"}, "--timeout and --grace must not be negative"},
+		{[]string{"--warmup", "-1"}, "--warmup must not be negative, got -1"},
 		{[]string{"--slo-attainment", "0"}, "--slo-attainment must be in (0, 1], got 0"},
 		{[]string{"--slo-attainment", "1.5"}, "got 1.5"},
 		{[]string{"--slo-e2e", "-3"}, "--slo-e2e must be a non-negative number"},

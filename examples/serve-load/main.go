@@ -66,6 +66,13 @@
 // removed when the run starts. Both paths are locked for the run: a
 // second run given either is refused, naming the run that holds it.
 //
+// --warmup N sends N requests of the workload's kind before each run and
+// drops them (each salted apart, sharing no prefix with a measured one):
+// they are in no row and no figure, and the summary counts them. Every
+// run's summary also holds its steady-state window, the figures over it
+// beside the whole run's (a "↳ steady" line in the table;
+// docs/STEADY-STATE.md).
+//
 // On SIGINT or SIGTERM no request is sent any more and those in flight
 // get --grace (10 s) to finish; a second signal exits at once with status
 // 130, the rows written so far synced and no results JSON written.

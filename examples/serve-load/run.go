@@ -47,6 +47,7 @@ type options struct {
 	grace                                           time.Duration
 	split                                           splitFlags
 	thinking                                        cli.ThinkingFlags
+	warmup                                          int
 }
 
 // parse reads and checks every flag; it returns a *cli.UsageError
@@ -99,6 +100,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.BoolVar(&o.allowEOS, "allow-eos", false, "let the server stop at an end of sequence before the drawn output length (no ignore_eos; Ollama has none, and a real model may stop early)")
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
+	fs.IntVar(&o.warmup, "warmup", 0, "before each run, send N warm-up requests of the workload's kind (own salts, at most --max-concurrency at once) and drop them: in no row and no figure")
 	addSplitFlags(fs, &o.split)
 	o.thinking.AddFlags(fs, true)
 	var slo timing.SLO
@@ -180,6 +182,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, cli.Usagef("TTFT, TTFA, TPOT and ITL objectives need --stream")
 	case o.target.Timeout < 0 || o.grace < 0:
 		return o, nil, slo, cli.Usagef("--timeout and --grace must not be negative")
+	case o.warmup < 0:
+		return o, nil, slo, cli.Usagef("--warmup must not be negative, got %d", o.warmup)
 	}
 	if err := o.thinking.Check(); err != nil {
 		return o, nil, slo, err
@@ -324,6 +328,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		GCPercent:      int(o.gcPercent),
 		ServerMetrics:  tg.Metrics,
 		AllowEOS:       o.allowEOS,
+		Warmup:         o.warmup,
 	}
 	if meta.Segment = o.split.header(traffic(o), rates); meta.Segment != nil {
 		fmt.Fprintf(stderr, "serve-load: segment %s of the plan, shared start %q\n", o.split.seg, meta.Segment.StartAt)
