@@ -1,0 +1,179 @@
+package capacity
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// analyzePoint analyses one run: its window's backlog slope and
+// throughput, its state and its attainment. It also returns the
+// throughput of each batch, which ServiceRate pools.
+func analyzePoint(p Point, withSLO bool, o Options) (PointResult, []float64) {
+	pr := PointResult{Rate: p.Rate, Requests: len(p.Spans), State: TooFew}
+	if withSLO {
+		pr.Attainment, pr.AttainmentLo, pr.AttainmentHi, pr.Meets = attainment(p.Good, p.Total, o.Attainment, o.Confidence)
+	}
+	if !math.IsNaN(p.Latency) && !math.IsInf(p.Latency, 0) && p.Latency > 0 {
+		l := p.Latency
+		pr.LatencyS = &l
+	}
+	w, ok := window(p.Spans, o)
+	if !ok {
+		return pr, nil
+	}
+	pr.WindowS = w.b - w.a
+	backlog, thr := w.batches(p.Spans)
+	k := len(backlog)
+	xs := make([]float64, k)
+	for j := range xs {
+		xs[j] = w.a + (float64(j)+0.5)*w.h
+	}
+	pr.Growth, pr.GrowthLo, pr.GrowthHi = slope(xs, backlog, o.Confidence)
+	pr.GrowthShare = pr.Growth / p.Rate
+	limit := o.MinGrowth * p.Rate
+	switch {
+	case pr.GrowthLo > 0 && pr.Growth >= limit:
+		pr.State = OverSaturated
+	case pr.GrowthHi < limit:
+		pr.State = Stable
+	default:
+		pr.State = Undecided
+	}
+	pr.Throughput, pr.ThroughputLo, pr.ThroughputHi = meanInterval(thr, o.Confidence)
+	return pr, thr
+}
+
+// A span window is the analysed part of a run's arrival window, [a, b],
+// cut into batches of width h.
+type spanWindow struct{ a, b, h float64 }
+
+// window is the arrival window of spans from Settle of the way in to the
+// last intended send, cut into as many of Bins batches as hold minBin
+// arrivals each on average; false when fewer than minBins would.
+func window(spans []Span, o Options) (spanWindow, bool) {
+	t0, t1 := math.Inf(1), math.Inf(-1)
+	for _, s := range spans {
+		if !math.IsNaN(s.Start) && !math.IsInf(s.Start, 0) {
+			t0, t1 = min(t0, s.Start), max(t1, s.Start)
+		}
+	}
+	if !(t1 > t0) {
+		return spanWindow{}, false
+	}
+	a, b := t0+o.Settle*(t1-t0), t1
+	in := 0
+	for _, s := range spans {
+		if s.Start >= a && s.Start <= b {
+			in++
+		}
+	}
+	k := min(o.Bins, in/minBin)
+	if k < minBins {
+		return spanWindow{}, false
+	}
+	return spanWindow{a: a, b: b, h: (b - a) / float64(k)}, true
+}
+
+// batches returns each batch's time-averaged backlog (requests meant to
+// have gone and not yet ended: Σ overlap of [Start, End) with the batch /
+// its width; a request that never ended stays in it) and its throughput
+// (requests that ended well within the batch / its width).
+func (w spanWindow) batches(spans []Span) (backlog, thr []float64) {
+	k := int(math.Round((w.b - w.a) / w.h))
+	backlog, thr = make([]float64, k), make([]float64, k)
+	for _, s := range spans {
+		if math.IsNaN(s.Start) || math.IsInf(s.Start, 0) {
+			continue
+		}
+		end := s.End
+		if math.IsNaN(end) || end < s.Start {
+			end = math.Inf(1)
+		}
+		for j := range k {
+			lo, hi := w.a+float64(j)*w.h, w.a+float64(j+1)*w.h
+			if ov := min(end, hi) - max(s.Start, lo); ov > 0 {
+				backlog[j] += ov
+			}
+			if s.OK && end >= lo && end < hi || s.OK && j == k-1 && end == hi {
+				thr[j]++
+			}
+		}
+	}
+	for j := range k {
+		backlog[j] /= w.h
+		thr[j] /= w.h
+	}
+	return backlog, thr
+}
+
+// slope is the least-squares slope of ys on xs with its two-sided
+// Student-t interval at level c (len − 2 degrees of freedom).
+func slope(xs, ys []float64, c float64) (b, lo, hi float64) {
+	_, b = stat.LinearRegression(xs, ys, nil, false)
+	mx := stat.Mean(xs, nil)
+	var sxx, rss float64
+	a := stat.Mean(ys, nil) - b*mx
+	for i := range xs {
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+		r := ys[i] - (a + b*xs[i])
+		rss += r * r
+	}
+	dof := float64(len(xs) - 2)
+	se := math.Sqrt(rss / dof / sxx)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: dof}.Quantile(1 - (1-c)/2)
+	return b, b - t*se, b + t*se
+}
+
+// meanInterval is the mean of xs with its two-sided Student-t interval at
+// level c (len − 1 degrees of freedom); the mean alone for one value.
+func meanInterval(xs []float64, c float64) (m, lo, hi float64) {
+	m = stat.Mean(xs, nil)
+	if len(xs) < 2 {
+		return m, m, m
+	}
+	se := stat.StdDev(xs, nil) / math.Sqrt(float64(len(xs)))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(xs) - 1)}.Quantile(1 - (1-c)/2)
+	return m, m - t*se, m + t*se
+}
+
+// attainment is good/total with its Clopper–Pearson interval at level c
+// and the verdict against target.
+func attainment(good, total int, target, c float64) (p, lo, hi float64, verdict string) {
+	if total == 0 {
+		return 0, 0, 1, Unsure
+	}
+	p = float64(good) / float64(total)
+	alpha := 1 - c
+	lo, hi = 0, 1
+	if good > 0 {
+		lo = distuv.Beta{Alpha: float64(good), Beta: float64(total - good + 1)}.Quantile(alpha / 2)
+	}
+	if good < total {
+		hi = distuv.Beta{Alpha: float64(good + 1), Beta: float64(total - good)}.Quantile(1 - alpha/2)
+	}
+	switch {
+	case lo >= target:
+		verdict = Meets
+	case hi < target:
+		verdict = Misses
+	default:
+		verdict = Unsure
+	}
+	return p, lo, hi, verdict
+}
+
+// serviceRate pools the batch throughputs of the over-saturated runs: the
+// server's throughput when it cannot keep up.
+func serviceRate(sat [][]float64, c float64) Interval {
+	var all []float64
+	for _, b := range sat {
+		all = append(all, b...)
+	}
+	if len(all) < 2 {
+		return Interval{Status: unknown}
+	}
+	m, lo, hi := meanInterval(all, c)
+	return Interval{Status: "bracketed", Rate: m, Lo: max(lo, 0), Hi: hi}
+}
