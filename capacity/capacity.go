@@ -286,10 +286,14 @@ type Result struct {
 	// estimate is the bracket's geometric midpoint.
 	LatencyKnee Interval `json:"latency_knee"`
 	// Capacity is the highest rate that meets the SLO at the target
-	// attainment: bracketed by the highest rate that surely meets it (Lo)
-	// below the lowest that surely misses it (Hi); its estimate is where
-	// the attainment, interpolated linearly between the runs, first falls
-	// below the target. Status "unknown" without objectives.
+	// attainment and that the server sustains: bracketed by the highest
+	// rate that surely meets it and is Stable (or TooFew) (Lo) below the lowest rate that
+	// surely misses it or over-saturates the server (Hi: an over-saturated
+	// run's latencies grow with its length, so its attainment tells only
+	// how long it ran); its estimate is where the attainment,
+	// interpolated linearly between the runs of the bracket, first falls
+	// below the target, else the knee's estimate when it lies in the
+	// bracket. Status "unknown" without objectives.
 	Capacity Interval `json:"capacity"`
 	// SLO is the objectives ("" when none) and Attainment, Confidence
 	// and MinGrowth the method's settings.
@@ -346,7 +350,11 @@ func Analyze(points []Point, slo string, opts Options) (Result, error) {
 	}
 	res.LatencyKnee = latencyKnee(res.Points)
 	if slo != "" {
-		res.Capacity = capacityAt(res.Points, o.Attainment)
+		k := 0.0
+		if res.Knee.Bracketed() {
+			k = res.Knee.Rate
+		}
+		res.Capacity = capacityAt(res.Points, o.Attainment, k)
 	} else {
 		res.Capacity = Interval{Status: unknown}
 	}
@@ -428,14 +436,17 @@ func latencies(ps []PointResult, rise float64) {
 }
 
 // capacityAt brackets the highest rate meeting the SLO: Hi is the lowest
-// rate that surely misses it, Lo the highest below Hi that surely meets
-// it; the estimate is the first crossing of the target by the attainment
-// interpolated between the runs.
-func capacityAt(ps []PointResult, target float64) Interval {
-	hi := slices.IndexFunc(ps, func(p PointResult) bool { return p.Meets == Misses })
+// rate that surely misses it or over-saturates the server, Lo the highest
+// rate below Hi that surely meets it and is stable (or too short to
+// tell); the estimate is the first
+// crossing of the target by the attainment interpolated between the runs
+// of the bracket, else kneeRate (when positive), clipped to the bracket,
+// else the bracket's geometric midpoint.
+func capacityAt(ps []PointResult, target, kneeRate float64) Interval {
+	hi := slices.IndexFunc(ps, func(p PointResult) bool { return p.Meets == Misses || p.State == OverSaturated })
 	lo := -1
 	for i, p := range ps {
-		if p.Meets == Meets && (hi < 0 || i < hi) {
+		if p.Meets == Meets && (p.State == Stable || p.State == TooFew) && (hi < 0 || i < hi) {
 			lo = i
 		}
 	}
@@ -448,14 +459,16 @@ func capacityAt(ps []PointResult, target float64) Interval {
 		return Interval{Status: "below", Hi: ps[hi].Rate}
 	}
 	iv := Interval{Status: "bracketed", Lo: ps[lo].Rate, Hi: ps[hi].Rate}
-	iv.Rate = iv.Hi
+	iv.Rate = math.Sqrt(iv.Lo * iv.Hi)
+	if kneeRate > 0 {
+		iv.Rate = kneeRate
+	}
 	for i := lo; i < hi; i++ {
 		a, b := ps[i], ps[i+1]
-		if a.Meets == NoSLO || b.Meets == NoSLO || a.Attainment < target || b.Attainment >= target {
-			continue
+		if a.Attainment >= target && b.Attainment < target {
+			iv.Rate = a.Rate + (a.Attainment-target)/(a.Attainment-b.Attainment)*(b.Rate-a.Rate)
+			break
 		}
-		iv.Rate = a.Rate + (a.Attainment-target)/(a.Attainment-b.Attainment)*(b.Rate-a.Rate)
-		break
 	}
 	iv.Rate = min(max(iv.Rate, iv.Lo), iv.Hi)
 	return iv
