@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/inferbench/inferbench/capacity"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -22,6 +23,11 @@ type TableOptions struct {
 	Title string
 	// Markdown writes a Markdown table instead of aligned columns.
 	Markdown bool
+	// Capacity, for a load test's capacity search (Load.FindCapacity),
+	// adds each run's state (stable, over-saturated, …) with the knee and
+	// the capacity marked, and lines below with the knee, the capacity at
+	// the SLO and the search's cost.
+	Capacity *capacity.Result
 }
 
 // WriteTable writes one line per summary, for people: the layout may
@@ -582,6 +588,9 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if withThinking {
 		head = append([]string{"thinking"}, head...)
 	}
+	if opts.Capacity != nil {
+		head = append(head, "saturation")
+	}
 	var lines [][]string
 	var notes []string
 	for i, s := range sums {
@@ -609,6 +618,10 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		if withThinking {
 			l := &lines[len(lines)-1]
 			*l = append([]string{thinkingCol(s)}, *l...)
+		}
+		if opts.Capacity != nil {
+			l := &lines[len(lines)-1]
+			*l = append(*l, capacityCol(s, opts.Capacity))
 		}
 		for _, wn := range loadNotes(s) {
 			if len(sums) > 1 && inEvery(sums, wn) {
@@ -648,6 +661,9 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		if err := writeRows(&b, md, head, lines); err != nil {
 			return err
 		}
+	}
+	if opts.Capacity != nil {
+		notes = append(capacityNotes(opts.Capacity), notes...)
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n")

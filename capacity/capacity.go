@@ -198,9 +198,11 @@ type PointResult struct {
 	// WindowS is the analysed part of the arrival window, in seconds:
 	// from Settle of the way in to the last intended send.
 	WindowS float64 `json:"window_s"`
-	// Throughput is the requests completed within the window per second
-	// of it, with its interval over the window's batches (ThroughputLo,
-	// ThroughputHi).
+	// Throughput is the rate the run's requests completed at over the
+	// middle half of their completions (from the first quartile of their
+	// end instants to the third): the offered rate below the knee, the
+	// server's service rate above it. ThroughputLo and ThroughputHi are
+	// its Student-t interval over batches of that span.
 	Throughput   float64 `json:"throughput_rps"`
 	ThroughputLo float64 `json:"throughput_lo"`
 	ThroughputHi float64 `json:"throughput_hi"`
@@ -276,8 +278,8 @@ type Result struct {
 	// ServiceRate's, clipped to the bracket.
 	Knee Interval `json:"knee"`
 	// ServiceRate is the throughput the server keeps at over-saturation:
-	// the mean window throughput of the OverSaturated runs, its interval
-	// the Student-t interval over their batches. Status "unknown" when no
+	// the mean batch throughput of the OverSaturated runs (Throughput's
+	// batches, pooled), its interval the Student-t interval over them. Status "unknown" when no
 	// run over-saturated.
 	ServiceRate Interval `json:"service_rate"`
 	// LatencyKnee is where the latency leaves its floor: bracketed by the
@@ -303,9 +305,14 @@ type Result struct {
 	MinGrowth  float64 `json:"min_growth"`
 	// Next are the rates a sweep should add, most useful first: the
 	// ladder's next rung while the knee (or the capacity) lies above
-	// every rate, then the geometric midpoints of the brackets wider
-	// than Tolerance.
+	// every rate (or one down while the lowest rate over-saturates or
+	// misses the SLO), then the geometric midpoints of the brackets
+	// wider than Tolerance. Empty when the sweep has nothing to add: its
+	// brackets are narrow enough, or its runs too short to tell more.
 	Next []float64 `json:"next_rates,omitempty"`
+	// Warnings say what limits the answer: runs too short to tell their
+	// backlog's slope, a bracket the sweep could not close.
+	Warnings []string `json:"warnings,omitempty"`
 	// The cost of the sweep, set by the driver: runs made, requests sent
 	// and wall seconds.
 	Runs     int     `json:"runs"`
@@ -359,7 +366,35 @@ func Analyze(points []Point, slo string, opts Options) (Result, error) {
 		res.Capacity = Interval{Status: unknown}
 	}
 	res.Next = next(res, o)
+	res.Warnings = warnings(res)
 	return res, nil
+}
+
+// warnings name the runs too short to tell and the brackets left open
+// with nothing to add.
+func warnings(res Result) []string {
+	var out []string
+	for _, p := range res.Points {
+		if p.State == TooFew {
+			out = append(out, fmt.Sprintf("rate %.3g/s: %d requests are too few for the backlog's slope (%d batches of %d in the arrival window after its first %.0f%%): run longer", p.Rate, p.Requests, minBins, minBin, 100*DefaultSettle))
+		}
+	}
+	if len(res.Next) > 0 {
+		return out
+	}
+	for _, m := range []struct {
+		name string
+		iv   Interval
+	}{{"knee", res.Knee}, {"capacity", res.Capacity}} {
+		switch m.iv.Status {
+		case "below", "unknown":
+			if m.name == "capacity" && res.SLO == "" {
+				continue
+			}
+			out = append(out, fmt.Sprintf("the %s is not bracketed (%s) and no rate would tell more: the runs near it are too short or undecided; run longer", m.name, m.iv))
+		}
+	}
+	return out
 }
 
 func cmpF(a, b float64) int {
@@ -503,11 +538,15 @@ func next(res Result, o Options) []float64 {
 		}
 		out = append(out, r)
 	}
+	// Down only from a lowest rate that itself says it is too high: below
+	// a run too short or undecided, a lower rate's run holds fewer
+	// requests and tells less (a longer run is what it needs).
+	low := res.Points[0]
 	for _, iv := range []Interval{res.Knee, res.Capacity} {
-		switch iv.Status {
-		case "above":
+		switch {
+		case iv.Status == "above":
 			add(highest * o.Factor)
-		case "below":
+		case iv.Status == "below" && (low.State == OverSaturated || low.Meets == Misses):
 			add(lowest / o.Factor)
 		}
 	}

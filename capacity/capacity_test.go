@@ -199,3 +199,38 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestOverSaturatedRunsDoNotMeetTheSLO(t *testing.T) {
+	// An objective so lax that every run's attainment is 1: the runs past
+	// the knee still bound the capacity, which is the knee's bracket.
+	const mu = 15.0
+	var pts []Point
+	for _, r := range []float64{5, 10, 20, 40} {
+		pts = append(pts, queue(r, mu, 20, 1e6, nil))
+	}
+	res, err := Analyze(pts, "e2e≤1000000s", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Points {
+		if p.Meets != Meets {
+			t.Fatalf("rate %g: %q, want every run to meet the lax objective", p.Rate, p.Meets)
+		}
+	}
+	if c := res.Capacity; !c.Bracketed() || c.Lo != 10 || c.Hi != 20 || c.Rate != res.Knee.Rate {
+		t.Errorf("capacity %+v, want the knee's bracket [10, 20] and its estimate %g", c, res.Knee.Rate)
+	}
+}
+
+func TestNoStepDownFromARunTooShort(t *testing.T) {
+	// The lowest run is too short to tell, the next over-saturates: a
+	// lower rate would tell even less, so nothing is added below.
+	short := Point{Rate: 2, Spans: []Span{{Start: 0, End: 0.1, OK: true}, {Start: 0.5, End: 0.6, OK: true}}, Latency: math.NaN()}
+	res, err := Analyze([]Point{short, queue(40, 5, 10, 1, nil)}, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Knee.Status != "below" || len(res.Next) != 0 {
+		t.Errorf("knee %+v, next %v; want below 40 and nothing to add", res.Knee, res.Next)
+	}
+}

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -19,12 +20,16 @@ func analyzePoint(p Point, withSLO bool, o Options) (PointResult, []float64) {
 		l := p.Latency
 		pr.LatencyS = &l
 	}
+	thr := throughput(p.Spans, o.Bins)
+	if len(thr) > 0 {
+		pr.Throughput, pr.ThroughputLo, pr.ThroughputHi = meanInterval(thr, o.Confidence)
+	}
 	w, ok := window(p.Spans, o)
 	if !ok {
-		return pr, nil
+		return pr, thr
 	}
 	pr.WindowS = w.b - w.a
-	backlog, thr := w.batches(p.Spans)
+	backlog := w.backlog(p.Spans)
 	k := len(backlog)
 	xs := make([]float64, k)
 	for j := range xs {
@@ -41,8 +46,52 @@ func analyzePoint(p Point, withSLO bool, o Options) (PointResult, []float64) {
 	default:
 		pr.State = Undecided
 	}
-	pr.Throughput, pr.ThroughputLo, pr.ThroughputHi = meanInterval(thr, o.Confidence)
 	return pr, thr
+}
+
+// throughput returns the completion rate over the middle half of a run's
+// completions (from the first quartile of their end instants to the
+// third), cut into as many of bins batches as hold minBin completions
+// each, at least one: the rate the server completes requests at while
+// it works through the run, which at over-saturation is its service rate
+// (the backlog keeps its batch full from the first quartile on, whether
+// the requests arrived over seconds or at once) and below it the offered
+// rate. Nil with fewer than minBin completions.
+func throughput(spans []Span, bins int) []float64 {
+	var ends []float64
+	for _, s := range spans {
+		if s.OK && !math.IsNaN(s.End) && !math.IsInf(s.End, 0) {
+			ends = append(ends, s.End)
+		}
+	}
+	if len(ends) < minBin {
+		return nil
+	}
+	slices.Sort(ends)
+	a, b := ends[len(ends)/4], ends[3*len(ends)/4]
+	if !(b > a) {
+		return nil
+	}
+	in := 0
+	for _, e := range ends {
+		if e >= a && e <= b {
+			in++
+		}
+	}
+	k := max(min(bins, in/minBin), 1)
+	h := (b - a) / float64(k)
+	thr := make([]float64, k)
+	for _, e := range ends {
+		if e < a || e > b {
+			continue
+		}
+		j := min(int((e-a)/h), k-1)
+		thr[j]++
+	}
+	for j := range thr {
+		thr[j] /= h
+	}
+	return thr
 }
 
 // A span window is the analysed part of a run's arrival window, [a, b],
@@ -76,13 +125,12 @@ func window(spans []Span, o Options) (spanWindow, bool) {
 	return spanWindow{a: a, b: b, h: (b - a) / float64(k)}, true
 }
 
-// batches returns each batch's time-averaged backlog (requests meant to
-// have gone and not yet ended: Σ overlap of [Start, End) with the batch /
-// its width; a request that never ended stays in it) and its throughput
-// (requests that ended well within the batch / its width).
-func (w spanWindow) batches(spans []Span) (backlog, thr []float64) {
+// backlog returns each batch's time-averaged backlog: the requests meant
+// to have gone and not yet ended, Σ overlap of [Start, End) with the
+// batch / its width (a request that never ended stays in it).
+func (w spanWindow) backlog(spans []Span) []float64 {
 	k := int(math.Round((w.b - w.a) / w.h))
-	backlog, thr = make([]float64, k), make([]float64, k)
+	backlog := make([]float64, k)
 	for _, s := range spans {
 		if math.IsNaN(s.Start) || math.IsInf(s.Start, 0) {
 			continue
@@ -96,16 +144,12 @@ func (w spanWindow) batches(spans []Span) (backlog, thr []float64) {
 			if ov := min(end, hi) - max(s.Start, lo); ov > 0 {
 				backlog[j] += ov
 			}
-			if s.OK && end >= lo && end < hi || s.OK && j == k-1 && end == hi {
-				thr[j]++
-			}
 		}
 	}
 	for j := range k {
 		backlog[j] /= w.h
-		thr[j] /= w.h
 	}
-	return backlog, thr
+	return backlog
 }
 
 // slope is the least-squares slope of ys on xs with its two-sided

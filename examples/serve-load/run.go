@@ -44,6 +44,7 @@ type options struct {
 	grace                                           time.Duration
 	split                                           splitFlags
 	thinking                                        cli.ThinkingFlags
+	capacity                                        capacityFlags
 }
 
 // parse reads and checks every flag; it returns a *cli.UsageError
@@ -85,6 +86,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.searchMax, "search-max", 0, "highest rate --find-max-rate probes (0: no ceiling)")
 	fs.Float64Var(&o.searchFactor, "search-factor", concurrency.DefaultSearchFactor, "--find-max-rate multiplies the rate by this while bracketing")
 	fs.Float64Var(&o.searchTol, "search-tolerance", concurrency.DefaultSearchTolerance, "--find-max-rate stops bisecting when (hi − lo)/lo is at most this")
+	o.capacity.addFlags(fs)
 	fs.StringVar(&o.jsonOut, "json-out", "", "write the results as JSON to this file")
 	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
@@ -174,10 +176,13 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	if o.findMaxRate && settings > 1 {
 		return o, nil, slo, cli.Usagef("--find-max-rate searches under one thinking setting; --thinking and --reasoning-effort give %d", settings)
 	}
-	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate || settings > 1); err != nil {
+	if err := o.capacity.check(o, set["rate"], rates, settings); err != nil {
 		return o, nil, slo, err
 	}
-	if o.findMaxRate {
+	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate || o.capacity.on || settings > 1); err != nil {
+		return o, nil, slo, err
+	}
+	if o.findMaxRate || o.capacity.on {
 		rates = nil
 	}
 	// Check lengths and traffic now, so a bad value is a usage error.
@@ -224,7 +229,7 @@ type hooks struct {
 func plannedRequests(o options, rates []float64) int {
 	settings := max(len(o.thinking.Settings()), 1)
 	switch {
-	case o.findMaxRate || o.split.seg.Split():
+	case o.findMaxRate || o.capacity.on || o.split.seg.Split():
 		return 0
 	case o.burst > 0:
 		return o.burst * settings
@@ -353,6 +358,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if o.findMaxRate {
 		plan.Search = &concurrency.SearchOptions{Start: o.searchStart, Max: o.searchMax, Factor: o.searchFactor, Tolerance: o.searchTol}
 	}
+	if o.capacity.on {
+		plan.Capacity = o.capacity.options(o)
+	}
 	doc, runErr := load.Document(ctx, meta, plan)
 	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
@@ -369,7 +377,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	for _, r := range doc.AllRuns() {
 		failed, total = failed+r.Summary.Failed, total+r.Summary.Requests
 	}
-	if o.findMaxRate {
+	if o.findMaxRate || o.capacity.on {
 		failed = 0 // a search probes past the rates that fail
 	}
 	return cli.Outcome(runErr, failed, total, doc.Meta.ClientSaturated, doc.Meta.Saturation(), o.allowSaturated)
@@ -386,6 +394,8 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 	switch {
 	case o.findMaxRate:
 		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
+	case o.capacity.on:
+		traffic = fmt.Sprintf("capacity search over %d rates", len(runs))
 	case meta.Traffic.Replay:
 		traffic = "replay of " + o.trace.Trace
 	case perSetting <= 1 && len(runs) > 0 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0:
@@ -414,12 +424,15 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 	for i, r := range runs {
 		sums[i] = r.Summary
 	}
+	if doc.Capacity != nil {
+		byRate(sums)
+	}
 	var errs []error
 	switch o.format {
 	case "json":
 		errs = append(errs, benchkit.WriteJSON(stdout, doc))
 	default:
-		errs = append(errs, benchkit.WriteTable(stdout, sums, benchkit.TableOptions{Title: title, Simulated: meta.Simulated, Markdown: o.format == "markdown"}))
+		errs = append(errs, benchkit.WriteTable(stdout, sums, benchkit.TableOptions{Title: title, Simulated: meta.Simulated, Markdown: o.format == "markdown", Capacity: doc.Capacity}))
 	}
 	if meta.ClientSaturated && o.format != "json" {
 		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", meta.Saturation())
@@ -446,7 +459,11 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 		var p plot.Drawing
 		var err error
 		if len(runs) > 1 {
-			p, err = plot.LatencyPanels(title, plot.RatePoints(sums), slo)
+			var fig *plot.Figure
+			if fig, err = plot.LatencyPanels(title, plot.RatePoints(sums), slo); err == nil && doc.Capacity != nil {
+				err = plot.MarkCapacity(fig, *doc.Capacity)
+			}
+			p = fig
 		} else {
 			p, err = plot.TTFTByPromptLength(title, runs[0].Requests)
 		}
