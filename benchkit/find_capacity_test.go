@@ -104,3 +104,49 @@ func TestFindCapacityAgainstTheEmbeddedEngine(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFindCapacity measures what the capacity search costs against
+// the embedded engine, beside a fixed-length sweep of the same precision:
+// a linear grid of rates over the range the search's ladder covered, one
+// step the width of the knee bracket the search reached, so that it
+// brackets the knee as tightly wherever the knee lies. Each reports its
+// runs, requests, seconds and the knee bracket's width (hi − lo)/lo; run
+// it with -benchtime=1x.
+func BenchmarkFindCapacity(b *testing.B) {
+	c, srv := capacityServer(b)
+	l := &benchkit.Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}}
+	w := benchkit.Lengths{Input: capPP, Output: capTG}
+	traffic := benchkit.Traffic{Duration: 2500 * time.Millisecond, Burstiness: 20, Seed: 1}
+	slo := timing.SLO{E2E: 600 * time.Millisecond}
+	mu := serviceRate(capacityPreset(), capBatch, capPP, capTG)
+	ctx := context.Background()
+	for b.Loop() {
+		res, _, err := l.FindCapacity(ctx, w, traffic, slo, &capacity.Options{Start: 8, MaxRuns: 8, Tolerance: 0.1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !res.Knee.Bracketed() {
+			b.Fatalf("knee %s not bracketed", res.Knee)
+		}
+		lo, hi := res.Points[0].Rate, res.Points[len(res.Points)-1].Rate
+		step := res.Knee.Hi - res.Knee.Lo
+		var grid []float64
+		for r := lo; r <= hi+1e-9; r += step {
+			grid = append(grid, r)
+		}
+		fixed, _, err := l.FindCapacity(ctx, w, traffic, slo, &capacity.Options{Rates: grid, MaxRuns: len(grid), Tolerance: 1e9})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("service rate %.4g/s; search: knee %s in %d runs; fixed grid of %d rates from %.3g by %.3g: knee %s",
+			mu, res.Knee, res.Runs, len(grid), lo, step, fixed.Knee)
+		b.ReportMetric(float64(res.Runs), "search-runs")
+		b.ReportMetric(float64(res.Requests), "search-requests")
+		b.ReportMetric(res.Seconds, "search-s")
+		b.ReportMetric(res.Knee.Width(), "search-knee-width")
+		b.ReportMetric(float64(fixed.Runs), "fixed-runs")
+		b.ReportMetric(float64(fixed.Requests), "fixed-requests")
+		b.ReportMetric(fixed.Seconds, "fixed-s")
+		b.ReportMetric(fixed.Knee.Width(), "fixed-knee-width")
+	}
+}

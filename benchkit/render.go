@@ -588,9 +588,6 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if withThinking {
 		head = append([]string{"thinking"}, head...)
 	}
-	if opts.Capacity != nil {
-		head = append(head, "saturation")
-	}
 	var lines [][]string
 	var notes []string
 	for i, s := range sums {
@@ -619,10 +616,6 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			l := &lines[len(lines)-1]
 			*l = append([]string{thinkingCol(s)}, *l...)
 		}
-		if opts.Capacity != nil {
-			l := &lines[len(lines)-1]
-			*l = append(*l, capacityCol(s, opts.Capacity))
-		}
 		for _, wn := range loadNotes(s) {
 			if len(sums) > 1 && inEvery(sums, wn) {
 				if i == 0 {
@@ -633,6 +626,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 			notes = append(notes, fmt.Sprintf("run %d (%s): %s", i, runName(s, withThinking), wn))
 		}
 	}
+	head, notes = capacityGrid(opts.Capacity, sums, head, lines, notes)
 	var b strings.Builder
 	if opts.Title != "" {
 		b.WriteString(opts.Title + "\n")
@@ -661,9 +655,6 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		if err := writeRows(&b, md, head, lines); err != nil {
 			return err
 		}
-	}
-	if opts.Capacity != nil {
-		notes = append(capacityNotes(opts.Capacity), notes...)
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n")

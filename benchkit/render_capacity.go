@@ -7,6 +7,19 @@ import (
 	"github.com/inferbench/inferbench/capacity"
 )
 
+// capacityGrid adds a capacity search's column to the load table's head
+// and lines (one per summary of sums) and its lines before the notes;
+// nothing when res is nil.
+func capacityGrid(res *capacity.Result, sums []Summary, head []string, lines [][]string, notes []string) ([]string, []string) {
+	if res == nil {
+		return head, notes
+	}
+	for i, s := range sums {
+		lines[i] = append(lines[i], capacityCol(s, res))
+	}
+	return append(head, "saturation"), append(capacityNotes(res), notes...)
+}
+
 // capacityCol is a load run's state in a capacity search (capacity.Stable,
 // OverSaturated, …), marked "← knee" on the lowest over-saturated rate and
 // "← capacity" on the highest rate of the capacity's bracket; "-" for a
