@@ -23,7 +23,9 @@ import (
 // capacity's brackets) until both are within opts.Tolerance, no rate is
 // left to add, or opts.MaxRuns runs were made. A nil opts means every
 // default. Runs are numbered in the order made, as Sweep numbers them;
-// the result holds the cost of the search (runs, requests, seconds).
+// the result holds the cost of the search (runs, requests, seconds), and
+// warns of each run whose client could not keep its schedule (its lag
+// is part of the backlog the state is judged on).
 //
 // Each run should last long enough for its backlog to tell (a
 // Traffic.Duration of a few seconds holds several batches of requests at
@@ -65,6 +67,11 @@ func (l *Load) FindCapacity(ctx context.Context, w Workload, traffic Traffic, sl
 		res.Runs, res.Seconds = len(runs), time.Since(began).Seconds()
 		for _, r := range runs {
 			res.Requests += r.Summary.Requests
+			// A client that fell behind its schedule counts its own lag
+			// as backlog: say so beside the state it gave the run.
+			if h := r.Summary.Client; h != nil && h.Saturated && r.Summary.RequestRate != nil {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("rate %.3g/s: the client was the bottleneck (%s); its lag counts in the backlog", *r.Summary.RequestRate, h.Reason))
+			}
 		}
 		return res
 	}

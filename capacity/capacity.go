@@ -397,6 +397,12 @@ func warnings(res Result) []string {
 	return out
 }
 
+// geomean is √(a·b), without the product's overflow or underflow, and
+// between a and b despite rounding.
+func geomean(a, b float64) float64 {
+	return min(max(math.Sqrt(a)*math.Sqrt(b), min(a, b)), max(a, b))
+}
+
 func cmpF(a, b float64) int {
 	switch {
 	case a < b:
@@ -426,7 +432,7 @@ func knee(ps []PointResult) Interval {
 	for i := hi - 1; i >= 0; i-- {
 		if ps[i].State == Stable {
 			iv := Interval{Status: "bracketed", Lo: ps[i].Rate, Hi: ps[hi].Rate}
-			iv.Rate = math.Sqrt(iv.Lo * iv.Hi)
+			iv.Rate = geomean(iv.Lo, iv.Hi)
 			return iv
 		}
 	}
@@ -450,7 +456,7 @@ func latencyKnee(ps []PointResult) Interval {
 	case lo < 0:
 		return Interval{Status: "below", Hi: ps[hi].Rate}
 	}
-	return Interval{Status: "bracketed", Lo: ps[lo].Rate, Hi: ps[hi].Rate, Rate: math.Sqrt(ps[lo].Rate * ps[hi].Rate)}
+	return Interval{Status: "bracketed", Lo: ps[lo].Rate, Hi: ps[hi].Rate, Rate: geomean(ps[lo].Rate, ps[hi].Rate)}
 }
 
 // latencies marks the runs whose latency left the floor: the lowest
@@ -494,7 +500,7 @@ func capacityAt(ps []PointResult, target, kneeRate float64) Interval {
 		return Interval{Status: "below", Hi: ps[hi].Rate}
 	}
 	iv := Interval{Status: "bracketed", Lo: ps[lo].Rate, Hi: ps[hi].Rate}
-	iv.Rate = math.Sqrt(iv.Lo * iv.Hi)
+	iv.Rate = geomean(iv.Lo, iv.Hi)
 	if kneeRate > 0 {
 		iv.Rate = kneeRate
 	}
@@ -520,6 +526,9 @@ func next(res Result, o Options) []float64 {
 	lowest, highest := res.Points[0].Rate, res.Points[len(res.Points)-1].Rate
 	var out []float64
 	add := func(r float64) {
+		if !(r > 0) || math.IsInf(r, 0) {
+			return
+		}
 		if o.Max > 0 && r > o.Max {
 			if highest >= o.Max*(1-perHalf) {
 				return
@@ -555,7 +564,7 @@ func next(res Result, o Options) []float64 {
 	}
 	for _, iv := range []Interval{res.Knee, res.Capacity} {
 		if iv.Bracketed() && iv.Width() > o.Tolerance {
-			add(math.Sqrt(iv.Lo * iv.Hi))
+			add(geomean(iv.Lo, iv.Hi))
 		}
 	}
 	return out

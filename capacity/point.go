@@ -23,6 +23,10 @@ func analyzePoint(p Point, withSLO bool, o Options) (PointResult, []float64) {
 	thr := throughput(p.Spans, o.Bins)
 	if len(thr) > 0 {
 		pr.Throughput, pr.ThroughputLo, pr.ThroughputHi = meanInterval(thr, o.Confidence)
+		if !finite(pr.Throughput, pr.ThroughputLo, pr.ThroughputHi) {
+			// Instants too close for a rate (or too far apart): none.
+			pr.Throughput, pr.ThroughputLo, pr.ThroughputHi, thr = 0, 0, 0, nil
+		}
 	}
 	w, ok := window(p.Spans, o)
 	if !ok {
@@ -30,13 +34,16 @@ func analyzePoint(p Point, withSLO bool, o Options) (PointResult, []float64) {
 	}
 	pr.WindowS = w.b - w.a
 	backlog := w.backlog(p.Spans)
-	k := len(backlog)
-	xs := make([]float64, k)
+	xs := make([]float64, w.k)
 	for j := range xs {
 		xs[j] = w.a + (float64(j)+0.5)*w.h
 	}
 	pr.Growth, pr.GrowthLo, pr.GrowthHi = slope(xs, backlog, o.Confidence)
 	pr.GrowthShare = pr.Growth / p.Rate
+	if !finite(pr.WindowS, pr.Growth, pr.GrowthLo, pr.GrowthHi, pr.GrowthShare) {
+		pr.WindowS, pr.Growth, pr.GrowthLo, pr.GrowthHi, pr.GrowthShare = 0, 0, 0, 0, 0
+		return pr, thr
+	}
 	limit := o.MinGrowth * p.Rate
 	switch {
 	case pr.GrowthLo > 0 && pr.Growth >= limit:
@@ -94,9 +101,22 @@ func throughput(spans []Span, bins int) []float64 {
 	return thr
 }
 
+// finite reports whether every v is neither NaN nor infinite.
+func finite(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // A span window is the analysed part of a run's arrival window, [a, b],
 // cut into batches of width h.
-type spanWindow struct{ a, b, h float64 }
+type spanWindow struct {
+	a, b, h float64
+	k       int
+}
 
 // window is the arrival window of spans from Settle of the way in to the
 // last intended send, cut into as many of Bins batches as hold minBin
@@ -119,17 +139,18 @@ func window(spans []Span, o Options) (spanWindow, bool) {
 		}
 	}
 	k := min(o.Bins, in/minBin)
-	if k < minBins {
+	h := (b - a) / float64(k)
+	if k < minBins || !(h > 0) || !finite(h) {
 		return spanWindow{}, false
 	}
-	return spanWindow{a: a, b: b, h: (b - a) / float64(k)}, true
+	return spanWindow{a: a, b: b, h: h, k: k}, true
 }
 
 // backlog returns each batch's time-averaged backlog: the requests meant
 // to have gone and not yet ended, Σ overlap of [Start, End) with the
 // batch / its width (a request that never ended stays in it).
 func (w spanWindow) backlog(spans []Span) []float64 {
-	k := int(math.Round((w.b - w.a) / w.h))
+	k := w.k
 	backlog := make([]float64, k)
 	for _, s := range spans {
 		if math.IsNaN(s.Start) || math.IsInf(s.Start, 0) {
