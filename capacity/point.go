@@ -79,9 +79,11 @@ func throughput(spans []Span, bins int) []float64 {
 	if !(b > a) {
 		return nil
 	}
+	// Completions in (a, b]: one per gap between the quartiles' instants,
+	// not one more.
 	in := 0
 	for _, e := range ends {
-		if e >= a && e <= b {
+		if e > a && e <= b {
 			in++
 		}
 	}
@@ -89,7 +91,7 @@ func throughput(spans []Span, bins int) []float64 {
 	h := (b - a) / float64(k)
 	thr := make([]float64, k)
 	for _, e := range ends {
-		if e < a || e > b {
+		if e <= a || e > b {
 			continue
 		}
 		j := min(int((e-a)/h), k-1)
