@@ -183,7 +183,7 @@ const (
 )
 
 const (
-	perHalf = 1e-9      // relative distance at which a rate is Max
+	atMax   = 1e-9      // relative distance at which a rate is Max
 	minBin  = 4         // requests a batch should hold
 	minBins = 3         // batches a slope needs (1 degree of freedom)
 	dedupe  = 0.01      // relative distance at which a new rate repeats one measured
@@ -366,17 +366,17 @@ func Analyze(points []Point, slo string, opts Options) (Result, error) {
 		res.Capacity = Interval{Status: unknown}
 	}
 	res.Next = next(res, o)
-	res.Warnings = warnings(res)
+	res.Warnings = warnings(res, o.Settle)
 	return res, nil
 }
 
 // warnings name the runs too short to tell and the brackets left open
 // with nothing to add.
-func warnings(res Result) []string {
+func warnings(res Result, settle float64) []string {
 	var out []string
 	for _, p := range res.Points {
 		if p.State == TooFew {
-			out = append(out, fmt.Sprintf("rate %.3g/s: %d requests are too few for the backlog's slope (%d batches of %d in the arrival window after its first %.0f%%): run longer", p.Rate, p.Requests, minBins, minBin, 100*DefaultSettle))
+			out = append(out, fmt.Sprintf("rate %.3g/s: %d requests are too few for the backlog's slope (%d batches of %d in the arrival window after its first %.0f%%): run longer", p.Rate, p.Requests, minBins, minBin, 100*settle))
 		}
 	}
 	if len(res.Next) > 0 {
@@ -530,7 +530,7 @@ func next(res Result, o Options) []float64 {
 			return
 		}
 		if o.Max > 0 && r > o.Max {
-			if highest >= o.Max*(1-perHalf) {
+			if highest >= o.Max*(1-atMax) {
 				return
 			}
 			r = o.Max
