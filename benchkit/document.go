@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/inferbench/inferbench/capacity"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -120,7 +121,8 @@ type LoadMeta struct {
 // A LoadDocument is the results file of a load test. A single run puts
 // its summary and requests at the top ("summary", "requests"); a sweep or
 // a rate search puts each run under "runs" (every request still carries
-// its run and rate) and a search adds "max_rate".
+// its run and rate) and a search adds "max_rate", a capacity search
+// (Load.FindCapacity) "capacity".
 type LoadDocument struct {
 	Meta     LoadMeta  `json:"meta"`
 	Summary  *Summary  `json:"summary,omitempty"`
@@ -129,6 +131,9 @@ type LoadDocument struct {
 	Probes  []Request `json:"probes,omitempty"`
 	Runs    []LoadRun `json:"runs,omitempty"`
 	MaxRate *MaxRate  `json:"max_rate,omitempty"`
+	// Capacity is where the server saturates: the knee, the capacity at
+	// the SLO and each run's state, with the search's cost.
+	Capacity *capacity.Result `json:"capacity,omitempty"`
 }
 
 // NewLoadDocument lays runs out as LoadDocument describes: one run at the

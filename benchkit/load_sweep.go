@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/inferbench/inferbench/capacity"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/timing"
@@ -27,8 +28,8 @@ func formatRate(r float64) string {
 // numbered from 0 in their rows. It stops at the first run that returns
 // an error (a bad load, or ctx ending) and returns the runs so far.
 func (l *Load) Sweep(ctx context.Context, w Workload, traffic Traffic, rates []float64, slo timing.SLO) ([]LoadRun, error) {
-	if traffic.Burst > 0 || traffic.Users > 0 {
-		return nil, fmt.Errorf("%w: a burst or a closed loop has no rate to sweep", ErrBadLoad)
+	if traffic.Burst > 0 || traffic.Users > 0 || traffic.RampShape != "" {
+		return nil, fmt.Errorf("%w: a burst, a closed loop or a ramp has no one rate to sweep", ErrBadLoad)
 	}
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("%w: no rates to sweep", ErrBadLoad)
@@ -87,8 +88,8 @@ func (l *Load) FindMaxRate(ctx context.Context, w Workload, traffic Traffic, slo
 	if slo == (timing.SLO{}) {
 		return MaxRate{}, nil, fmt.Errorf("%w: finding the highest rate needs at least one SLO objective (TTFT, TPOT, ITL or E2E)", ErrBadLoad)
 	}
-	if traffic.Burst > 0 || traffic.Users > 0 {
-		return MaxRate{}, nil, fmt.Errorf("%w: a burst or a closed loop has no rate to search", ErrBadLoad)
+	if traffic.Burst > 0 || traffic.Users > 0 || traffic.RampShape != "" {
+		return MaxRate{}, nil, fmt.Errorf("%w: a burst, a closed loop or a ramp has no one rate to search", ErrBadLoad)
 	}
 	if attainment == 0 {
 		attainment = DefaultSLOAttainment
@@ -140,6 +141,10 @@ type LoadPlan struct {
 	// (FindMaxRate), in place of Rates.
 	Search     *concurrency.SearchOptions
 	Attainment float64
+	// Capacity, when set, finds where the server saturates
+	// (Load.FindCapacity: the knee and the capacity at SLO, Attainment
+	// when its own is 0), in place of Rates.
+	Capacity *capacity.Options
 	// Thinking, when set, are thinking settings measured in turn: the
 	// plan's run, sweep or search under each, with it as every request's
 	// Thinking (in place of the Load's Request.Thinking: see Load.Request)
@@ -162,8 +167,8 @@ func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDoc
 	for _, r := range p.Rates {
 		meta.Rates = append(meta.Rates, formatRate(r))
 	}
-	if p.Search != nil && len(p.Thinking) > 1 {
-		return NewLoadDocument(meta, nil, nil), fmt.Errorf("%w: a search for the highest rate takes one thinking setting, found %d", ErrBadLoad, len(p.Thinking))
+	if (p.Search != nil || p.Capacity != nil) && len(p.Thinking) > 1 {
+		return NewLoadDocument(meta, nil, nil), fmt.Errorf("%w: a search for the highest rate or the capacity takes one thinking setting, found %d", ErrBadLoad, len(p.Thinking))
 	}
 	settings := thinkingSettings(p.Thinking, l.Request.Thinking)
 	if len(p.Thinking) > 0 {
@@ -174,13 +179,18 @@ func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDoc
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	var runs []LoadRun
 	var maxRate *MaxRate
+	var capRes *capacity.Result
 	var err error
 	saved := l.Request.Thinking
 	defer func() { l.Request.Thinking, l.runOffset = saved, 0 }()
 	for _, th := range settings {
 		l.Request.Thinking, l.runOffset = th, len(runs)
 		var rs []LoadRun
-		rs, maxRate, err = l.measure(ctx, p)
+		if p.Capacity != nil {
+			rs, capRes, err = l.measureCapacity(ctx, p)
+		} else {
+			rs, maxRate, err = l.measure(ctx, p)
+		}
 		runs = append(runs, rs...)
 		if err != nil {
 			break
@@ -189,7 +199,7 @@ func (l *Load) Document(ctx context.Context, meta LoadMeta, p LoadPlan) (LoadDoc
 	meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	meta.Interrupted = ctx.Err() != nil
 	meta.Judge(runs, p.Traffic.MaxConcurrency > 0 || p.Traffic.Users > 0)
-	return NewLoadDocument(meta, runs, maxRate), err
+	return withCapacity(NewLoadDocument(meta, runs, maxRate), capRes), err
 }
 
 // measure runs p once, under the Load's thinking setting: its run, its

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/inferbench/inferbench/capacity"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -22,6 +23,11 @@ type TableOptions struct {
 	Title string
 	// Markdown writes a Markdown table instead of aligned columns.
 	Markdown bool
+	// Capacity, for a load test's capacity search (Load.FindCapacity),
+	// adds each run's state (stable, over-saturated, …) with the knee and
+	// the capacity marked, and lines below with the knee, the capacity at
+	// the SLO and the search's cost.
+	Capacity *capacity.Result
 }
 
 // WriteTable writes one line per summary, for people: the layout may
@@ -621,6 +627,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		}
 		lines, notes = withSteady(lines, notes, head, s, fmt.Sprintf("run %d (%s): ", i, runName(s, withThinking)))
 	}
+	head, notes = capacityGrid(opts.Capacity, sums, head, lines, notes)
 	var b strings.Builder
 	if opts.Title != "" {
 		b.WriteString(opts.Title + "\n")

@@ -8,7 +8,11 @@
 // comma list of rates runs a sweep; --find-max-rate searches the highest
 // rate that meets the SLOs (--slo-ttft, --slo-tpot, --slo-itl, --slo-e2e,
 // and --slo-ttfa on the time to the first answer token: when a reasoning
-// model's answer begins after its thinking).
+// model's answer begins after its thinking). --find-capacity sweeps rates
+// until the server over-saturates and brackets the knee (where the
+// throughput stops following the offered rate) and the capacity at the
+// SLOs, adding rates between the runs on each side; the table and the
+// plot mark both (docs/CAPACITY.md).
 //
 // --ramp linear or --ramp exponential ramps the open loop's rate from
 // --rate (the start; 0 for a linear ramp from nothing) to --ramp-end-rate

@@ -48,6 +48,7 @@ type options struct {
 	split                                           splitFlags
 	thinking                                        cli.ThinkingFlags
 	warmup                                          int
+	capacity                                        capacityFlags
 }
 
 // parse reads and checks every flag; it returns a *cli.UsageError
@@ -93,6 +94,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.searchMax, "search-max", 0, "highest rate --find-max-rate probes (0: no ceiling)")
 	fs.Float64Var(&o.searchFactor, "search-factor", concurrency.DefaultSearchFactor, "--find-max-rate multiplies the rate by this while bracketing")
 	fs.Float64Var(&o.searchTol, "search-tolerance", concurrency.DefaultSearchTolerance, "--find-max-rate stops bisecting when (hi − lo)/lo is at most this")
+	o.capacity.addFlags(fs)
 	fs.StringVar(&o.jsonOut, "json-out", "", "write the results as JSON to this file")
 	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
@@ -160,8 +162,8 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, cli.Usagef("--users runs a closed loop of --num-requests; it takes no --burst, --rate, --duration or --find-max-rate")
 	case o.users < 0 || o.think < 0 || (o.think > 0 && o.users == 0):
 		return o, nil, slo, cli.Usagef("--think needs --users, and neither may be negative")
-	case o.ramp != "" && (!set["rate"] || len(rates) > 1 || o.findMaxRate):
-		return o, nil, slo, cli.Usagef("--ramp starts at one --rate (its start rate) and takes no rate list and no --find-max-rate")
+	case o.ramp != "" && (!set["rate"] || len(rates) > 1 || o.findMaxRate || o.capacity.on):
+		return o, nil, slo, cli.Usagef("--ramp starts at one --rate (its start rate) and takes no rate list, no --find-max-rate and no --find-capacity")
 	case o.ramp == "" && (set["ramp-end-rate"] || set["ramp-duration"]):
 		return o, nil, slo, cli.Usagef("--ramp-end-rate and --ramp-duration need --ramp linear or --ramp exponential")
 	case o.findMaxRate && len(rates) > 1:
@@ -192,10 +194,13 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	if o.findMaxRate && settings > 1 {
 		return o, nil, slo, cli.Usagef("--find-max-rate searches under one thinking setting; --thinking and --reasoning-effort give %d", settings)
 	}
-	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate || settings > 1); err != nil {
+	if err := o.capacity.check(o, set["rate"], rates, settings); err != nil {
 		return o, nil, slo, err
 	}
-	if o.findMaxRate {
+	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate || o.capacity.on || settings > 1); err != nil {
+		return o, nil, slo, err
+	}
+	if o.findMaxRate || o.capacity.on {
 		rates = nil
 	}
 	// Check lengths and traffic now, so a bad value is a usage error.
@@ -243,7 +248,7 @@ type hooks struct {
 func plannedRequests(o options, rates []float64) int {
 	settings := max(len(o.thinking.Settings()), 1)
 	switch {
-	case o.findMaxRate || o.split.seg.Split():
+	case o.findMaxRate || o.capacity.on || o.split.seg.Split():
 		return 0
 	case o.burst > 0:
 		return o.burst * settings
@@ -373,6 +378,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if o.findMaxRate {
 		plan.Search = &concurrency.SearchOptions{Start: o.searchStart, Max: o.searchMax, Factor: o.searchFactor, Tolerance: o.searchTol}
 	}
+	if o.capacity.on {
+		plan.Capacity = o.capacity.options(o)
+	}
 	doc, runErr := load.Document(ctx, meta, plan)
 	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
@@ -389,7 +397,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	for _, r := range doc.AllRuns() {
 		failed, total = failed+r.Summary.Failed, total+r.Summary.Requests
 	}
-	if o.findMaxRate {
+	if o.findMaxRate || o.capacity.on {
 		failed = 0 // a search probes past the rates that fail
 	}
 	return cli.Outcome(runErr, failed, total, doc.Meta.ClientSaturated, doc.Meta.Saturation(), o.allowSaturated)
@@ -406,6 +414,8 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 	switch {
 	case o.findMaxRate:
 		traffic = fmt.Sprintf("search for the highest rate meeting the SLO (%d probes)", len(runs))
+	case o.capacity.on:
+		traffic = fmt.Sprintf("capacity search over %d rates", len(runs))
 	case meta.Traffic.Replay:
 		traffic = "replay of " + o.trace.Trace
 	case perSetting <= 1 && len(runs) > 0 && runs[0].Summary.RequestRate == nil && meta.Traffic.Burst == 0 && meta.Traffic.Users == 0 && meta.Traffic.RampShape == "":
@@ -434,12 +444,15 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 	for i, r := range runs {
 		sums[i] = r.Summary
 	}
+	if doc.Capacity != nil {
+		byRate(sums)
+	}
 	var errs []error
 	switch o.format {
 	case "json":
 		errs = append(errs, benchkit.WriteJSON(stdout, doc))
 	default:
-		errs = append(errs, benchkit.WriteTable(stdout, sums, benchkit.TableOptions{Title: title, Simulated: meta.Simulated, Markdown: o.format == "markdown"}))
+		errs = append(errs, benchkit.WriteTable(stdout, sums, benchkit.TableOptions{Title: title, Simulated: meta.Simulated, Markdown: o.format == "markdown", Capacity: doc.Capacity}))
 	}
 	if o.format != "json" {
 		writeProbes(stdout, runs)
@@ -469,7 +482,11 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 		var p plot.Drawing
 		var err error
 		if len(runs) > 1 {
-			p, err = plot.LatencyPanels(title, plot.RatePoints(sums), slo)
+			var fig *plot.Figure
+			if fig, err = plot.LatencyPanels(title, plot.RatePoints(sums), slo); err == nil && doc.Capacity != nil {
+				err = plot.MarkCapacity(fig, *doc.Capacity)
+			}
+			p = fig
 		} else {
 			p, err = plot.TTFTByPromptLength(title, runs[0].Requests)
 		}
