@@ -15,6 +15,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/metrics/view"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -398,6 +399,14 @@ type Load struct {
 	// the client's. A split plan's segments share the server, so a
 	// segment's run reads no server figures.
 	ServerMetrics *view.Scraper
+	// Until, when set, are targets margins of error (precision.Target:
+	// "ttft.p99:5%") on the figures ttft, tpot, itl, e2e or ttfa: the
+	// run checks them as its requests complete and, once every one is
+	// met, stops dispatching (the requests in flight finish and are
+	// kept). The traffic's NumRequests or Duration is then the cap.
+	// Summary.Stopped says which ended the run, Summary.Precision each
+	// target's interval and margin. See docs/PRECISION.md.
+	Until []precision.Target
 
 	runOffset int                                // added to every run's index (Document's thinking settings)
 	builders  map[builderKey]*promptsize.Builder // the Builders that count with a thinking setting's variables
@@ -454,7 +463,8 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	if err := l.waitStart(ctx); err != nil {
 		return LoadRun{}, err
 	}
-	// A sink that fails stops the dispatch.
+	// A sink that fails stops the dispatch, and so do targets met
+	// (errTargetsMet).
 	dispatchCtx, stopDispatch := context.WithCancelCause(ctx)
 	defer stopDispatch(nil)
 	cpu0, cpuOK := processCPU()
@@ -488,10 +498,13 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	switch {
 	case sinkErr != nil:
 		ls.Interrupted, err = true, sinkErr
+	case sum.Err != nil && r.until.met && errors.Is(context.Cause(dispatchCtx), errTargetsMet):
+		// Stopped at its targets: a clean stop.
 	case sum.Err != nil:
 		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
 	}
+	r.until.stopped(&ls, rows)
 	if v := scr.Finish(ctx, serverCounts(rows)); v != nil {
 		compareServer(v, ls)
 		ls.Server = v
@@ -510,6 +523,7 @@ func (r *LoadRun) Resummarize(slo timing.SLO) {
 	s := summarize(r.Requests, ByRun, slo)
 	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = old.Traffic, old.RequestRate, old.Scheduled, old.PeakInFlight
 	s.Client, s.Interrupted, s.DriverWarnings = old.Client, old.Interrupted, old.DriverWarnings
+	s.Precision, s.Stopped = old.Precision, old.Stopped
 	if s.Server = old.Server; s.Server != nil {
 		compareServer(s.Server, s)
 	}
@@ -536,6 +550,8 @@ type loadRun struct {
 	// thinkWarning says when the counts cannot follow the variables.
 	builder                *promptsize.Builder
 	thinking, thinkWarning string
+	// until checks the Load's targets as rows complete.
+	until *untilWatch
 }
 
 // plan checks the load, takes its requests from w and opens the
@@ -545,6 +561,9 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 		return nil, fmt.Errorf("%w: Engine, Model, Builder and a Workload are required", ErrBadLoad)
 	}
 	if err := traffic.Validate(); err != nil {
+		return nil, err
+	}
+	if err := l.checkUntil(traffic); err != nil {
 		return nil, err
 	}
 	r := &loadRun{l: l, runIdx: runIdx, sched: traffic.Schedule(), thinking: thinkingLabel(l.Request.Thinking)}
@@ -570,6 +589,7 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	// own are the requests of the plan this segment sends (all of them
 	// without a segment).
 	r.own = l.Segment.norm().Indices(n)
+	r.until = newUntilWatch(l.Until, len(r.own))
 	var err error
 	if r.items, err = l.items(ctx, r.builder, runIdx, w, n, r.own); err != nil {
 		return nil, err
@@ -656,7 +676,8 @@ func (r *loadRun) start(ctx, reqCtx context.Context) *concurrency.Run[engine.Res
 }
 
 // collect records each request as it ends and hands it to the sinks; the
-// first sink that fails stops the dispatch (stop) and is returned. lags
+// first sink that fails stops the dispatch (stop) and is returned, and
+// the Load's targets, once met, stop it with errTargetsMet. lags
 // are the dispatch lags of the requests sent.
 func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Result], stop context.CancelCauseFunc) (rows []Request, lags []float64, sinkErr error) {
 	l := r.l
@@ -682,6 +703,9 @@ func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Resul
 			stop(err)
 		}
 		rows = append(rows, row)
+		if r.until.observe(rows) {
+			stop(errTargetsMet)
+		}
 	}
 	return rows, lags, sinkErr
 }

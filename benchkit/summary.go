@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine/metrics/view"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/timing"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat"
@@ -162,6 +163,14 @@ type Summary struct {
 	// Interrupted is true when the group's run stopped before its
 	// schedule was done.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Precision is each target margin of error asked of the group
+	// (Load.Until, Plan.Until) checked over all its samples at the end;
+	// Stopped says what ended it: "target met" (every target met, the
+	// rest of the schedule or the repeats left), "cap reached" (the
+	// schedule or MaxRepeat done with a target not met) or
+	// "interrupted". Both are empty without targets.
+	Precision []precision.Result `json:"precision,omitempty"`
+	Stopped   string             `json:"stopped,omitempty"`
 	// Warnings say what limits the figures.
 	Warnings []string `json:"warnings,omitempty"`
 

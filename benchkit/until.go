@@ -1,0 +1,126 @@
+package benchkit
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/inferbench/inferbench/precision"
+)
+
+// loadFigures are the figures a load test's targets (Load.Until) may
+// name, each with its samples over completed requests: ITL pools every
+// request's gaps.
+var loadFigures = map[string]func(Request) []float64{
+	"ttft": func(r Request) []float64 { return one(r.TTFTS) },
+	"tpot": func(r Request) []float64 { return one(r.TPOTS) },
+	"itl":  func(r Request) []float64 { return r.ITLS },
+	"e2e":  func(r Request) []float64 { return one(r.E2ES) },
+	"ttfa": func(r Request) []float64 { return one(r.TTFAS) },
+}
+
+func one(v *float64) []float64 {
+	if v == nil {
+		return nil
+	}
+	return []float64{*v}
+}
+
+// errTargetsMet is the cause with which a load run stops dispatching once
+// every target is met: a clean stop, not an interruption.
+var errTargetsMet = errors.New("benchkit: every target met")
+
+// checkUntil refuses targets a load run cannot check: an unknown figure,
+// a figure an unstreamed run has not, a burst (released at once, it has
+// nothing left to stop) or a split plan (each segment would stop on its
+// own share). Errors wrap ErrBadLoad.
+func (l *Load) checkUntil(traffic Traffic) error {
+	if len(l.Until) == 0 {
+		return nil
+	}
+	for _, t := range l.Until {
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadLoad, err)
+		}
+		if _, ok := loadFigures[t.Figure]; !ok {
+			return fmt.Errorf("%w: target %s: a load test knows the figures %s", ErrBadLoad, t, strings.Join(sortedKeys(loadFigures), ", "))
+		}
+		if l.NoStream && t.Figure != "e2e" {
+			return fmt.Errorf("%w: target %s: an unstreamed run measures e2e alone", ErrBadLoad, t)
+		}
+	}
+	switch {
+	case traffic.Burst > 0:
+		return fmt.Errorf("%w: a burst is released at once and cannot stop at a target; give a rate or users", ErrBadLoad)
+	case l.Segment.Split():
+		return fmt.Errorf("%w: a split plan's segments cannot stop at a target each", ErrBadLoad)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// checkTargets checks every target over the completed rows.
+func checkTargets(targets []precision.Target, rows []Request) []precision.Result {
+	out := make([]precision.Result, len(targets))
+	for i, t := range targets {
+		var x []float64
+		samples := loadFigures[t.Figure]
+		for _, r := range rows {
+			if !r.Failed() && samples != nil {
+				x = append(x, samples(r)...)
+			}
+		}
+		out[i] = t.Check(x)
+	}
+	return out
+}
+
+// untilWatch checks a run's targets as its requests complete: every
+// max(1, n/50) rows of a plan of n, so that a long run checks about fifty
+// times, and at most once after all are met.
+type untilWatch struct {
+	targets     []precision.Target
+	every, next int
+	met         bool
+}
+
+func newUntilWatch(targets []precision.Target, n int) *untilWatch {
+	e := max(1, n/50)
+	return &untilWatch{targets: targets, every: e, next: e}
+}
+
+// observe reports whether the targets have just been met over rows.
+func (u *untilWatch) observe(rows []Request) bool {
+	if u == nil || len(u.targets) == 0 || u.met || len(rows) < u.next {
+		return false
+	}
+	u.next = len(rows) + u.every
+	u.met = precision.AllMet(checkTargets(u.targets, rows))
+	return u.met
+}
+
+// stopped sets the summary's precision figures over every row of the run
+// and why it stopped.
+func (u *untilWatch) stopped(s *Summary, rows []Request) {
+	if u == nil || len(u.targets) == 0 {
+		return
+	}
+	s.Precision = checkTargets(u.targets, rows)
+	switch {
+	case u.met:
+		s.Stopped = precision.StoppedMet
+	case s.Interrupted:
+		s.Stopped = "interrupted"
+	default:
+		s.Stopped = precision.StoppedCap
+	}
+}
