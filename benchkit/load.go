@@ -563,7 +563,7 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	if err := traffic.Validate(); err != nil {
 		return nil, err
 	}
-	if err := l.checkUntil(traffic); err != nil {
+	if err := l.CheckUntil(traffic); err != nil {
 		return nil, err
 	}
 	r := &loadRun{l: l, runIdx: runIdx, sched: traffic.Schedule(), thinking: thinkingLabel(l.Request.Thinking)}

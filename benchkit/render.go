@@ -583,7 +583,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		head = append([]string{"thinking"}, head...)
 	}
 	var lines [][]string
-	var notes []string
+	notes := []string{noIntervalNote}
 	for i, s := range sums {
 		lines = append(lines, []string{
 			s.Traffic,
@@ -636,7 +636,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	if err := writeRows(&b, md, head, lines); err != nil {
 		return err
 	}
-	for _, grid := range serverGrids {
+	for _, grid := range loadGrids {
 		head, lines, legend := grid(namedRuns(sums, withThinking))
 		if len(lines) == 0 {
 			continue
@@ -834,12 +834,20 @@ func inEvery(sums []Summary, w string) bool {
 	return true
 }
 
-// loadNotes are a load summary's warnings, then its server view's.
+// loadNotes are a load summary's stop at its targets, its warnings, then
+// its server view's.
 func loadNotes(s Summary) []string {
-	if s.Server == nil || len(s.Server.Warnings) == 0 {
+	stop := stopNote(s)
+	if stop == "" && (s.Server == nil || len(s.Server.Warnings) == 0) {
 		return s.Warnings
 	}
 	out := slices.Clone(s.Warnings)
+	if stop != "" {
+		out = append([]string{stop}, out...)
+	}
+	if s.Server == nil {
+		return out
+	}
 	for _, w := range s.Server.Warnings {
 		out = append(out, serverNote+w)
 	}

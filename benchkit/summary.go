@@ -372,15 +372,15 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 		s.TotalThroughput = finite(float64(s.TotalInputTokens+s.TotalOutputTokens) / wall)
 		s.RequestThroughput = finite(float64(s.Completed) / wall)
 	}
-	s.TTFT, s.TPOT, s.ITL, s.E2E = quantiles(ttft), quantiles(tpot), quantiles(itl), quantiles(e2e)
-	s.ScheduleLag = quantiles(lags)
+	s.TTFT, s.TPOT, s.ITL, s.E2E = withIntervals(ttft), withIntervals(tpot), withIntervals(itl), withIntervals(e2e)
+	s.ScheduleLag = withIntervals(lags)
 	if len(lags) > 0 {
 		lo := slices.Min(lags)
 		skew := make([]float64, len(lags))
 		for i, g := range lags {
 			skew[i] = g - lo
 		}
-		s.DispatchSkew = quantiles(skew)
+		s.DispatchSkew = withIntervals(skew)
 	}
 	if slo != (timing.SLO{}) {
 		g := timing.ComputeGoodput(slo, metrics, s.Failed, seconds(wall))
@@ -429,8 +429,8 @@ func (x *sideSamples) add(r Request) {
 // set writes the figures into s: quantiles, and sums where a request had
 // the count.
 func (x *sideSamples) set(s *Summary) {
-	s.TTFA, s.LastReasoning = quantiles(x.ttfa), quantiles(x.last)
-	s.TPOTAnswer, s.TPOTReasoning = quantiles(x.tpotA), quantiles(x.tpotR)
+	s.TTFA, s.LastReasoning = withIntervals(x.ttfa), quantiles(x.last)
+	s.TPOTAnswer, s.TPOTReasoning = withIntervals(x.tpotA), quantiles(x.tpotR)
 	s.ReasoningTokens, s.AnswerTokens = quantiles(x.reasoning), quantiles(x.answer)
 	sum := func(v []float64, n int) *int {
 		if len(v) == 0 {

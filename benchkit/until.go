@@ -3,10 +3,12 @@ package benchkit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/inferbench/inferbench/precision"
+	"github.com/inferbench/inferbench/timing"
 )
 
 // loadFigures are the figures a load test's targets (Load.Until) may
@@ -31,11 +33,12 @@ func one(v *float64) []float64 {
 // every target is met: a clean stop, not an interruption.
 var errTargetsMet = errors.New("benchkit: every target met")
 
-// checkUntil refuses targets a load run cannot check: an unknown figure,
-// a figure an unstreamed run has not, a burst (released at once, it has
+// CheckUntil refuses targets (Until) a run of traffic cannot check: an
+// unknown figure (a load test knows ttft, tpot, itl, e2e and ttfa), a
+// figure an unstreamed run has not, a burst (released at once, it has
 // nothing left to stop) or a split plan (each segment would stop on its
-// own share). Errors wrap ErrBadLoad.
-func (l *Load) checkUntil(traffic Traffic) error {
+// own share). Run checks them too; errors wrap ErrBadLoad.
+func (l *Load) CheckUntil(traffic Traffic) error {
 	if len(l.Until) == 0 {
 		return nil
 	}
@@ -123,4 +126,28 @@ func (u *untilWatch) stopped(s *Summary, rows []Request) {
 	default:
 		s.Stopped = precision.StoppedCap
 	}
+}
+
+// withIntervals is quantiles(x) with the confidence intervals of its
+// mean and percentiles at ConfidenceLevel.
+func withIntervals(x []float64) Quantiles {
+	q := quantiles(x)
+	if len(x) < 2 {
+		return q
+	}
+	// Sorted, so that the mean's sums do not depend on the samples'
+	// order (a merge of segments pools them in another).
+	x = slices.Clone(x)
+	slices.Sort(x)
+	bounds := func(iv timing.Interval) *[2]float64 {
+		if math.IsInf(iv.Lo, 0) || math.IsInf(iv.Hi, 0) || math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) {
+			return nil
+		}
+		return &[2]float64{iv.Lo, iv.Hi}
+	}
+	q.MeanCI = bounds(timing.ConfidenceInterval(x, ConfidenceLevel))
+	q.P50CI = bounds(timing.PercentileInterval(x, 50, ConfidenceLevel))
+	q.P90CI = bounds(timing.PercentileInterval(x, 90, ConfidenceLevel))
+	q.P99CI = bounds(timing.PercentileInterval(x, 99, ConfidenceLevel))
+	return q
 }

@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,6 +71,15 @@ func TestLoadUntilMet(t *testing.T) {
 	if !p.Met || p.Margin == nil || half > 0.10 || math.Abs(*p.Margin-half) > 1e-9 || p.N != len(e2e) {
 		t.Errorf("precision %+v (margin %v); the rows' own interval is ±%.4f over %d", p, p.Margin, half, len(e2e))
 	}
+	var tab bytes.Buffer
+	if err := WriteTable(&tab, []Summary{s}, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"target met after", "95 % confidence intervals", "no interval: ok/sent", "/none"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
 	b, err := json.Marshal(s)
 	if err != nil || !strings.Contains(string(b), `"stopped":"target met"`) || !strings.Contains(string(b), `"target":"e2e.mean:10%@95"`) {
 		t.Errorf("summary JSON %v: %.300s…", err, b)
@@ -90,6 +100,13 @@ func TestLoadUntilCap(t *testing.T) {
 	s := run.Summary
 	if s.Stopped != precision.StoppedCap || s.Interrupted || len(run.Requests) != tr.NumRequests {
 		t.Fatalf("stopped %q, interrupted %v after %d requests; want %q after %d", s.Stopped, s.Interrupted, len(run.Requests), precision.StoppedCap, tr.NumRequests)
+	}
+	var tab bytes.Buffer
+	if err := WriteTable(&tab, []Summary{s}, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "cap reached after 60 of 60 scheduled requests: ttft.p99 ± none"; !strings.Contains(tab.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, tab.String())
 	}
 	if p := s.Precision[0]; p.Met || p.Margin != nil || p.Hi != nil || p.Note == "" {
 		t.Errorf("p99 of %d: %+v; want not met, no upper bound, a note", tr.NumRequests, p)
