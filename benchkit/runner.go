@@ -169,7 +169,10 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	done := 0
 	for ci, cell := range cells {
 		for ai, arm := range arms {
-			for rpt := 0; rpt < plan.repeat(); rpt++ {
+			// A cell with targets repeats until they are met
+			// (Plan.again) over its own rows.
+			var cellRows []Request
+			for rpt := 0; plan.again(rpt, cellRows); rpt++ {
 				if ctx.Err() != nil {
 					break
 				}
@@ -180,6 +183,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 				if !win.Start.IsZero() {
 					rep.Windows = append(rep.Windows, win)
 				}
+				cellRows = append(cellRows, rows...)
 				for _, row := range rows {
 					rep.Requests = append(rep.Requests, row)
 					if serr := addAll(r.Sinks, row); serr != nil {

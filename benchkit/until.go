@@ -151,3 +151,110 @@ func withIntervals(x []float64) Quantiles {
 	q.P99CI = bounds(timing.PercentileInterval(x, 99, ConfidenceLevel))
 	return q
 }
+
+// cellFigures are the per-repeat figures a Runner's targets (Plan.Until)
+// may name: each repeat's value, as the cell's summary computes it.
+var cellFigures = map[string]func(burstFigures) float64{
+	"gen_tps":            func(f burstFigures) float64 { return f.burst.MeanTPS },
+	"prompt_tps":         func(f burstFigures) float64 { return f.promptTPS },
+	"agg_tps":            func(f burstFigures) float64 { return f.burst.ExoAggregateTPS },
+	"throughput":         func(f burstFigures) float64 { return f.burst.ThroughputTPS },
+	"ttft":               func(f burstFigures) float64 { return f.ttftS },
+	"ttfa":               func(f burstFigures) float64 { return f.ttfaS },
+	"prefill":            func(f burstFigures) float64 { return f.prefillS },
+	"e2e":                func(f burstFigures) float64 { return f.e2eS },
+	"j_per_token":        func(f burstFigures) float64 { return f.jPerTok },
+	"server_j_per_token": func(f burstFigures) float64 { return f.serverJPerTok },
+}
+
+// checkCell checks targets over one cell's requests, each repeat one
+// sample.
+func checkCell(targets []precision.Target, reqs []Request) []precision.Result {
+	repeats := byRepeat(reqs)
+	figs := make([]burstFigures, len(repeats))
+	for i, b := range repeats {
+		figs[i] = figuresOf(b)
+	}
+	out := make([]precision.Result, len(targets))
+	for i, t := range targets {
+		var x []float64
+		if f := cellFigures[t.Figure]; f != nil {
+			for _, fg := range figs {
+				x = append(x, f(fg))
+			}
+		}
+		out[i] = t.Check(x)
+	}
+	return out
+}
+
+// maxRepeat is the cap on a cell's repeats: MaxRepeat with targets, else
+// Repeat.
+func (p Plan) maxRepeat() int {
+	if len(p.Until) == 0 {
+		return p.repeat()
+	}
+	return max(p.MaxRepeat, p.repeat())
+}
+
+// again reports whether a cell that has done rpt repeats, whose requests
+// so far are reqs, repeats once more: up to Repeat always, then until its
+// targets are met or MaxRepeat.
+func (p Plan) again(rpt int, reqs []Request) bool {
+	switch {
+	case rpt < p.repeat():
+		return true
+	case rpt >= p.maxRepeat():
+		return false
+	}
+	return !precision.AllMet(checkCell(p.Until, reqs))
+}
+
+// Summarize summarises reqs per cell (Summarize ByCell) and, when the
+// plan has targets (Until), checks each cell's: Summary.Precision has
+// each target's interval over the cell's repeats, Summary.Stopped says
+// "target met", "cap reached" (MaxRepeat repeats with a target not met)
+// or "interrupted", and the cell's first warning says so for tables.
+func (p Plan) Summarize(reqs []Request) []Summary {
+	groups := groupBy(reqs, ByCell)
+	out := make([]Summary, len(groups))
+	for i, g := range groups {
+		out[i] = summarize(g, ByCell, timing.SLO{})
+		if len(p.Until) == 0 {
+			continue
+		}
+		s := &out[i]
+		s.Precision = checkCell(p.Until, g)
+		switch {
+		case precision.AllMet(s.Precision):
+			s.Stopped = precision.StoppedMet
+		case s.Repeats >= p.maxRepeat():
+			s.Stopped = precision.StoppedCap
+		default:
+			s.Stopped = "interrupted"
+		}
+		note := fmt.Sprintf("%s after %d repeats (at least %d, at most %d): %s", s.Stopped, s.Repeats, p.repeat(), p.maxRepeat(), precision.Describe(s.Precision))
+		s.Warnings = append([]string{note}, s.Warnings...)
+	}
+	return out
+}
+
+// checkUntil checks the plan's targets and their cap.
+func (p Plan) checkUntil(bad func(format string, args ...any)) {
+	if len(p.Until) == 0 {
+		if p.MaxRepeat != 0 {
+			bad("max_repeat=%d without targets (until): repeat sets the repeats", p.MaxRepeat)
+		}
+		return
+	}
+	for _, t := range p.Until {
+		if err := t.Validate(); err != nil {
+			bad("%v", err)
+		} else if _, ok := cellFigures[t.Figure]; !ok {
+			bad("target %s: a cell knows the figures %s", t, strings.Join(sortedKeys(cellFigures), ", "))
+		}
+	}
+	if p.MaxRepeat < max(p.repeat(), 2) {
+		bad("max_repeat=%d: targets need a cap on the repeats of at least max(repeat, 2)", p.MaxRepeat)
+	}
+}
