@@ -276,7 +276,7 @@ func (s Summary) record() cellRecord {
 		ClientEnergyWindowShort: s.EnergyWindowShort, ClientEnergyShortWindowS: s.ShortWindowS,
 		ClientEnergySampleIntervalS: s.SampleIntervalS,
 		PeakMemoryBytes:             s.PeakMemoryBytes, Warnings: s.Warnings,
-		Precision:                   s.Precision, Stopped: s.Stopped,
+		Precision: s.Precision, Stopped: s.Stopped,
 	}
 	c.TTFAS, c.ReasoningTokens, c.AnswerTokens = some(s.RepeatTTFA), some(s.RepeatReasoningTokens), some(s.RepeatAnswerTokens)
 	c.JPerAnswerToken, c.ServerJPerAnswerToken = some(s.JPerAnswerToken), some(s.ServerJPerAnswerToken)
