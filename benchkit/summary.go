@@ -164,8 +164,11 @@ type Summary struct {
 	// schedule was done.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Precision is each target margin of error asked of the group
-	// (Load.Until, Plan.Until) checked over all its samples at the end;
-	// Stopped says what ended it: "target met" (every target met, the
+	// (Load.Until, Plan.Until) checked: for a load run stopped at its
+	// targets, the check that stopped it (over the requests complete
+	// then: each result's N; those in flight finished after it and are
+	// in the other figures), else over all the group's samples. Stopped
+	// says what ended it: "target met" (every target met, the
 	// rest of the schedule or the repeats left), "cap reached" (the
 	// schedule or MaxRepeat done with a target not met) or
 	// "interrupted". Both are empty without targets.

@@ -94,6 +94,8 @@ type untilWatch struct {
 	targets     []precision.Target
 	every, next int
 	met         bool
+	// last is the check that met the targets.
+	last []precision.Result
 }
 
 func newUntilWatch(targets []precision.Target, n int) *untilWatch {
@@ -107,12 +109,14 @@ func (u *untilWatch) observe(rows []Request) bool {
 		return false
 	}
 	u.next = len(rows) + u.every
-	u.met = precision.AllMet(checkTargets(u.targets, rows))
+	u.last = checkTargets(u.targets, rows)
+	u.met = precision.AllMet(u.last)
 	return u.met
 }
 
-// stopped sets the summary's precision figures over every row of the run
-// and why it stopped.
+// stopped sets why the run stopped and the summary's precision figures:
+// the check that met the targets (over the requests complete then, which
+// its N counts), else a check over every row of the run.
 func (u *untilWatch) stopped(s *Summary, rows []Request) {
 	if u == nil || len(u.targets) == 0 {
 		return
@@ -120,7 +124,7 @@ func (u *untilWatch) stopped(s *Summary, rows []Request) {
 	s.Precision = checkTargets(u.targets, rows)
 	switch {
 	case u.met:
-		s.Stopped = precision.StoppedMet
+		s.Precision, s.Stopped = u.last, precision.StoppedMet
 	case s.Interrupted:
 		s.Stopped = "interrupted"
 	default:
