@@ -106,7 +106,8 @@ type Window struct {
 	FirstToken time.Time
 }
 
-// Cells summarises the report's requests per cell (Summarize ByCell).
+// Cells summarises the report's requests per cell (Summarize ByCell),
+// without the plan's targets: Plan.Summarize checks them too.
 func (r Report) Cells() []Summary { return Summarize(r.Requests, ByCell, timing.SLO{}) }
 
 // Failed counts the failed requests.

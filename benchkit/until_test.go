@@ -42,16 +42,20 @@ func mustTargets(t testing.TB, s string) []precision.Target {
 // dispatching, says so, is not an interruption, and the interval it
 // reports, recomputed from its rows, is within the margin.
 func TestLoadUntilMet(t *testing.T) {
+	for _, tr := range []Traffic{{Rate: 200, NumRequests: 400, Seed: 1}, {Users: 4, NumRequests: 400}} {
+		t.Run(tr.String(), func(t *testing.T) { untilMet(t, tr) })
+	}
+}
+
+func untilMet(t *testing.T, tr Traffic) {
 	l := simLoad(t)
 	l.Until = mustTargets(t, "e2e.mean:10%")
 	w := Lengths{Input: 64, Output: 8, RangeRatio: 0.5, Seed: 3}
-	tr := Traffic{Rate: 200, NumRequests: 400, Seed: 1}
 	run, err := l.Run(context.Background(), w, tr, timing.SLO{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := run.Summary
-	t.Logf("stopped after %d of %d requests: %v; warnings %q", len(run.Requests), tr.NumRequests, precision.Describe(s.Precision), s.Warnings)
 	if s.Stopped != precision.StoppedMet || s.Interrupted || len(s.Precision) != 1 {
 		t.Fatalf("stopped %q, interrupted %v, precision %+v; want %q, not interrupted", s.Stopped, s.Interrupted, s.Precision, precision.StoppedMet)
 	}

@@ -60,6 +60,9 @@ func FuzzParseTarget(f *testing.F) {
 			math.Abs(back.Margin-tg.Margin) > 1e-12*tg.Margin || math.Abs(back.Level-tg.Level) > 1e-12 {
 			t.Fatalf("%q: %+v writes %q, which reads back as %+v, %v", s, tg, tg.String(), back, err)
 		}
+		if ts, err := ParseTargets(s + "," + tg.String()); err != nil || len(ts) < 2 || ts[len(ts)-1] != back {
+			t.Fatalf("%q: a list of it and its String: %+v, %v", s, ts, err)
+		}
 		r := tg.Check([]float64{1, 2, 3, 4, 5, 6})
 		if _, err := json.Marshal(r); err != nil {
 			t.Fatalf("%q: result does not marshal: %v", s, err)
