@@ -28,6 +28,16 @@
 // with WithTemplateVars: see package promptsize), label each row with its
 // setting (Labels.Thinking) and never summarise settings together.
 //
+// A run can go on until its answer is known rather than for a fixed
+// length: Load.Until and Plan.Until are target margins of error
+// (package precision: "ttft.p99:5%"), checked as requests complete or
+// repeats end; a load run stops dispatching once they are met, a cell
+// stops repeating, each within its cap (the traffic's requests or
+// duration, Plan.MaxRepeat), and the summary says which stopped it
+// (Summary.Stopped, Summary.Precision). A load summary's latency
+// quantiles carry their confidence intervals (Quantiles.P99CI, …), and
+// the tables print them. docs/PRECISION.md gives the method.
+//
 // Sinks receive the Requests as they are measured (a JSONL file, a
 // progress line, a caller's own). Summaries are groupings of Requests
 // (Summarize with a Key: ByRun, ByCell, ByPhase, ByTurn), and every output

@@ -8,6 +8,7 @@ import (
 
 	"github.com/inferbench/inferbench/capacity"
 	"github.com/inferbench/inferbench/energy"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -234,6 +235,10 @@ type cellRecord struct {
 	ClientEnergySampleIntervalS float64  `json:"client_energy_sample_interval_s,omitempty"`
 	PeakMemoryBytes             int64    `json:"peak_memory_bytes"`
 	Warnings                    []string `json:"warnings,omitempty"`
+	// Precision and Stopped are the cell's targets checked over its
+	// repeats and what stopped it (Plan.Until, Summary's fields).
+	Precision []precision.Result `json:"precision,omitempty"`
+	Stopped   string             `json:"stopped,omitempty"`
 
 	// A model that reasons: see above; each absent where no repeat has it.
 	TTFAS                 *intervalJSON `json:"ttfa_s,omitempty"`
@@ -278,6 +283,7 @@ func (s Summary) record() cellRecord {
 		ClientEnergyWindowShort: s.EnergyWindowShort, ClientEnergyShortWindowS: s.ShortWindowS,
 		ClientEnergySampleIntervalS: s.SampleIntervalS,
 		PeakMemoryBytes:             s.PeakMemoryBytes, Warnings: s.Warnings,
+		Precision: s.Precision, Stopped: s.Stopped,
 	}
 	c.TTFAS, c.ReasoningTokens, c.AnswerTokens = some(s.RepeatTTFA), some(s.RepeatReasoningTokens), some(s.RepeatAnswerTokens)
 	c.JPerAnswerToken, c.ServerJPerAnswerToken = some(s.JPerAnswerToken), some(s.ServerJPerAnswerToken)
@@ -345,7 +351,11 @@ func (d *Document) UnmarshalJSON(b []byte) error {
 		d.Runs = append(d.Runs, x.Request())
 	}
 	if len(d.Runs) > 0 {
-		d.Summary = Summarize(d.Runs, ByCell, timing.SLO{})
+		var plan Plan // the plan's targets, checked again
+		if in.Meta != nil {
+			plan = in.Meta.Plan
+		}
+		d.Summary = plan.Summarize(d.Runs)
 	}
 	return nil
 }

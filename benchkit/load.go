@@ -17,6 +17,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/metrics/view"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -442,6 +443,14 @@ type Load struct {
 	// SteadyRatio is the share of the reference in-flight count that
 	// picks the steady-state window (docs/STEADY-STATE.md); 0 means 0.95.
 	SteadyRatio float64
+	// Until, when set, are targets margins of error (precision.Target:
+	// "ttft.p99:5%") on the figures ttft, tpot, itl, e2e or ttfa: the
+	// run checks them as its requests complete and, once every one is
+	// met, stops dispatching (the requests in flight finish and are
+	// kept). The traffic's NumRequests or Duration is then the cap.
+	// Summary.Stopped says which ended the run, Summary.Precision each
+	// target's interval and margin. See docs/PRECISION.md.
+	Until []precision.Target
 
 	runOffset int                                // added to every run's index (Document's thinking settings)
 	builders  map[builderKey]*promptsize.Builder // the Builders that count with a thinking setting's variables
@@ -502,7 +511,8 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	if err := l.waitStart(ctx); err != nil {
 		return LoadRun{}, err
 	}
-	// A sink that fails stops the dispatch.
+	// A sink that fails stops the dispatch, and so do targets met
+	// (errTargetsMet).
 	dispatchCtx, stopDispatch := context.WithCancelCause(ctx)
 	defer stopDispatch(nil)
 	cpu0, cpuOK := processCPU()
@@ -543,10 +553,13 @@ func (l *Load) run(ctx context.Context, runIdx int, w Workload, traffic Traffic,
 	switch {
 	case sinkErr != nil:
 		ls.Interrupted, err = true, sinkErr
+	case sum.Err != nil && r.until.met && errors.Is(context.Cause(dispatchCtx), errTargetsMet):
+		// Stopped at its targets: a clean stop.
 	case sum.Err != nil:
 		ls.Interrupted, err = true, fmt.Errorf("benchkit: load run interrupted: %w", sum.Err)
 		ls.DriverWarnings = append(ls.DriverWarnings, fmt.Sprintf("interrupted: %d of %d scheduled requests were sent", sum.Dispatched, len(r.own)))
 	}
+	r.until.stopped(&ls, rows)
 	if v := scr.Finish(ctx, serverCounts(slices.Concat(rows, probes))); v != nil {
 		compareServer(v, ls)
 		ls.Server = v
@@ -569,6 +582,7 @@ func (r *LoadRun) Resummarize(slo timing.SLO) {
 	s.Probes = old.Probes
 	s.Warmup, s.Steady = old.Warmup, resteady(old.Steady, r.Requests, slo)
 	s.setPeaks(r.Requests)
+	s.Precision, s.Stopped = old.Precision, old.Stopped
 	if s.Server = old.Server; s.Server != nil {
 		compareServer(s.Server, s)
 	}
@@ -596,6 +610,8 @@ type loadRun struct {
 	// thinkWarning says when the counts cannot follow the variables.
 	builder                *promptsize.Builder
 	thinking, thinkWarning string
+	// until checks the Load's targets as rows complete.
+	until *untilWatch
 }
 
 // plan checks the load, takes its requests from w and opens the
@@ -605,6 +621,9 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 		return nil, fmt.Errorf("%w: Engine, Model, Builder and a Workload are required", ErrBadLoad)
 	}
 	if err := traffic.Validate(); err != nil {
+		return nil, err
+	}
+	if err := l.CheckUntil(traffic); err != nil {
 		return nil, err
 	}
 	r := &loadRun{l: l, runIdx: runIdx, sched: traffic.Schedule(), thinking: thinkingLabel(l.Request.Thinking)}
@@ -630,6 +649,7 @@ func (l *Load) plan(ctx context.Context, runIdx int, w Workload, traffic Traffic
 	// own are the requests of the plan this segment sends (all of them
 	// without a segment).
 	r.own = l.Segment.norm().Indices(n)
+	r.until = newUntilWatch(l.Until, len(r.own))
 	var err error
 	if r.items, err = l.items(ctx, r.builder, runIdx, w, n, r.own); err != nil {
 		return nil, err
@@ -724,7 +744,8 @@ func (r *loadRun) start(ctx, reqCtx context.Context) *concurrency.Run[engine.Res
 }
 
 // collect records each request as it ends and hands it to the sinks; the
-// first sink that fails stops the dispatch (stop) and is returned. lags
+// first sink that fails stops the dispatch (stop) and is returned, and
+// the Load's targets, once met, stop it with errTargetsMet. lags
 // are the dispatch lags of the requests sent.
 func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Result], stop context.CancelCauseFunc) (rows []Request, lags []float64, sinkErr error) {
 	l := r.l
@@ -750,6 +771,9 @@ func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Resul
 			stop(err)
 		}
 		rows = append(rows, row)
+		if r.until.observe(rows) {
+			stop(errTargetsMet)
+		}
 	}
 	return rows, lags, sinkErr
 }

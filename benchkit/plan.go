@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/precision"
 )
 
 // A Plan says what to measure. Its zero value is not runnable (it has no
@@ -24,8 +25,20 @@ type Plan struct {
 	AllCombinations bool `json:"all_combinations,omitempty"`
 	// Concurrency lists the burst sizes; nil means {1}.
 	Concurrency []int `json:"concurrency,omitempty"`
-	// Repeat is how many times each cell is measured; 0 means 1.
+	// Repeat is how many times each cell is measured; 0 means 1. With
+	// Until it is the fewest.
 	Repeat int `json:"repeat,omitempty"`
+	// Until, when set, are target margins of error on a cell's
+	// per-repeat figures (precision.Target, as "gen_tps.mean:5%"; the
+	// figures gen_tps, prompt_tps, agg_tps, throughput, ttft, ttfa,
+	// prefill, e2e, j_per_token and server_j_per_token): each cell
+	// repeats, Repeat times at least, until every target is met or it has
+	// MaxRepeat repeats. Plan.Summarize says which, per cell. See
+	// docs/PRECISION.md.
+	Until []precision.Target `json:"until,omitempty"`
+	// MaxRepeat caps the repeats of a cell with targets; it is required
+	// with Until (at least Repeat and 2).
+	MaxRepeat int `json:"max_repeat,omitempty"`
 	// Warmup requests are sent before the measurements with the first pp
 	// and tg, one at a time, and their results discarded.
 	Warmup int `json:"warmup,omitempty"`
@@ -144,6 +157,7 @@ func (p Plan) Validate(overhead int) error {
 	if p.Repeat < 0 {
 		bad("repeat=%d: must be at least 1", p.Repeat)
 	}
+	p.checkUntil(bad)
 	if p.Warmup < 0 {
 		bad("warmup=%d: must be 0 or more", p.Warmup)
 	}
@@ -172,11 +186,12 @@ func (p Plan) Warnings() []error {
 
 // Requests is how many requests the plan measures (warmups excluded): for
 // each cell, its concurrency times the repeats, under each thinking
-// setting.
+// setting; with targets (Until), the most it may measure (MaxRepeat
+// repeats).
 func (p Plan) Requests() int {
 	n := 0
 	for _, c := range p.Cells() {
-		n += c.Concurrency * p.repeat()
+		n += c.Concurrency * p.maxRepeat()
 	}
 	return n * max(1, len(p.Thinking))
 }

@@ -290,6 +290,16 @@ type Quantiles struct {
 	P90  *float64 `json:"p90"`
 	P99  *float64 `json:"p99"`
 	Max  *float64 `json:"max"`
+	// MeanCI, P50CI, P90CI and P99CI are the [lo, hi] confidence
+	// intervals at ConfidenceLevel of those figures, where a load test's
+	// summary gives them: the mean's Student-t, each percentile's from
+	// the order statistics (timing.PercentileInterval). Absent where the
+	// sample cannot bound the figure on both sides (a p99 of fewer than
+	// 368 samples).
+	MeanCI *[2]float64 `json:"mean_ci,omitempty"`
+	P50CI  *[2]float64 `json:"p50_ci,omitempty"`
+	P90CI  *[2]float64 `json:"p90_ci,omitempty"`
+	P99CI  *[2]float64 `json:"p99_ci,omitempty"`
 }
 
 // Energy is the client-side energy of a request's window, from sampled

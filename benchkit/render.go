@@ -589,7 +589,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		head = append([]string{"thinking"}, head...)
 	}
 	var lines [][]string
-	var notes []string
+	notes := []string{noIntervalNote}
 	for i, s := range sums {
 		lines = append(lines, []string{
 			s.Traffic,
@@ -629,22 +629,11 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	}
 	head, notes = capacityGrid(opts.Capacity, sums, head, lines, notes)
 	var b strings.Builder
-	if opts.Title != "" {
-		b.WriteString(opts.Title + "\n")
-		if md {
-			b.WriteString("\n")
-		}
-	}
-	if opts.Simulated {
-		b.WriteString("All figures are simulated (embedded engine), not measurements of real hardware.\n")
-		if md {
-			b.WriteString("\n")
-		}
-	}
+	writeLoadPreamble(&b, opts)
 	if err := writeRows(&b, md, head, lines); err != nil {
 		return err
 	}
-	for _, grid := range serverGrids {
+	for _, grid := range loadGrids {
 		head, lines, legend := grid(namedRuns(sums, withThinking))
 		if len(lines) == 0 {
 			continue
@@ -668,6 +657,23 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeLoadPreamble writes the load table's title and, for a simulated
+// engine, the line that says so.
+func writeLoadPreamble(b *strings.Builder, opts TableOptions) {
+	if opts.Title != "" {
+		b.WriteString(opts.Title + "\n")
+		if opts.Markdown {
+			b.WriteString("\n")
+		}
+	}
+	if opts.Simulated {
+		b.WriteString("All figures are simulated (embedded engine), not measurements of real hardware.\n")
+		if opts.Markdown {
+			b.WriteString("\n")
+		}
+	}
 }
 
 // withSides inserts the columns of a model that reasons into a line of the
@@ -842,12 +848,20 @@ func inEvery(sums []Summary, w string) bool {
 	return true
 }
 
-// loadNotes are a load summary's warnings, then its server view's.
+// loadNotes are a load summary's stop at its targets, its warnings, then
+// its server view's.
 func loadNotes(s Summary) []string {
-	if s.Server == nil || len(s.Server.Warnings) == 0 {
+	stop := stopNote(s)
+	if stop == "" && (s.Server == nil || len(s.Server.Warnings) == 0) {
 		return s.Warnings
 	}
 	out := slices.Clone(s.Warnings)
+	if stop != "" {
+		out = append([]string{stop}, out...)
+	}
+	if s.Server == nil {
+		return out
+	}
 	for _, w := range s.Server.Warnings {
 		out = append(out, serverNote+w)
 	}

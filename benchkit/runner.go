@@ -106,7 +106,8 @@ type Window struct {
 	FirstToken time.Time
 }
 
-// Cells summarises the report's requests per cell (Summarize ByCell).
+// Cells summarises the report's requests per cell (Summarize ByCell),
+// without the plan's targets: Plan.Summarize checks them too.
 func (r Report) Cells() []Summary { return Summarize(r.Requests, ByCell, timing.SLO{}) }
 
 // Failed counts the failed requests.
@@ -169,7 +170,10 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 	done := 0
 	for ci, cell := range cells {
 		for ai, arm := range arms {
-			for rpt := 0; rpt < plan.repeat(); rpt++ {
+			// A cell with targets repeats until they are met
+			// (Plan.again) over its own rows.
+			var cellRows []Request
+			for rpt := 0; plan.again(rpt, cellRows); rpt++ {
 				if ctx.Err() != nil {
 					break
 				}
@@ -180,6 +184,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan) (Report, error) {
 				if !win.Start.IsZero() {
 					rep.Windows = append(rep.Windows, win)
 				}
+				cellRows = append(cellRows, rows...)
 				for _, row := range rows {
 					rep.Requests = append(rep.Requests, row)
 					if serr := addAll(r.Sinks, row); serr != nil {

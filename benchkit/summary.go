@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/engine/metrics/view"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/timing"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat"
@@ -195,6 +196,17 @@ type Summary struct {
 	// Interrupted is true when the group's run stopped before its
 	// schedule was done.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Precision is each target margin of error asked of the group
+	// (Load.Until, Plan.Until) checked: for a load run stopped at its
+	// targets, the check that stopped it (over the requests complete
+	// then: each result's N; those in flight finished after it and are
+	// in the other figures), else over all the group's samples. Stopped
+	// says what ended it: "target met" (every target met, the
+	// rest of the schedule or the repeats left), "cap reached" (the
+	// schedule or MaxRepeat done with a target not met) or
+	// "interrupted". Both are empty without targets.
+	Precision []precision.Result `json:"precision,omitempty"`
+	Stopped   string             `json:"stopped,omitempty"`
 	// Warnings say what limits the figures.
 	Warnings []string `json:"warnings,omitempty"`
 
@@ -397,15 +409,15 @@ func (s *Summary) overRequests(reqs []Request, slo timing.SLO) {
 		s.TotalThroughput = finite(float64(s.TotalInputTokens+s.TotalOutputTokens) / wall)
 		s.RequestThroughput = finite(float64(s.Completed) / wall)
 	}
-	s.TTFT, s.TPOT, s.ITL, s.E2E = quantiles(ttft), quantiles(tpot), quantiles(itl), quantiles(e2e)
-	s.ScheduleLag = quantiles(lags)
+	s.TTFT, s.TPOT, s.ITL, s.E2E = withIntervals(ttft), withIntervals(tpot), withIntervals(itl), withIntervals(e2e)
+	s.ScheduleLag = withIntervals(lags)
 	if len(lags) > 0 {
 		lo := slices.Min(lags)
 		skew := make([]float64, len(lags))
 		for i, g := range lags {
 			skew[i] = g - lo
 		}
-		s.DispatchSkew = quantiles(skew)
+		s.DispatchSkew = withIntervals(skew)
 	}
 	if slo != (timing.SLO{}) {
 		g := timing.ComputeGoodput(slo, metrics, s.Failed, seconds(wall))
@@ -454,8 +466,8 @@ func (x *sideSamples) add(r Request) {
 // set writes the figures into s: quantiles, and sums where a request had
 // the count.
 func (x *sideSamples) set(s *Summary) {
-	s.TTFA, s.LastReasoning = quantiles(x.ttfa), quantiles(x.last)
-	s.TPOTAnswer, s.TPOTReasoning = quantiles(x.tpotA), quantiles(x.tpotR)
+	s.TTFA, s.LastReasoning = withIntervals(x.ttfa), quantiles(x.last)
+	s.TPOTAnswer, s.TPOTReasoning = withIntervals(x.tpotA), quantiles(x.tpotR)
 	s.ReasoningTokens, s.AnswerTokens = quantiles(x.reasoning), quantiles(x.answer)
 	sum := func(v []float64, n int) *int {
 		if len(v) == 0 {

@@ -121,11 +121,13 @@ func Seconds(d []time.Duration) []float64 {
 	return out
 }
 
-// An Interval is a two-sided confidence interval for a mean.
+// An Interval is a two-sided confidence interval for a mean
+// (ConfidenceInterval) or a percentile (PercentileInterval).
 type Interval struct {
 	// N is the number of samples it rests on.
 	N int
-	// Center is the sample mean; Lo and Hi the interval's bounds.
+	// Center is the sample mean (the sample percentile for a
+	// percentile's); Lo and Hi the interval's bounds.
 	Center, Lo, Hi float64
 	// SD is the samples' standard deviation (n − 1 in the denominator),
 	// to report beside the interval's half width: the half width says how

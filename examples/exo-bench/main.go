@@ -53,6 +53,13 @@
 //	--pause-repeat, --pause-group  seconds slept before each burst and after each
 //	                      group (exo: 3 and 2; * 0 and 0)
 //	--salt                a unique prefix per request, so no two share a cached prefix
+//	--until LIST          repeat each cell past --repeat until the target margins of error
+//	                      it lists are met on its per-repeat figures (gen_tps.mean:5% asks
+//	                      for the mean generation TPS within ±5 % at 95 %; @90 sets the
+//	                      level), at most --max-repeat N times (required); the table's
+//	                      notes and the JSON summary's "stopped" and "precision" say per
+//	                      cell "target met" or "cap reached" with each achieved margin
+//	                      (docs/PRECISION.md)
 //	--plot PNG            generation throughput against concurrency: Σ tokens / wall
 //	                      beside exo's max × N, per (pp, tg)
 //	--plot-power PNG      each node's sampled power over the run, bursts shaded

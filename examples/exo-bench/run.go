@@ -21,8 +21,8 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/promptsize"
-	"github.com/inferbench/inferbench/timing"
 )
 
 type config struct {
@@ -38,6 +38,8 @@ type config struct {
 	metricsInterval, timeout, settle, pauseRep, pauseGrp, grace     float64
 	visited                                                         map[string]bool
 	thinking                                                        cli.ThinkingFlags
+	until                                                           []precision.Target
+	maxRepeat                                                       int
 }
 
 // maxSeconds bounds every flag given in seconds: about 31 years, well
@@ -54,7 +56,13 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	c.AddFlags(fs)
 	fs.Var(&c.pp, "pp", "prompt lengths in tokens, comma list, repeatable")
 	fs.Var(&c.tg, "tg", "generation lengths in tokens, comma list, repeatable")
-	fs.IntVar(&c.repeat, "repeat", 1, "repeats per cell")
+	fs.IntVar(&c.repeat, "repeat", 1, "repeats per cell (with --until, the fewest)")
+	fs.Func("until", "repeat each cell until these target margins of error on its per-repeat figures are met, at most --max-repeat times: comma list of FIGURE.STAT:MARGIN%[@LEVEL], e.g. gen_tps.mean:5% (figures gen_tps, prompt_tps, agg_tps, throughput, ttft, ttfa, prefill, e2e, j_per_token, server_j_per_token)", func(v string) error {
+		ts, err := precision.ParseTargets(v)
+		c.until = append(c.until, ts...)
+		return err
+	})
+	fs.IntVar(&c.maxRepeat, "max-repeat", 0, "with --until, the most repeats of a cell (required, at least --repeat and 2)")
 	fs.Var(&c.concurrency, "concurrency", "burst sizes, comma list (default 1)")
 	fs.IntVar(&c.warmup, "warmup", 0, "warmup requests with the first pp/tg, discarded")
 	fs.StringVar(&c.jsonOut, "json-out", filepath.Join("results", "exo-bench.json"), "results JSON file")
@@ -216,7 +224,7 @@ func (c *config) validate() error {
 func (c *config) plan() benchkit.Plan {
 	return benchkit.Plan{
 		PP: c.pp, TG: c.tg, AllCombinations: c.allCombinations, Concurrency: c.concurrency,
-		Repeat: c.repeat, Warmup: c.warmup,
+		Repeat: c.repeat, Warmup: c.warmup, Until: c.until, MaxRepeat: c.maxRepeat,
 		PauseBetweenRepeats: seconds(c.pauseRep), PauseBetweenGroups: seconds(c.pauseGrp),
 		UsePrefixCache: c.prefixCache, Stream: c.stream, Salt: c.salt,
 		Thinking: c.thinking.Settings(),
@@ -366,7 +374,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if nodes := cli.ExoNodes(res.Cluster); len(nodes) > 0 {
 		prov.Server = &benchkit.ServerInfo{Nodes: nodes}
 	}
-	cells := benchkit.Summarize(res.Requests, benchkit.ByCell, timing.SLO{})
+	cells := plan.Summarize(res.Requests) // with each cell's targets checked (--until)
 	meta.SaturatedBursts, meta.ClientSaturated = benchkit.Report{Requests: res.Requests}.CheckBursts()
 	doc := benchkit.Document{Runs: res.Requests, Cluster: res.Cluster, SystemMetrics: res.SystemMetrics, Meta: meta, Summary: cells}
 	if err := writeOutputs(c, doc, cells, stdout, info); err != nil {

@@ -128,6 +128,15 @@
 // --thinking off,on --rate 1,2 is four runs, each rate under each setting,
 // labelled in every row and summary, the table led by a thinking column.
 //
+// --until LIST stops each run once the target margins of error it lists
+// are met (ttft.p99:5% asks for the p99 of TTFT within ±5 % at 95 %;
+// tpot.mean:2%@90 for the mean TPOT within ±2 % at 90 %): the run checks
+// them as requests complete, stops sending once every one is met and lets
+// those in flight finish; --num-requests or --duration is then its cap.
+// The table's notes and the summary's "stopped" and "precision" say
+// whether the targets were met or the cap was reached, with each
+// achieved margin (docs/PRECISION.md).
+//
 // --segment i/N (or --segments N with JOB_COMPLETION_INDEX) sends one
 // share of the schedule a single process would send with the same --seed,
 // from a shared --start-at; `serve-load merge` recomputes one result from

@@ -16,6 +16,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -26,6 +27,7 @@ type options struct {
 	rangeRatio                                      float64
 	numRequests                                     int
 	duration                                        time.Duration
+	until                                           []precision.Target
 	rate                                            string
 	burstiness                                      float64
 	ramp                                            string
@@ -66,6 +68,11 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.Float64Var(&o.rangeRatio, "range-ratio", 0, "lengths are uniform in [len·(1−r), len·(1+r)], r in [0, 1)")
 	fs.IntVar(&o.numRequests, "num-requests", 32, "requests per run (0: bounded by --duration only)")
 	fs.DurationVar(&o.duration, "duration", 0, "schedule requests for at most this long (0: no bound)")
+	fs.Func("until", "stop each run once these target margins of error are met, --num-requests/--duration its cap: comma list of FIGURE.STAT:MARGIN%[@LEVEL], e.g. ttft.p99:5%,tpot.mean:2%@90 (figures ttft, tpot, itl, e2e, ttfa; stats mean, p50, p90, p95, p99)", func(v string) error {
+		ts, err := precision.ParseTargets(v)
+		o.until = append(o.until, ts...)
+		return err
+	})
 	fs.StringVar(&o.rate, "rate", "inf", "requests per second; inf sends all at once; a comma list runs a sweep")
 	fs.Float64Var(&o.burstiness, "burstiness", 1, "gamma shape of the gaps: 1 is Poisson, <1 burstier, >1 more regular")
 	fs.StringVar(&o.ramp, "ramp", "", "ramp the rate from --rate (the start; 0 allowed for linear) to --ramp-end-rate over --ramp-duration, then hold it: linear or exponential")
@@ -203,6 +210,9 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	if o.findMaxRate || o.capacity.on {
 		rates = nil
 	}
+	if err := (&benchkit.Load{Until: o.until, NoStream: !o.stream, Segment: o.split.seg}).CheckUntil(traffic(o)); err != nil {
+		return o, nil, slo, &cli.UsageError{Err: fmt.Errorf("--until: %w", err)}
+	}
 	// Check lengths and traffic now, so a bad value is a usage error.
 	if err := lengths(o).Validate(); err != nil {
 		return o, nil, slo, &cli.UsageError{Err: err}
@@ -334,6 +344,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		ServerMetrics:  tg.Metrics,
 		AllowEOS:       o.allowEOS,
 		Warmup:         o.warmup,
+		Until:          o.until,
 	}
 	if meta.Segment = o.split.header(traffic(o), rates); meta.Segment != nil {
 		fmt.Fprintf(stderr, "serve-load: segment %s of the plan, shared start %q\n", o.split.seg, meta.Segment.StartAt)
