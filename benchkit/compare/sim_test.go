@@ -218,6 +218,7 @@ func BenchmarkSameNoChange(b *testing.B) {
 			}
 			for _, r := range res.Rows {
 				if r.Verdict != compare.NoChange {
+					b.Logf("trial %d: %s %s %+.1f %% (p %.2g)", i, r.Figure.Name, r.Verdict, 100*r.Rel, r.P)
 					alarms++
 					break
 				}
