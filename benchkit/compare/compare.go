@@ -152,6 +152,7 @@ func Differences(a, b *Side, tolerance float64) (diffs []Difference, notes []str
 		}
 	}
 	slices.Sort(keys)
+	var unchecked []string
 	for _, k := range keys {
 		va, oka := a.Settings[k]
 		vb, okb := b.Settings[k]
@@ -159,8 +160,11 @@ func Differences(a, b *Side, tolerance float64) (diffs []Difference, notes []str
 		case oka && okb && va != vb:
 			diffs = append(diffs, Difference{Name: settingName(k), A: va, B: vb})
 		case oka != okb:
-			notes = append(notes, fmt.Sprintf("%s not checked: only one file records it", settingName(k)))
+			unchecked = append(unchecked, settingName(k))
 		}
+	}
+	if len(unchecked) > 0 {
+		notes = append(notes, "not checked, only one file records them: "+strings.Join(unchecked, ", "))
 	}
 	for _, k := range []string{"prompt_tokens", "output_tokens"} {
 		ma, oka := a.Means[k]

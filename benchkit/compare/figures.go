@@ -66,8 +66,8 @@ func (u Unit) put(name string, v float64) {
 }
 
 // latency puts the mean and percentiles of x under prefix. A percentile
-// q is put only when x holds at least 1/(1 − q) values (10 for p90, 100
-// for p99): below that it is the unit's largest value, a figure of the
+// q is put only when x holds at least 1/(1 − q) values (2 for p50, 10 for
+// p90, 100 for p99): below that it is the unit's largest value, a figure of the
 // sample's size as much as of the server.
 func (u Unit) latency(prefix string, x []float64) {
 	if len(x) == 0 {
@@ -75,7 +75,9 @@ func (u Unit) latency(prefix string, x []float64) {
 	}
 	s := timing.Summarize(x)
 	u.put(prefix+"_mean", s.Mean)
-	u.put(prefix+"_p50", s.P50)
+	if len(x) >= 2 {
+		u.put(prefix+"_p50", s.P50)
+	}
 	if len(x) >= 10 {
 		u.put(prefix+"_p90", s.P90)
 	}

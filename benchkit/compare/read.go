@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,7 +170,7 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 			return nil, fmt.Errorf("a merged load: %w", err)
 		}
 		slo = sloOf(m.Summary.Goodput)
-		runs = append(runs, run{group: groupName(m.Summary.Traffic, m.Summary.Thinking), rows: m.Requests})
+		runs = append(runs, run{group: rateGroup(m.Requests), rows: m.Requests})
 	case isBenchQwen(top):
 		s.Kind = KindBenchQwen
 		var d struct {
@@ -237,6 +236,7 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 			s.Settings["plan"] = canonWithout(meta["plan"], "repeat", "warmup", "pause_between_repeats_ns", "pause_between_groups_ns")
 		}
 		infoSettings(s.Settings, meta)
+		s.saturated(meta)
 		rowSettings(s, d.Runs)
 		s.Groups = exoGroups(d.Runs, nil)
 		s.note(d.Runs)
@@ -251,12 +251,13 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 		slo, _ = parseSLO(d.Meta.SLO)
 		loadSettings(s.Settings, meta)
 		for _, lr := range d.AllRuns() {
-			runs = append(runs, run{group: groupName(lr.Summary.Traffic, lr.Summary.Thinking), rows: lr.Requests})
+			runs = append(runs, run{group: rateGroup(lr.Requests), rows: lr.Requests})
 		}
 	}
 	if s.Kind != KindBenchQwen {
 		infoSettings(s.Settings, meta)
 	}
+	s.saturated(meta)
 	var all []benchkit.Request
 	for _, r := range runs {
 		all = append(all, r.rows...)
@@ -283,15 +284,26 @@ func isBenchQwen(top map[string]json.RawMessage) bool {
 	return json.Unmarshal(top["runs"], &runs) == nil && len(runs) > 0 && has(runs[0], "scale") && has(runs[0], "load")
 }
 
-// groupName names a load run's group by its traffic and thinking.
-func groupName(traffic, thinking string) string {
-	if traffic == "" {
-		traffic = "run"
+// rateGroup names a load run's group by its rows' rate and thinking
+// setting, as the rows label them ("rate=20", "rate=inf thinking=on"),
+// so that a document and its JSONL rows name their groups alike; the
+// traffic's shape is compared apart (the meta's traffic).
+func rateGroup(rows []benchkit.Request) string {
+	if len(rows) == 0 {
+		return "rate=inf"
 	}
-	if thinking != "" {
-		return traffic + " thinking=" + thinking
+	return rowGroup(rows[0])
+}
+
+func rowGroup(r benchkit.Request) string {
+	name := "rate=inf"
+	if r.Rate != nil {
+		name = "rate=" + strconv.FormatFloat(*r.Rate, 'g', -1, 64)
 	}
-	return traffic
+	if r.Thinking != "" {
+		name += " thinking=" + r.Thinking
+	}
+	return name
 }
 
 // readJSONL reads rows, one per line: a run begins at each run header
@@ -343,11 +355,7 @@ func readJSONL(b []byte, o Options) (*Side, error) {
 	for i, r := range rows {
 		k := key{header[i], r.Run}
 		if byKey[k] == nil {
-			rate := "rate=inf"
-			if r.Rate != nil {
-				rate = "rate=" + strconv.FormatFloat(*r.Rate, 'g', -1, 64)
-			}
-			byKey[k] = &run{group: groupName(rate, r.Thinking)}
+			byKey[k] = &run{group: rowGroup(r)}
 			order = append(order, k)
 		}
 		byKey[k].rows = append(byKey[k].rows, r)
@@ -466,6 +474,14 @@ func (s *Side) note(rows []benchkit.Request) {
 	}
 	if failed > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d requests failed: the latency figures are over the completed ones", failed, len(rows)))
+	}
+}
+
+// saturated warns when the file says its client was the bottleneck.
+func (s *Side) saturated(meta map[string]json.RawMessage) {
+	var sat bool
+	if json.Unmarshal(meta["client_saturated"], &sat) == nil && sat {
+		s.Warnings = append(s.Warnings, "the client was the bottleneck (client_saturated): its latencies include its own queueing")
 	}
 }
 
@@ -626,5 +642,3 @@ func parseSLO(v string) (timing.SLO, error) {
 	}
 	return s, nil
 }
-
-var _ = math.NaN

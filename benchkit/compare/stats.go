@@ -39,11 +39,12 @@ func welchTest(a, b []float64, inflA, inflB, conf float64) welch {
 	w.Diff = w.MeanB - w.MeanA
 	se := math.Sqrt(va + vb)
 	if se == 0 || math.IsNaN(se) {
-		// Both sides constant: either the same value or a certain change.
+		// Both sides constant: either the same value (to rounding) or a
+		// certain change.
 		w.DF = na + nb - 2
 		w.DiffLo, w.DiffHi = w.Diff, w.Diff
 		w.P = 1
-		if w.Diff != 0 {
+		if math.Abs(w.Diff) > 1e-12*math.Max(math.Abs(w.MeanA), math.Abs(w.MeanB)) {
 			w.P, w.T = 0, math.Copysign(math.Inf(1), w.Diff)
 		}
 		if w.MeanA != 0 {

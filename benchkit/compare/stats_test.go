@@ -88,6 +88,9 @@ func TestWelchConstant(t *testing.T) {
 	if w := welchTest([]float64{2, 2}, []float64{2, 2, 2}, 1, 1, 0.95); w.P != 1 || w.Diff != 0 {
 		t.Errorf("equal constants: p %g diff %g, want 1 and 0", w.P, w.Diff)
 	}
+	if w := welchTest([]float64{0.1 + 0.2, 0.1 + 0.2}, []float64{0.3, 0.3}, 1, 1, 0.95); w.P != 1 {
+		t.Errorf("constants equal but for rounding: p %g, want 1", w.P)
+	}
 	w := welchTest([]float64{2, 2}, []float64{3, 3}, 1, 1, 0.95)
 	if w.P != 0 || !w.RatioOK || w.RatioLo != 1.5 || w.RatioHi != 1.5 {
 		t.Errorf("different constants: p %g ratio [%g, %g], want 0 and [1.5, 1.5]", w.P, w.RatioLo, w.RatioHi)

@@ -20,7 +20,7 @@ func (r *Result) WriteTable(w io.Writer, markdown bool) error {
 	for _, row := range r.Rows {
 		if row.Group != group {
 			group = row.Group
-			fmt.Fprintf(&b, "\n%s (A: %d %ss, B: %d %ss)\n", group, row.NA, row.UnitA, row.NB, row.UnitB)
+			fmt.Fprintf(&b, "\n%s (A: %s, B: %s)\n", group, units(row.NA, row.UnitA), units(row.NB, row.UnitB))
 			if markdown {
 				b.WriteString("\n| figure | A | B | change [interval] | verdict |\n|---|---:|---:|---|---|\n")
 			} else {
@@ -57,6 +57,17 @@ func (r *Result) WriteTable(w io.Writer, markdown bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// units says how many units of a kind: "10 batches", "1 run".
+func units(n int, kind string) string {
+	switch {
+	case n == 1:
+		return "1 " + kind
+	case kind == UnitBatch:
+		return fmt.Sprintf("%d batches", n)
+	}
+	return fmt.Sprintf("%d %ss", n, kind)
 }
 
 // num prints a value with four significant digits, "–" for none.

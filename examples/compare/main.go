@@ -37,6 +37,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
 )
@@ -44,7 +45,7 @@ import (
 func main() {
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "compare:", err)
+		fmt.Fprintln(os.Stderr, "compare:", strings.TrimPrefix(err.Error(), "compare: "))
 	}
 	os.Exit(cli.ExitCode(err))
 }
