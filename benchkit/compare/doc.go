@@ -35,7 +35,7 @@
 // Fieller's interval for the ratio of the means; Holm's step-down
 // procedure over every figure tested sets the verdicts, so that two runs
 // of the same thing get a "better" or "worse" anywhere with probability
-// at most Alpha (5 %). With Config.Threshold, a figure whose verdict is
+// at most Alpha (1 % by default). With Config.Threshold, a figure whose verdict is
 // worse and whose relative change exceeds the threshold is a regression
 // (Result.Regressions); examples/compare exits cli.ExitRegression (4).
 //

@@ -15,7 +15,11 @@ import (
 // allowed and the warnings.
 func (r *Result) WriteTable(w io.Writer, markdown bool) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "B: %s\nA: %s\n", r.B.Path, r.A.Path)
+	bullet := ""
+	if markdown {
+		bullet = "- "
+	}
+	fmt.Fprintf(&b, "%sB: %s\n%sA: %s\n", bullet, r.B.Path, bullet, r.A.Path)
 	group := "\x00"
 	for _, row := range r.Rows {
 		if row.Group != group {
@@ -43,17 +47,20 @@ func (r *Result) WriteTable(w io.Writer, markdown bool) error {
 		}
 	}
 	b.WriteString("\n")
+	if markdown {
+		b.WriteString("- ")
+	}
 	fmt.Fprintf(&b, "change: (B − A)/A with Fieller's %g %% interval, over independent units (runs, batches of one run, or\n", 100*r.Confidence)
 	fmt.Fprintf(&b, "repeats); verdicts by Welch's t-test, Holm-corrected over the %d figures tested (%g %% family-wise).\n", r.Tests, 100*r.Alpha)
 	if r.Threshold > 0 {
 		n := len(r.Regressions())
-		fmt.Fprintf(&b, "gate: a worse figure whose change exceeds %g %% is a regression: %d found.\n", 100*r.Threshold, n)
+		fmt.Fprintf(&b, "%sgate: a worse figure whose change exceeds %g %% is a regression: %d found.\n", bullet, 100*r.Threshold, n)
 	}
 	for _, d := range r.Allowed {
-		fmt.Fprintf(&b, "allowed difference: %s\n", d)
+		fmt.Fprintf(&b, "%sallowed difference: %s\n", bullet, d)
 	}
 	for _, wn := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wn)
+		fmt.Fprintf(&b, "%swarning: %s\n", bullet, wn)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -68,6 +75,17 @@ func units(n int, kind string) string {
 		return fmt.Sprintf("%d batches", n)
 	}
 	return fmt.Sprintf("%d %ss", n, kind)
+}
+
+// stored is the unit of the figure's values as stored (before Scale).
+func (f Figure) stored() string {
+	switch f.Unit {
+	case "ms":
+		return "s"
+	case "%":
+		return "fraction"
+	}
+	return f.Unit
 }
 
 // num prints a value with four significant digits, "–" for none.
@@ -103,7 +121,7 @@ func changeText(row Row) string {
 type jsonRow struct {
 	Group      string   `json:"group"`
 	Figure     string   `json:"figure"`
-	Unit       string   `json:"unit"`
+	Unit       string   `json:"unit"` // the values' unit: "s", "tok/s", "req/s", "fraction", "J/tok"
 	Lower      bool     `json:"lower_is_better"`
 	UnitA      string   `json:"unit_a"`
 	UnitB      string   `json:"unit_b"`
@@ -150,7 +168,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	}{A: r.A.Path, B: r.B.Path, KindA: r.A.Kind, KindB: r.B.Kind, Tests: r.Tests, Alpha: r.Alpha, Confidence: r.Confidence,
 		Threshold: r.Threshold, Rows: []jsonRow{}, Allowed: r.Allowed, Warnings: r.Warnings}
 	for _, x := range r.Rows {
-		out.Rows = append(out.Rows, jsonRow{Group: x.Group, Figure: x.Figure.Name, Unit: x.Figure.Unit, Lower: x.Figure.Lower,
+		out.Rows = append(out.Rows, jsonRow{Group: x.Group, Figure: x.Figure.Name, Unit: x.Figure.stored(), Lower: x.Figure.Lower,
 			UnitA: x.UnitA, UnitB: x.UnitB, NA: x.NA, NB: x.NB, MeanA: fin(x.MeanA), MeanB: fin(x.MeanB),
 			Diff: fin(x.Diff), DiffLo: fin(x.DiffLo), DiffHi: fin(x.DiffHi), Rel: fin(x.Rel), RelLo: fin(x.RelLo), RelHi: fin(x.RelHi),
 			DF: fin(x.DF), P: fin(x.P), Widened: x.Widened, Verdict: x.Verdict, Regression: x.Regression})

@@ -15,7 +15,7 @@
 // run, consecutive batches of its requests (batch means), widened when
 // the batches are correlated. The verdicts are corrected for the number
 // of figures (Holm), so that a comparison of two runs of the same thing
-// says "worse" or "better" anywhere about 5 % of the time or less.
+// says "worse" or "better" anywhere at most 1 % of the time (--alpha).
 // docs/COMPARE.md gives the method.
 //
 // Runs that measured different things (model, prompt and output lengths,
