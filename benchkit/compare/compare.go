@@ -116,8 +116,9 @@ type Result struct {
 	// Rows are every figure of every group both sides have, in print
 	// order.
 	Rows []Row
-	// Tests is the size of the family the verdicts are corrected for.
-	Tests                        int
+	// Tests is the size of the family the verdicts are corrected for;
+	// GatedTests how many of them the gate looks at.
+	Tests, GatedTests            int
 	Alpha, Confidence, Threshold float64
 	// Allowed are the differences Config.Allow let through.
 	Allowed []Difference
@@ -307,8 +308,16 @@ func Compare(a, b *Side, c Config) (*Result, error) {
 			}
 		}
 		gated := len(c.GateFigures) == 0 || slices.Contains(c.GateFigures, row.Figure.Name)
+		if gated {
+			res.GatedTests++
+		}
 		if c.Threshold > 0 && gated && row.Verdict == Worse && math.Abs(row.Rel) > c.Threshold {
 			row.Regression = true
+		}
+	}
+	for _, g := range c.GateFigures {
+		if !slices.ContainsFunc(tested, func(j int) bool { return res.Rows[j].Figure.Name == g }) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the gate's figure %s was not tested: a side lacks it or has fewer than two units of it", g))
 		}
 	}
 	if res.Tests == 0 {

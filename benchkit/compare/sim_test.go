@@ -20,15 +20,18 @@ import (
 
 // The runs of the embedded engine the tests compare: an open loop far
 // below the preset's capacity and light enough for the race detector's
-// client, 50 requests each, split into 5 batches of 10 (testOptions).
-// The benchmark's runs are the program's defaults: 100 requests at 50
-// per second, 10 batches.
+// client (25 requests per second), 100 requests each in the program's
+// default 10 batches to tell a 10 % change (worseLoad), 50 in 5 batches
+// where only false alarms are counted (sameLoad, sameOptions: a test's
+// false-alarm rate does not depend on its number of units). The
+// benchmark's runs are the program's defaults: 100 requests at 50 per
+// second, 10 batches.
 const (
 	simInput  = 64
-	simOutput = 16
+	simOutput = 32
 )
 
-var testOptions = compare.Options{Batches: 5}
+var sameOptions = compare.Options{Batches: 5}
 
 // A load is one side's run: its rate and size.
 type simLoad struct {
@@ -37,7 +40,8 @@ type simLoad struct {
 }
 
 var (
-	testLoad  = simLoad{rate: 25, requests: 50}
+	worseLoad = simLoad{rate: 25, requests: 100}
+	sameLoad  = simLoad{rate: 25, requests: 50}
 	benchLoad = simLoad{rate: 50, requests: 100}
 )
 
@@ -141,25 +145,37 @@ func rowOf(t testing.TB, res *compare.Result, figure string) compare.Row {
 // TestTPOTTenPercentWorse: B's preset makes every decode step 10 %
 // longer. Compared with A, TPOT is "worse" with an interval above zero
 // around +10 %, the presets' names are a difference refused until
-// allowed, and a 5 % gate on TPOT trips.
+// allowed, and a 5 % gate on TPOT trips. Other work on the machine (the
+// race detector, other packages' tests) can leave a pair's batches too
+// noisy to tell a 10 % change: "no change detected" is then the right
+// answer, so a pair that gives it is measured again, up to three pairs;
+// an implementation that never says "worse" fails all three.
 func TestTPOTTenPercentWorse(t *testing.T) {
 	fast, slow := simPreset(), slowDecode()
 	ctxs := []int{simInput + 8, simInput + 8}
 	if r := float64(slow.DecodeStep(ctxs)) / float64(fast.DecodeStep(ctxs)); r < 1.095 || r > 1.105 {
 		t.Fatalf("the presets' decode steps differ by %.3f, want 1.10", r)
 	}
-	pa, pb := pair(t, t.TempDir(), fast, slow, testLoad, 1)
-	a, b := load(t, pa, testOptions), load(t, pb, testOptions)
-	_, err := compare.Compare(a, b, compare.Config{})
-	if err == nil || !strings.Contains(err.Error(), "preset:") {
-		t.Fatalf("two presets compared without --allow: %v, want the preset named", err)
+	var res *compare.Result
+	var tp compare.Row
+	for attempt := range 3 {
+		pa, pb := pair(t, t.TempDir(), fast, slow, worseLoad, uint64(1+2*attempt))
+		a, b := load(t, pa, compare.Options{}), load(t, pb, compare.Options{})
+		_, err := compare.Compare(a, b, compare.Config{})
+		if err == nil || !strings.Contains(err.Error(), "preset:") {
+			t.Fatalf("two presets compared without --allow: %v, want the preset named", err)
+		}
+		res, err = compare.Compare(a, b, compare.Config{Allow: []string{"preset"}, Threshold: 0.05, GateFigures: []string{"tpot_mean"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp = rowOf(t, res, "tpot_mean")
+		t.Logf("pair %d: tpot_mean %.3g → %.3g ms: %+.1f %% [%+.1f, %+.1f], p %.2g of %d tests, %s", attempt, 1e3*tp.MeanA, 1e3*tp.MeanB,
+			100*tp.Rel, 100*tp.RelLo, 100*tp.RelHi, tp.P, res.Tests, tp.Verdict)
+		if tp.Verdict != compare.NoChange {
+			break
+		}
 	}
-	res, err := compare.Compare(a, b, compare.Config{Allow: []string{"preset"}, Threshold: 0.05, GateFigures: []string{"tpot_mean"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := rowOf(t, res, "tpot_mean")
-	t.Logf("tpot_mean %.3g → %.3g ms: %+.1f %% [%+.1f, %+.1f], %s", 1e3*tp.MeanA, 1e3*tp.MeanB, 100*tp.Rel, 100*tp.RelLo, 100*tp.RelHi, tp.Verdict)
 	if tp.Verdict != compare.Worse || !(tp.RelLo > 0) || tp.Rel < 0.05 || tp.Rel > 0.2 {
 		t.Errorf("tpot_mean: %s %+.3f [%+.3f, %+.3f]; want worse, about +0.10, its interval above 0", tp.Verdict, tp.Rel, tp.RelLo, tp.RelHi)
 	}
@@ -175,8 +191,8 @@ func TestSameNoChange(t *testing.T) {
 	dir := t.TempDir()
 	alarms := 0
 	for i := range 5 {
-		pa, pb := pair(t, dir, simPreset(), simPreset(), testLoad, uint64(10+2*i))
-		res, err := compare.Compare(load(t, pa, testOptions), load(t, pb, testOptions), compare.Config{})
+		pa, pb := pair(t, dir, simPreset(), simPreset(), sameLoad, uint64(10+2*i))
+		res, err := compare.Compare(load(t, pa, sameOptions), load(t, pb, sameOptions), compare.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

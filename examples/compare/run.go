@@ -176,8 +176,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.cfg.Threshold > 0 {
-		if res.Tests == 0 {
-			return errors.New("the gate had nothing to test: no figure has two units on both sides")
+		if res.GatedTests == 0 {
+			return errors.New("the gate had nothing to test: no gated figure has two units on both sides")
 		}
 		if reg := res.Regressions(); len(reg) > 0 {
 			names := make([]string, len(reg))
