@@ -6,7 +6,7 @@
 // Load reads any inferbench program's results file, its kind detected:
 // serve-load's and offline's LoadDocument, exo-bench's Document,
 // multi-turn's SessionsDocument, bench-qwen's document, a merged load
-// (serve-load --merge), or the JSONL rows of any of them. It splits the
+// (serve-load merge), or the JSONL rows of any of them. It splits the
 // file into groups (a sweep's rates, exo-bench's cells, multi-turn's
 // prefix cache modes, bench-qwen's scales) and each group into its
 // independent units:

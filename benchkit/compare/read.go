@@ -26,8 +26,8 @@ const (
 	KindExo       = "exo"        // exo-bench's Document
 	KindSessions  = "sessions"   // multi-turn's SessionsDocument
 	KindBenchQwen = "bench-qwen" // bench-qwen's document: one load run per scale
-	KindMerged    = "merged"     // serve-load --merge's MergedLoad
-	KindJSONL     = "jsonl"      // rows, one per line (serve-load's, offline's, multi-turn's --jsonl)
+	KindMerged    = "merged"     // serve-load merge's MergedLoad
+	KindJSONL     = "jsonl"      // rows, one per line (serve-load's and multi-turn's --jsonl)
 	KindExoJSONL  = "exo-jsonl"  // exo-bench's rows, one per line
 )
 
@@ -80,8 +80,9 @@ type Side struct {
 
 // A Group is one setting within a file (a rate, a cell) and its units.
 type Group struct {
-	// Name identifies the group across files: the traffic of a load
-	// run ("poisson(rate=20/s)"), exo-bench's cell name, "scale=0.4",
+	// Name identifies the group across files: a load run's rate and
+	// thinking setting as its rows label them ("rate=20", "rate=inf
+	// thinking=on"), exo-bench's cell name, "scale=0.4",
 	// "prefix_cache=radix".
 	Name string
 	// UnitKind is UnitRun, UnitBatch or UnitRepeat; Units the samples.

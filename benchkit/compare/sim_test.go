@@ -28,7 +28,7 @@ import (
 // second, 10 batches.
 const (
 	simInput  = 64
-	simOutput = 32
+	simOutput = 16
 )
 
 var sameOptions = compare.Options{Batches: 5}
@@ -52,7 +52,7 @@ var (
 func slowDecode() sim.Preset {
 	p := simPreset()
 	p.Name = "slow-decode"
-	p.Hardware.MemoryEfficiency = 1 / 1.1025
+	p.Hardware.MemoryEfficiency = 1 / 1.10125
 	return p
 }
 
@@ -62,8 +62,8 @@ func slowDecode() sim.Preset {
 // TPOT measured is the preset's.
 func simPreset() sim.Preset {
 	p := sim.Fast()
-	p.Name = "fast-500gbs"
-	p.Hardware.MemoryBandwidth = 500e9
+	p.Name = "fast-250gbs"
+	p.Hardware.MemoryBandwidth = 250e9
 	return p
 }
 

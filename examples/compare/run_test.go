@@ -20,7 +20,7 @@ import (
 )
 
 // measure runs the embedded engine under preset p (an open loop of 100
-// requests of 32 output tokens at 25 per second) and writes serve-load's results document to
+// requests of 16 output tokens at 25 per second) and writes serve-load's results document to
 // path.
 func measure(t *testing.T, p sim.Preset, seed uint64, path string) {
 	srv := sim.NewServer(sim.Options{Preset: p})
@@ -32,7 +32,7 @@ func measure(t *testing.T, p sim.Preset, seed uint64, path string) {
 	}
 	defer c.CloseIdleConnections()
 	l := &benchkit.Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}}
-	lengths := benchkit.Lengths{Input: 64, Output: 32, Seed: seed}
+	lengths := benchkit.Lengths{Input: 64, Output: 16, Seed: seed}
 	traffic := benchkit.Traffic{Rate: 25, NumRequests: 100, Seed: seed}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -57,9 +57,9 @@ func measure(t *testing.T, p sim.Preset, seed uint64, path string) {
 // or, with worse, with every decode step 10 % longer.
 func slower(worse bool) sim.Preset {
 	p := sim.Fast()
-	p.Name, p.Hardware.MemoryBandwidth = "fast-500gbs", 500e9
+	p.Name, p.Hardware.MemoryBandwidth = "fast-250gbs", 250e9
 	if worse {
-		p.Name, p.Hardware.MemoryEfficiency = "slow-decode", 1/1.1025
+		p.Name, p.Hardware.MemoryEfficiency = "slow-decode", 1/1.10125
 	}
 	return p
 }
