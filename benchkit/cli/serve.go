@@ -19,9 +19,13 @@ import (
 // ErrClientSaturated is wrapped by the error of a program whose load
 // generator could not keep up (benchkit.ClientHealth.Saturated, or a
 // burst's skew beyond its bound): its latencies include its own queueing.
+// ErrRegression is wrapped by the error of a comparison used as a gate
+// (examples/compare --threshold) that found a figure worse beyond its
+// threshold.
 var (
 	ErrRequestsFailed  = errors.New("some requests failed")
 	ErrClientSaturated = errors.New("the client was the bottleneck")
+	ErrRegression      = errors.New("a figure regressed beyond the threshold")
 )
 
 // Exit codes of the example programs, which map a run's error with
@@ -31,6 +35,7 @@ const (
 	ExitFailed      = 1   // some requests failed (rows say why), or the run did
 	ExitUsage       = 2   // bad flags: nothing was sent
 	ExitSaturated   = 3   // the client itself was the bottleneck (ErrClientSaturated)
+	ExitRegression  = 4   // a compared figure regressed beyond the gate's threshold (ErrRegression)
 	ExitInterrupted = 130 // SIGINT or SIGTERM: measured rows were written
 )
 
@@ -51,7 +56,8 @@ func Usagef(format string, args ...any) error {
 // a *UsageError, or any error wrapping [benchkit.ErrBadLoad], [benchkit.ErrBadPlan] or
 // ErrOutputInUse (checked before anything was sent), is ExitUsage; an error wrapping
 // context.Canceled is ExitInterrupted; one wrapping [ErrClientSaturated]
-// (and no failed request) is ExitSaturated; anything else,
+// (and no failed request) is ExitSaturated; one wrapping [ErrRegression]
+// is ExitRegression; anything else,
 // [ErrRequestsFailed] included, is ExitFailed.
 func ExitCode(err error) int {
 	var ue *UsageError
@@ -64,6 +70,8 @@ func ExitCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, ErrClientSaturated) && !errors.Is(err, ErrRequestsFailed):
 		return ExitSaturated
+	case errors.Is(err, ErrRegression):
+		return ExitRegression
 	}
 	return ExitFailed
 }

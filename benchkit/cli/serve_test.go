@@ -15,3 +15,14 @@ func TestExitSaturated(t *testing.T) {
 		t.Errorf("ExitCode(saturated and failed) = %d, want %d: failures come first", got, ExitFailed)
 	}
 }
+
+// TestExitRegression: a gate's regression has its own status, and a
+// comparison that could not be made is a plain failure.
+func TestExitRegression(t *testing.T) {
+	if got := ExitCode(fmt.Errorf("compare: %w", ErrRegression)); got != ExitRegression {
+		t.Errorf("ExitCode(regression) = %d, want %d", got, ExitRegression)
+	}
+	if got := ExitCode(errors.New("compare: the runs measured different things")); got != ExitFailed {
+		t.Errorf("ExitCode(refused) = %d, want %d", got, ExitFailed)
+	}
+}
