@@ -315,7 +315,7 @@ func readJSONL(b []byte, o Options) (*Side, error) {
 	var rows []benchkit.Request
 	var header []int // the header index of each row
 	var last *benchkit.RunHeader
-	headers, bad, exo := 0, 0, false
+	headers, bad, probes, exo := 0, 0, 0, false
 	for jr.Scan() {
 		if h := jr.Header(); h != last {
 			last = h
@@ -328,7 +328,12 @@ func readJSONL(b []byte, o Options) (*Side, error) {
 			bad++
 			continue
 		}
-		rows = append(rows, jr.Request())
+		r := jr.Request()
+		if r.Probe {
+			probes++ // a head-of-line probe is no request of the load
+			continue
+		}
+		rows = append(rows, r)
 		header = append(header, headers)
 	}
 	if err := jr.Err(); err != nil {
@@ -340,6 +345,9 @@ func readJSONL(b []byte, o Options) (*Side, error) {
 	}
 	if bad > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d lines did not decode and were left out", bad))
+	}
+	if probes > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d head-of-line probe rows were left out (they are compared in no figure)", probes))
 	}
 	// exo's rows carry elapsed_s, which the load rows do not.
 	exo = bytes.Contains(b, []byte(`"elapsed_s"`)) && rows[0].Concurrency > 0

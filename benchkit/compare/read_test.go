@@ -340,3 +340,44 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONLProbesLeftOut: head-of-line probe rows in a rows file are no
+// request of the load: none is in a unit, and the side says how many it
+// left out.
+func TestJSONLProbesLeftOut(t *testing.T) {
+	var b bytes.Buffer
+	sink := benchkit.NewJSONLSink(&b)
+	main := rows(100, 50, 0.02, 0.002, 3)
+	for _, r := range main {
+		if err := sink.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range rows(20, 50, 5, 0.5, 4) { // slow: they would move every figure
+		r.Probe, r.Index = true, len(main)+i
+		if err := sink.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	with := read(t, b.Bytes())
+	var plain bytes.Buffer
+	sink = benchkit.NewJSONLSink(&plain)
+	for _, r := range main {
+		if err := sink.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	without := read(t, plain.Bytes())
+	n := func(s *compare.Side) (k int) {
+		for _, g := range s.Groups {
+			k += g.Requests
+		}
+		return k
+	}
+	if n(with) != n(without) || n(with) != len(main) {
+		t.Errorf("requests with probes %d, without %d; want both %d", n(with), n(without), len(main))
+	}
+	if !strings.Contains(strings.Join(with.Warnings, "\n"), "20 head-of-line probe rows were left out") {
+		t.Errorf("warnings %q, want the 20 probes named", with.Warnings)
+	}
+}
