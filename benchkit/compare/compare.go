@@ -255,12 +255,28 @@ func Compare(a, b *Side, c Config) (*Result, error) {
 	for _, w := range b.Warnings {
 		res.Warnings = append(res.Warnings, "B: "+w)
 	}
+	ps, tested := res.test(a, b, c.Confidence)
+	res.judge(ps, tested, c)
+	for _, g := range c.GateFigures {
+		if !slices.ContainsFunc(tested, func(j int) bool { return res.Rows[j].Figure.Name == g }) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the gate's figure %s was not tested: a side lacks it or has fewer than two units of it", g))
+		}
+	}
+	if res.Tests == 0 {
+		res.Warnings = append(res.Warnings, "no figure had two units on both sides: nothing was tested (a run needs at least "+
+			fmt.Sprint(2*DefaultMinBatch)+" requests for two batches)")
+	}
+	return res, nil
+}
+
+// test compares every figure of every group both sides hold: a row per
+// figure, Welch's test where each side has two units; it returns the
+// tests' p-values and the rows they belong to.
+func (res *Result) test(a, b *Side, confidence float64) (ps []float64, tested []int) {
 	bGroups := map[string]*Group{}
 	for i := range b.Groups {
 		bGroups[b.Groups[i].Name] = &b.Groups[i]
 	}
-	var ps []float64
-	var tested []int
 	for _, ga := range a.Groups {
 		gb, ok := bGroups[ga.Name]
 		if !ok {
@@ -283,7 +299,7 @@ func Compare(a, b *Side, c Config) (*Result, error) {
 			}
 			ia, ib := inflation(ga.Lag1[f.Name], len(xa)), inflation(gb.Lag1[f.Name], len(xb))
 			row.Widened = ia > 1 || ib > 1
-			w := welchTest(xa, xb, ia, ib, c.Confidence)
+			w := welchTest(xa, xb, ia, ib, confidence)
 			row.DiffLo, row.DiffHi, row.DF, row.P = w.DiffLo, w.DiffHi, w.DF, w.P
 			if row.MeanA != 0 {
 				row.Rel = row.Diff / row.MeanA
@@ -296,6 +312,13 @@ func Compare(a, b *Side, c Config) (*Result, error) {
 			res.Rows = append(res.Rows, row)
 		}
 	}
+	return ps, tested
+}
+
+// judge turns the p-values into verdicts, Holm's correction over all of
+// them at c.Alpha, and marks the regressions beyond c.Threshold among the
+// gated figures.
+func (res *Result) judge(ps []float64, tested []int, c Config) {
 	res.Tests = len(ps)
 	reject := holm(ps, c.Alpha)
 	for i, j := range tested {
@@ -315,16 +338,6 @@ func Compare(a, b *Side, c Config) (*Result, error) {
 			row.Regression = true
 		}
 	}
-	for _, g := range c.GateFigures {
-		if !slices.ContainsFunc(tested, func(j int) bool { return res.Rows[j].Figure.Name == g }) {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the gate's figure %s was not tested: a side lacks it or has fewer than two units of it", g))
-		}
-	}
-	if res.Tests == 0 {
-		res.Warnings = append(res.Warnings, "no figure had two units on both sides: nothing was tested (a run needs at least "+
-			fmt.Sprint(2*DefaultMinBatch)+" requests for two batches)")
-	}
-	return res, nil
 }
 
 func meanOf(x []float64) float64 {

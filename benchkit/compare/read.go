@@ -174,42 +174,9 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 		runs = append(runs, run{group: rateGroup(m.Requests), rows: m.Requests})
 	case isBenchQwen(top):
 		s.Kind = KindBenchQwen
-		var d struct {
-			Trace  string    `json:"trace"`
-			Rows   int       `json:"rows"`
-			Scales []float64 `json:"scales"`
-			Runs   []struct {
-				Scale float64               `json:"scale"`
-				Load  benchkit.LoadDocument `json:"load"`
-			} `json:"runs"`
-		}
-		if err := json.Unmarshal(b, &d); err != nil {
-			return nil, fmt.Errorf("bench-qwen's document: %w", err)
-		}
-		s.Settings["trace"] = canon(map[string]any{"trace": filepath.Base(d.Trace), "rows": d.Rows})
-		s.Settings["scales"] = canon(d.Scales)
-		for i, r := range d.Runs {
-			if i == 0 {
-				info := r.Load.Meta.RunInfo
-				s.Info = &info
-				slo, _ = parseSLO(r.Load.Meta.SLO)
-			}
-			for _, lr := range r.Load.AllRuns() {
-				runs = append(runs, run{group: "scale=" + strconv.FormatFloat(r.Scale, 'g', -1, 64), rows: lr.Requests})
-			}
-		}
-		if len(d.Runs) > 0 {
-			var raw struct {
-				Runs []struct {
-					Load struct {
-						Meta map[string]json.RawMessage `json:"meta"`
-					} `json:"load"`
-				} `json:"runs"`
-			}
-			if json.Unmarshal(b, &raw) == nil && len(raw.Runs) > 0 {
-				loadSettings(s.Settings, raw.Runs[0].Load.Meta)
-				infoSettings(s.Settings, raw.Runs[0].Load.Meta)
-			}
+		var err error
+		if runs, slo, err = readBenchQwen(b, s); err != nil {
+			return nil, err
 		}
 	case has(meta, "sessions"):
 		s.Kind = KindSessions
@@ -267,6 +234,49 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 	s.Groups = loadGroups(runs, slo, o)
 	s.note(all)
 	return s, nil
+}
+
+// readBenchQwen reads bench-qwen's document: a load document per scale,
+// each scale a group; its settings go into s.
+func readBenchQwen(b []byte, s *Side) (runs []run, slo timing.SLO, err error) {
+	var d struct {
+		Trace  string    `json:"trace"`
+		Rows   int       `json:"rows"`
+		Scales []float64 `json:"scales"`
+		Runs   []struct {
+			Scale float64               `json:"scale"`
+			Load  benchkit.LoadDocument `json:"load"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, slo, fmt.Errorf("bench-qwen's document: %w", err)
+	}
+	s.Settings["trace"] = canon(map[string]any{"trace": filepath.Base(d.Trace), "rows": d.Rows})
+	s.Settings["scales"] = canon(d.Scales)
+	for i, r := range d.Runs {
+		if i == 0 {
+			info := r.Load.Meta.RunInfo
+			s.Info = &info
+			slo, _ = parseSLO(r.Load.Meta.SLO)
+		}
+		for _, lr := range r.Load.AllRuns() {
+			runs = append(runs, run{group: "scale=" + strconv.FormatFloat(r.Scale, 'g', -1, 64), rows: lr.Requests})
+		}
+	}
+	if len(d.Runs) > 0 {
+		var raw struct {
+			Runs []struct {
+				Load struct {
+					Meta map[string]json.RawMessage `json:"meta"`
+				} `json:"load"`
+			} `json:"runs"`
+		}
+		if json.Unmarshal(b, &raw) == nil && len(raw.Runs) > 0 {
+			loadSettings(s.Settings, raw.Runs[0].Load.Meta)
+			infoSettings(s.Settings, raw.Runs[0].Load.Meta)
+		}
+	}
+	return runs, slo, nil
 }
 
 func has(m map[string]json.RawMessage, k string) bool {

@@ -176,19 +176,31 @@ func headlines(b *strings.Builder, runs []scaleRun) {
 		if m == nil {
 			m = &miniFigures{}
 		}
-		pair := func(theirs float64, v *float64, scale float64) string {
+		// ours carries the larger side of its 95 % interval where it has
+		// one (ci), "±none" where too few samples bound it.
+		pair := func(theirs float64, v *float64, ci *[2]float64, scale float64, withCI bool) string {
 			o := "-"
 			if v != nil {
 				o = short(*v * scale)
+				switch {
+				case !withCI:
+				case ci == nil:
+					o += " ±none"
+				default:
+					o += " ±" + short(max(*v-ci[0], ci[1]-*v)*scale)
+				}
 			}
 			return short(theirs) + " | " + o
 		}
 		fmt.Fprintf(tw, "%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scale,
-			pair(m.TTFTms.P50, s.TTFT.P50, 1000), pair(m.TTFTms.P90, s.TTFT.P90, 1000),
-			pair(m.TPOTms.Avg, s.ITL.Mean, 1000), pair(m.TPOTms.P90, s.ITL.P90, 1000),
-			pair(m.E2Es.Avg, s.E2E.Mean, 1), pair(m.TokensPS, s.OutputThroughput, 1), pair(m.ReqPS, s.RequestThroughput, 1))
+			pair(m.TTFTms.P50, s.TTFT.P50, s.TTFT.P50CI, 1000, true), pair(m.TTFTms.P90, s.TTFT.P90, s.TTFT.P90CI, 1000, true),
+			pair(m.TPOTms.Avg, s.ITL.Mean, s.ITL.MeanCI, 1000, true), pair(m.TPOTms.P90, s.ITL.P90, s.ITL.P90CI, 1000, true),
+			pair(m.E2Es.Avg, s.E2E.Mean, s.E2E.MeanCI, 1, true), pair(m.TokensPS, s.OutputThroughput, nil, 1, false),
+			pair(m.ReqPS, s.RequestThroughput, nil, 1, false))
 	}
 	tw.Flush()
+	b.WriteString("ours: ± is the larger side of a 95 % interval (means Student-t, percentiles order statistics; the ITL's pools\n" +
+		"the gaps of each request, correlated, so it is too narrow); token/s and req/s count one whole run: no interval\n")
 }
 
 // whyTheyDiffer is said once, after the tables.

@@ -306,10 +306,11 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 				newTok = (prompt - hist) / n // the mean tokens no earlier turn sent
 			}
 			fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t\n", turn, sum.Completed, sum.Requests,
-				ms(sum.TTFT.P50), ms(sum.TPOT.P50), ms(sum.E2E.P50), mean(prompt, n), newTok, sum.CachedTokens,
+				msCI(sum.TTFT.P50, sum.TTFT.P50CI), msCI(sum.TPOT.P50, sum.TPOT.P50CI), msCI(sum.E2E.P50, sum.E2E.P50CI), mean(prompt, n), newTok, sum.CachedTokens,
 				pct(sum.PrefixHitRate), pct(sum.TheoreticalHitRate), ok, n)
 		}
 		tw.Flush()
+		fmt.Fprintln(w, intervalNote)
 		all[len(all)-1].WriteServerView(w)
 	}
 	if len(arms) == 2 && arms[0].s != nil && arms[1].s != nil {
@@ -323,8 +324,26 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", on[k].Labels.Turn, ms(a), ms(b), ratio(b, a), ratio(a, on[0].TTFT.P50), ratio(b, off[0].TTFT.P50))
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "the p50s' intervals are in the tables above; the ratios of two p50s have none here")
 	}
 	return failed, mismatched, total
+}
+
+// intervalNote says, under each arm's table, what its ± are and which
+// figures have none.
+const intervalNote = "± is the larger side of the p50's 95 % confidence interval (order statistics, distribution-free;\n" +
+	"none: too few requests to bound it); the token counts and hit rates are counts of this run, with no interval"
+
+// msCI writes a percentile in ms with the larger side of its interval,
+// "±none" when it has no interval.
+func msCI(v *float64, ci *[2]float64) string {
+	if v == nil {
+		return "-"
+	}
+	if ci == nil {
+		return ms(v) + " ±none"
+	}
+	return fmt.Sprintf("%s ±%.2f", ms(v), max(*v-ci[0], ci[1]-*v)*1e3)
 }
 
 func ms(v *float64) string {

@@ -204,6 +204,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if s.OutputThroughput != nil {
 		fmt.Fprintf(stdout, "Output throughput: %.1f tok/s%s\n", *s.OutputThroughput, label)
 		fmt.Fprintf(stdout, "Total throughput: %.1f tok/s, %.2f requests/s%s\n", *s.TotalThroughput, *s.RequestThroughput, label)
+		fmt.Fprintln(stdout, "(one burst: these throughputs have no interval; run it again for one)")
 	}
 	if err := s.WriteServerView(stdout); err != nil {
 		return errors.Join(runErr, err)
