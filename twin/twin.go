@@ -163,7 +163,7 @@ func (t Twin) Preset() sim.Preset {
 	if name == "" {
 		name = "unknown model"
 	}
-	p.Name = "twin"
+	p.Name = "twin:" + name
 	p.Hardware.Name = fmt.Sprintf("twin of %s on %s", name, orString(t.Server.Name, "a measured server"))
 	return p
 }
