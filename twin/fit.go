@@ -163,8 +163,10 @@ func (o obs) design(chunk int, th []float64, reg regime) ([nCols]float64, regime
 // (each row divided by its measured time), with fixed holding the values
 // of the columns already known. Columns no row uses are left as they
 // are; columns the rows cannot separate (a rank short) and terms that
-// come out negative are left out (0), in that order, and the fit
-// repeated. It returns the values, which columns it set, and notes saying
+// come out negative are left out (0), and the fit repeated. A rank short
+// leaves out, first, the prefill's memory terms (the partners of the
+// decode's, which they then take: see fitRegimes), then the step
+// overhead (folded into the bases), then the client's overhead. It returns the values, which columns it set, and notes saying
 // what it left out.
 func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([]float64, []bool, []string) {
 	th := append([]float64(nil), fixed...)
@@ -174,7 +176,9 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 	}
 	var notes []string
 	use := make([]bool, nCols)
+	tie := make([]int, nCols) // the column whose value a column takes; -1: its own
 	for c := range nCols {
+		tie[c] = -1
 		if !free[c] {
 			continue
 		}
@@ -200,12 +204,21 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 		for i, r := range rows {
 			y := ts[i]
 			for c := range nCols {
-				if !free[c] {
+				switch {
+				case !free[c]:
 					y -= r[c] * fixed[c]
+				case tie[c] >= 0 && !free[tie[c]]:
+					y -= r[c] * fixed[tie[c]]
 				}
 			}
 			for j, c := range cols {
-				a.Set(i, j, r[c]/ts[i])
+				v := r[c]
+				for k := range nCols {
+					if tie[k] == c {
+						v += r[k]
+					}
+				}
+				a.Set(i, j, v/ts[i])
 			}
 			b.SetVec(i, y/ts[i])
 		}
@@ -227,7 +240,7 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 		}
 		if rank := svd.Rank(1e-10); rank < len(cols) {
 			drop := -1
-			for _, c := range []int{cClient, cOver, cPrefillPair, cPrefillCached, cDecodeCtx} {
+			for _, c := range []int{cPrefillBase, cPrefillCached, cOver, cClient, cPrefillPair, cDecodeCtx} {
 				if use[c] {
 					drop = c
 					break
@@ -237,6 +250,13 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 				drop = cols[len(cols)-1]
 			}
 			use[drop] = false
+			if p, ok := partner[drop]; ok && (use[p] || !free[p]) {
+				// The roofline's identity: the same work in the other
+				// phase.
+				tie[drop] = p
+				notes = append(notes, fmt.Sprintf("%s: not separable from the other terms in these records; set to %s, the term of the other phase that does the same work", colNames[drop], colNames[p]))
+				continue
+			}
 			notes = append(notes, fmt.Sprintf("%s: not separable from the other terms in these records; left at 0", colNames[drop]))
 			continue
 		}
@@ -259,6 +279,11 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 		for j, c := range cols {
 			th[c] = x.AtVec(j)
 			set[c] = true
+		}
+		for c := range nCols {
+			if tie[c] >= 0 && (set[tie[c]] || !free[tie[c]]) {
+				th[c], set[c] = th[tie[c]], true
+			}
 		}
 		return th, set, notes
 	}
@@ -351,7 +376,9 @@ func sse(os []obs, chunk int, th []float64) float64 {
 // steps by a batch threshold and of the prefill chunks by a size
 // threshold, refits with each piece in the regime whose term the fit
 // makes larger until no piece moves (at most 20 times), and keeps the fit
-// of least squared relative error.
+// of least squared relative error, a fit whose decode steps (or prefill
+// chunks) fall in both regimes counted 25 % worse per phase, so that the
+// client's jitter does not pass for a regime the server never entered.
 func fitAll(os []obs, chunk int) ([]float64, []string) {
 	batches, sizes := map[int]bool{}, map[int]bool{}
 	for _, o := range os {
@@ -410,12 +437,46 @@ func fitAll(os []obs, chunk int) ([]float64, []string) {
 					break
 				}
 			}
-			if e := sse(os, chunk, th); e < bestErr {
+			// Each regime beyond one per phase must earn its place: its
+			// fit's squared error is counted 25 % higher per added regime.
+			if e := sse(os, chunk, th) * (1 + 0.25*float64(extraRegimes(os, chunk, th))); e < bestErr {
 				best, bestNotes, bestErr = th, notes, e
 			}
 		}
 	}
 	return best, bestNotes
+}
+
+// extraRegimes counts the phases whose observations fall in both of
+// their regimes under th.
+func extraRegimes(os []obs, chunk int, th []float64) int {
+	var mem, comp [2]bool // decode, prefill
+	for _, o := range os {
+		_, r := o.design(chunk, th, nil)
+		nd := len(o.steps)
+		if o.kind == obsTTFT {
+			nd = 1
+		}
+		np := len(r) - nd
+		for i, m := range r {
+			ph := 0
+			if o.kind == obsPrefill || o.kind == obsTTFT && i < np {
+				ph = 1
+			}
+			if m {
+				mem[ph] = true
+			} else {
+				comp[ph] = true
+			}
+		}
+	}
+	n := 0
+	for ph := range 2 {
+		if mem[ph] && comp[ph] {
+			n++
+		}
+	}
+	return n
 }
 
 // Fit fits the embedded engine's cost model (sim.Coefficients) to the
@@ -445,7 +506,9 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 	th, notes := fitAll(os, chunk)
 	// Outliers: an observation whose relative residual lies more than 8
 	// scaled MADs from the median of its kind and source (the server's
-	// timings or the client's) is left out, and the fit repeated once.
+	// timings or the client's), and more than 1 % off, is left out, and
+	// the fit repeated once; a group in which more than a tenth would go
+	// is kept whole (its spread is its noise, not a few bad records).
 	dropped := map[obsKind]int{}
 	type group struct {
 		kind   obsKind
@@ -469,11 +532,19 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		sort.Float64s(dev)
 		bounds[g] = bound{med, 1.4826 * stat.Quantile(0.5, stat.Empirical, dev, nil)}
 	}
+	outliers := map[group]int{}
+	for _, o := range os {
+		g := group{o.kind, o.server}
+		bd := bounds[g]
+		if r := (predict(o, chunk, th) - o.t) / o.t; math.Abs(r-bd.med) > 8*bd.mad && math.Abs(r) > 0.01 {
+			outliers[g]++
+		}
+	}
 	keep := os[:0:0]
 	for _, o := range os {
 		bd := bounds[group{o.kind, o.server}]
 		r := (predict(o, chunk, th) - o.t) / o.t
-		if len(res[group{o.kind, o.server}]) >= 5 && math.Abs(r-bd.med) > 8*bd.mad && math.Abs(r) > 0.01 {
+		if g := (group{o.kind, o.server}); len(res[g]) >= 5 && math.Abs(r-bd.med) > 8*bd.mad && math.Abs(r) > 0.01 && outliers[g] <= len(res[g])/10 {
 			dropped[o.kind]++
 			continue
 		}

@@ -94,7 +94,8 @@ func observations(rows []benchkit.Request) (out []obs, maxBatch, capped int) {
 		}
 	}
 	for _, k := range order {
-		steps, mb := burstSteps(bursts[k])
+		steps, _ := burstSteps(bursts[k])
+		mb := together(bursts[k])
 		out = append(out, steps...)
 		maxBatch = max(maxBatch, mb)
 		if len(bursts[k]) == k.conc {
@@ -106,6 +107,26 @@ func observations(rows []benchkit.Request) (out []obs, maxBatch, capped int) {
 		capped = maxBatch
 	}
 	return out, maxBatch, capped
+}
+
+// together counts the requests of a burst that got their first token
+// before any of them ended: those the server ran at once. A burst larger
+// than the server's cap on running requests starts the rest only as
+// others end.
+func together(rows []benchkit.Request) int {
+	end := -1.0
+	for _, r := range rows {
+		if r.E2ES != nil && (end < 0 || r.SendOffsetS+*r.E2ES < end) {
+			end = r.SendOffsetS + *r.E2ES
+		}
+	}
+	n := 0
+	for _, r := range rows {
+		if r.TTFTS != nil && r.SendOffsetS+*r.TTFTS < end {
+			n++
+		}
+	}
+	return n
 }
 
 // stream is one request of a burst on the burst's clock: its tokens'
@@ -121,9 +142,10 @@ type stream struct {
 // burstSteps numbers the decode steps of one burst from its streamed
 // tokens. A server that batches by iteration gives every running request
 // one token per step, so a request's k-th token comes k − 1 steps after
-// its first; a request whose first token comes while another runs got it
-// at the step of that other request's token nearest in time (a step
-// apart is a step's duration, well above the client's jitter). Each step
+// its first; a request whose first token comes while another runs (within
+// half of that one's mean step of its first and last tokens) got it at
+// the step of that other request's token nearest in time (a step apart
+// is a step's duration, well above the client's jitter). Each step
 // then has its batch (the requests with a token in it) and Σ context.
 // Each request whose decode ran with no other request's first token in
 // its span (no prefill stalled it) is one observation: the sum of its
@@ -156,8 +178,13 @@ func burstSteps(rows []benchkit.Request) ([]obs, int) {
 		s.step = -1
 		best := 0.0
 		for _, o := range ss[:i] {
-			if s.at[0] > o.at[len(o.at)-1]+(o.at[len(o.at)-1]-o.at[0])/float64(max(len(o.at)-1, 1)) {
-				continue // o had ended
+			n := len(o.at)
+			if n < 2 {
+				continue
+			}
+			mean := (o.at[n-1] - o.at[0]) / float64(n-1)
+			if s.at[0] < o.at[0]-mean/2 || s.at[0] > o.at[n-1]+mean/2 {
+				continue // o was not running
 			}
 			for k, t := range o.at {
 				if d := abs(t - s.at[0]); s.step < 0 || d < best {
