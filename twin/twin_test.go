@@ -119,6 +119,25 @@ func TestFitRecoversHiddenPreset(t *testing.T) {
 		t.Log("note:", n)
 	}
 
+	// The same records without the server's timings (as vLLM's API
+	// gives them): the client's figures alone, whose errors are logged.
+	bare := append([]benchkit.Request(nil), rows...)
+	for i := range bare {
+		bare[i].Stats = nil
+	}
+	cw, err := twin.Fit(bare, twin.FitOptions{})
+	if err != nil {
+		t.Fatalf("client-only fit: %v", err)
+	}
+	cc := cw.Coefficients
+	t.Logf("client only: decode base+overhead %+.1f %%, decode per request %+.1f %%, prefill per token %+.1f %%, client overhead %.3g ms",
+		100*((cc.DecodeBase+cc.StepOverhead)/(want.DecodeBase+want.StepOverhead)-1), 100*(cc.DecodePerRequest/want.DecodePerRequest-1),
+		100*(cc.PrefillPerToken/want.PrefillPerToken-1), 1e3*cw.ClientOverheadS)
+	t.Logf("client only: %+v notes %q", cc, cw.Notes)
+	if cc.MaxRunning != sim.DefaultMaxRunning {
+		t.Errorf("client only: max_running = %d, want %d", cc.MaxRunning, sim.DefaultMaxRunning)
+	}
+
 	// Fidelity: the held-out plans on the server and on the twin.
 	measured, err := twin.Measure(ctx, exoClient(t, srv), srv.Model(), b, heldOut)
 	if err != nil {
