@@ -43,10 +43,12 @@
 // # How it fits
 //
 // Least squares on relative errors (each observation divided by its
-// measured time), through gonum's SVD, in two stages: the server's own
-// timings, which carry no network or client scheduling noise, fix every
-// term they identify; the client's figures then fit the rest (the decode's
-// compute term where the server gave no burst timings, the client
+// measured time), through gonum's SVD, in three stages, each fixing the
+// terms it identifies for the next: the server's own timings of requests
+// sent alone (no network or client noise, batch 1 throughout); its
+// timings of the bursts' decode spans (exact, but their batches read from
+// the client's token instants); then the client's figures, for the rest
+// (the decode's compute term where the server gave no timings, the client
 // overhead). The max() of each step is piecewise: each piece (a decode
 // step, a prefill chunk) is put in a regime, the linear fit made, each
 // piece moved to the regime whose term the fit makes larger, until none

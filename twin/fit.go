@@ -75,6 +75,7 @@ var kindNames = [...]string{"decode_step", "server_prefill", "client_ttft"}
 type obs struct {
 	kind   obsKind
 	server bool    // from the server's own timings
+	tier   int     // the stage that fits it: 0 the server's, of one request alone; 1 the server's, of a burst's decode; 2 the client's
 	t      float64 // seconds
 	steps  []step  // decode: the steps t is the sum of
 	n, off int     // prefill: tokens prefilled after off cached ones
@@ -322,8 +323,11 @@ func predict(o obs, chunk int, th []float64) float64 {
 }
 
 // fitRegimes fits the coefficients with every observation's pieces in
-// the regimes regs: the server's own timings first, which fix every term
-// they identify, then the client's figures, for the rest.
+// the regimes regs, in three stages, each fixing the terms it identifies
+// for the next: the server's own timings of requests sent alone (exact,
+// their batch known), then its timings of the decode spans of bursts
+// (exact, but their batches are read from the client's token instants),
+// then the client's figures, for the rest.
 func fitRegimes(os []obs, regs []regime, chunk int) ([]float64, []string) {
 	zero := make([]float64, nCols)
 	var notes []string
@@ -332,11 +336,11 @@ func fitRegimes(os []obs, regs []regime, chunk int) ([]float64, []string) {
 	for c := range free {
 		free[c] = true
 	}
-	for _, server := range []bool{true, false} {
+	for tier := range 3 {
 		var rows [][nCols]float64
 		var ts []float64
 		for i, o := range os {
-			if o.server != server {
+			if o.tier != tier {
 				continue
 			}
 			row, _ := o.design(chunk, zero, regs[i])

@@ -90,7 +90,7 @@ func observations(rows []benchkit.Request) (out []obs, maxBatch, capped int) {
 			}
 		}
 		if r.Stream && r.TTFTS != nil && *r.TTFTS > 0 && p-c-1 >= 0 {
-			out = append(out, obs{kind: obsTTFT, t: *r.TTFTS, n: p - c - 1, off: c, ctx: p - 1})
+			out = append(out, obs{kind: obsTTFT, t: *r.TTFTS, n: p - c - 1, off: c, ctx: p - 1, tier: 2})
 		}
 	}
 	for _, k := range order {
@@ -217,14 +217,17 @@ func burstSteps(rows []benchkit.Request) ([]obs, int) {
 		if n < 2 {
 			continue
 		}
-		o := obs{kind: obsDecode, t: s.at[n-1] - s.at[0]}
+		o := obs{kind: obsDecode, t: s.at[n-1] - s.at[0], tier: 2}
 		stalled := false
 		for g := s.step + 1; g < s.step+n; g++ {
 			stalled = stalled || firsts[g]
 			o.steps = append(o.steps, step{batch[g], sumCtx[g]})
 		}
 		if st := s.r.Stats; st != nil && st.Source == "" && st.GenerationTPS > 0 {
-			o.t, o.server = float64(n-1)/st.GenerationTPS, true
+			o.t, o.server, o.tier = float64(n-1)/st.GenerationTPS, true, 1
+			if len(rows) == 1 {
+				o.tier = 0 // alone: its batch is 1 throughout
+			}
 		}
 		if !stalled && o.t > 0 {
 			out = append(out, o)

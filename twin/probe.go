@@ -94,7 +94,15 @@ func (h HeldOut) Describe() []string {
 		out = append(out, fmt.Sprintf("bursts pp=%v tg=%v concurrency=%v repeat=%d", p.PP, p.TG, p.Concurrency, max(p.Repeat, 1)))
 	}
 	for _, l := range h.Loads {
-		out = append(out, fmt.Sprintf("load %T %+v rate=%g/s requests=%d", l.Workload, l.Workload, l.Traffic.Rate, l.Traffic.NumRequests))
+		w := fmt.Sprintf("%T", l.Workload)
+		if ln, ok := l.Workload.(benchkit.Lengths); ok {
+			w = fmt.Sprintf("lengths in=%d out=%d range=%g", ln.Input, ln.Output, ln.RangeRatio)
+		}
+		shape := l.Traffic.Burstiness
+		if shape == 0 {
+			shape = 1 // Poisson
+		}
+		out = append(out, fmt.Sprintf("load %s at %.3g/s (burstiness %g) requests=%d", w, l.Traffic.Rate, shape, l.Traffic.NumRequests))
 	}
 	return out
 }
