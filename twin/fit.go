@@ -73,13 +73,14 @@ var kindNames = [...]string{"decode_step", "server_prefill", "client_ttft"}
 
 // obs is one measured duration and what the model says it is made of.
 type obs struct {
-	kind   obsKind
-	server bool    // from the server's own timings
-	tier   int     // the stage that fits it: 0 the server's, of one request alone; 1 the server's, of a burst's decode; 2 the client's
-	t      float64 // seconds
-	steps  []step  // decode: the steps t is the sum of
-	n, off int     // prefill: tokens prefilled after off cached ones
-	ctx    int     // TTFT: the context of its first decode step
+	kind    obsKind
+	server  bool    // from the server's own timings
+	tier    int     // the stage that fits it: 0 the server's, of one request alone; 1 the server's, of a burst's decode; 2 the client's
+	t       float64 // seconds
+	steps   []step  // decode: the steps t is the sum of
+	n, off  int     // prefill: tokens prefilled after off cached ones
+	ctx     int     // TTFT: the context of its first decode step
+	inBatch bool    // TTFT: the first token is sampled in the last prompt batch (llama.cpp), with no decode step of its own
 }
 
 // step is one decode step: its batch and Σ contexts.
@@ -155,7 +156,9 @@ func (o obs) design(chunk int, th []float64, reg regime) ([nCols]float64, regime
 	case obsTTFT:
 		row[cClient] = 1
 		prefill()
-		decode(1, float64(o.ctx))
+		if !o.inBatch {
+			decode(1, float64(o.ctx))
+		}
 	}
 	return row, used
 }
@@ -267,8 +270,8 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 			x.SetVec(j, x.AtVec(j)/scale[j])
 		}
 		neg := -1
-		for j, c := range cols {
-			if x.AtVec(j) < 0 && c != cClient && (neg < 0 || x.AtVec(j) < x.AtVec(neg)) {
+		for j := range cols {
+			if x.AtVec(j) < 0 && (neg < 0 || x.AtVec(j) < x.AtVec(neg)) {
 				neg = j
 			}
 		}
@@ -418,7 +421,7 @@ func fitAll(os []obs, chunk int) ([]float64, []string) {
 				for _, s := range o.steps {
 					r = append(r, s.batch < bs)
 				}
-				if o.kind == obsTTFT {
+				if o.kind == obsTTFT && !o.inBatch {
 					r = append(r, 1 < bs)
 				}
 				regs[i] = r
@@ -458,7 +461,7 @@ func extraRegimes(os []obs, chunk int, th []float64) int {
 	for _, o := range os {
 		_, r := o.design(chunk, th, nil)
 		nd := len(o.steps)
-		if o.kind == obsTTFT {
+		if o.kind == obsTTFT && !o.inBatch {
 			nd = 1
 		}
 		np := len(r) - nd
@@ -488,9 +491,13 @@ func extraRegimes(os []obs, chunk int, th []float64) int {
 // returns the Twin with its residuals; its Fidelity is for the caller to
 // fill from runs not in rows (Compare).
 func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
+	profile := profileOf(rows)
 	chunk := opts.PrefillChunk
 	if chunk <= 0 {
 		chunk = sim.DefaultPrefillChunk
+		if profile == ProfileLlamaCpp {
+			chunk = sim.DefaultLlamaCppBatch
+		}
 	}
 	base := opts.Base
 	if base == "" {
@@ -558,10 +565,12 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		os = keep
 		th, notes = fitAll(os, chunk)
 	}
+	notes = dedupe(notes)
 	tw := Twin{
 		Version:         Version,
 		Coefficients:    sim.Coefficients{MaxRunning: capped},
 		PrefillChunk:    chunk,
+		Profile:         profile,
 		Base:            base,
 		ClientOverheadS: th[cClient],
 		MaxBatchSeen:    maxBatch,
@@ -620,4 +629,17 @@ func serverOf(rows []benchkit.Request, opts FitOptions) Server {
 		}
 	}
 	return s
+}
+
+// dedupe keeps the first of each note.
+func dedupe(notes []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range notes {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }

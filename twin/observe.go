@@ -90,7 +90,13 @@ func observations(rows []benchkit.Request) (out []obs, maxBatch, capped int) {
 			}
 		}
 		if r.Stream && r.TTFTS != nil && *r.TTFTS > 0 && p-c-1 >= 0 {
-			out = append(out, obs{kind: obsTTFT, t: *r.TTFTS, n: p - c - 1, off: c, ctx: p - 1, tier: 2})
+			o := obs{kind: obsTTFT, t: *r.TTFTS, n: p - c - 1, off: c, ctx: p - 1, tier: 2}
+			if r.Stats != nil && r.Stats.Source == "llama.cpp" {
+				// llama-server samples the first token in the prompt's
+				// last batch: the whole prompt, and no step of its own.
+				o.n, o.inBatch = p-c, true
+			}
+			out = append(out, o)
 		}
 	}
 	for _, k := range order {
@@ -110,14 +116,25 @@ func observations(rows []benchkit.Request) (out []obs, maxBatch, capped int) {
 }
 
 // together counts the requests of a burst that got their first token
-// before any of them ended: those the server ran at once. A burst larger
+// before any of them got its last: those the server ran at once. A burst larger
 // than the server's cap on running requests starts the rest only as
 // others end.
 func together(rows []benchkit.Request) int {
 	end := -1.0
 	for _, r := range rows {
-		if r.E2ES != nil && (end < 0 || r.SendOffsetS+*r.E2ES < end) {
-			end = r.SendOffsetS + *r.E2ES
+		// Its last token's instant where it streamed, else its end.
+		last := -1.0
+		switch {
+		case r.TTFTS != nil && len(r.ITLS) > 0:
+			last = r.SendOffsetS + *r.TTFTS
+			for _, g := range r.ITLS {
+				last += g
+			}
+		case r.E2ES != nil:
+			last = r.SendOffsetS + *r.E2ES
+		}
+		if last >= 0 && (end < 0 || last < end) {
+			end = last
 		}
 	}
 	n := 0
@@ -127,6 +144,17 @@ func together(rows []benchkit.Request) int {
 		}
 	}
 	return n
+}
+
+// profileOf is the embedded engine's profile that schedules as the rows'
+// server did: llama.cpp's slots where its timings say so.
+func profileOf(rows []benchkit.Request) string {
+	for _, r := range rows {
+		if r.Stats != nil && r.Stats.Source == "llama.cpp" {
+			return ProfileLlamaCpp
+		}
+	}
+	return ""
 }
 
 // stream is one request of a burst on the burst's clock: its tokens'
@@ -223,9 +251,14 @@ func burstSteps(rows []benchkit.Request) ([]obs, int) {
 			stalled = stalled || firsts[g]
 			o.steps = append(o.steps, step{batch[g], sumCtx[g]})
 		}
-		if st := s.r.Stats; st != nil && st.Source == "" && st.GenerationTPS > 0 {
-			o.t, o.server, o.tier = float64(n-1)/st.GenerationTPS, true, 1
-			if len(rows) == 1 {
+		if st := s.r.Stats; st != nil {
+			switch {
+			case st.Source == "" && st.GenerationTPS > 0:
+				o.t, o.server, o.tier = float64(n-1)/st.GenerationTPS, true, 1
+			case st.Source != "" && st.Decode != nil && st.Decode.Seconds() > 0:
+				o.t, o.server, o.tier = st.Decode.Seconds(), true, 1
+			}
+			if o.server && len(rows) == 1 {
 				o.tier = 0 // alone: its batch is 1 throughout
 			}
 		}

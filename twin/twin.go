@@ -15,6 +15,9 @@ import (
 // Version is the Twin file's format version.
 const Version = 1
 
+// ProfileLlamaCpp is Twin.Profile for a twin of llama.cpp's llama-server.
+const ProfileLlamaCpp = "llamacpp"
+
 // ErrBadTwin is wrapped by the errors of a Twin file that cannot be used.
 var ErrBadTwin = errors.New("twin: bad twin file")
 
@@ -31,6 +34,13 @@ type Twin struct {
 	// PrefillChunk is the prefill chunk, in tokens, the fit split long
 	// prefills by: the engine loaded with the twin prefills in it too.
 	PrefillChunk int `json:"prefill_chunk"`
+	// Profile is the embedded engine's profile that schedules as the
+	// measured server did: "" (exo's batch generator: a prompt prefilled
+	// whole, the running batch stalled meanwhile, its first token from
+	// the next decode step) or ProfileLlamaCpp (llama-server's slots,
+	// prompt batches of PrefillChunk tokens mixed with the generating
+	// slots' tokens, the first token sampled in the prompt's last batch).
+	Profile string `json:"profile,omitempty"`
 	// ClientOverheadS is the constant the client's TTFT held beyond the
 	// server's work (the HTTP path, the network), in seconds: a
 	// figure of the measured setup, not of the engine, whose own HTTP
@@ -93,6 +103,9 @@ func (t Twin) Check() error {
 	}
 	if c.StepOverhead+c.PrefillBase+c.PrefillPerToken <= 0 {
 		return fmt.Errorf("%w: a prefill would take no time", ErrBadTwin)
+	}
+	if t.Profile != "" && t.Profile != ProfileLlamaCpp {
+		return fmt.Errorf("%w: profile %q, expected \"\" or %q", ErrBadTwin, t.Profile, ProfileLlamaCpp)
 	}
 	if c.MaxRunning < 0 || t.PrefillChunk < 0 {
 		return fmt.Errorf("%w: max_running %d and prefill_chunk %d must not be negative", ErrBadTwin, c.MaxRunning, t.PrefillChunk)
@@ -168,10 +181,17 @@ func (t Twin) Preset() sim.Preset {
 	return p
 }
 
-// Options are the embedded engine's options for the twin: its Preset and
-// prefill chunk.
+// Options are the embedded engine's options for the twin: its Preset,
+// its prefill chunk, and for a twin of llama.cpp the LlamaCpp profile
+// with MaxRunning slots and batches of PrefillChunk tokens.
 func (t Twin) Options() sim.Options {
-	return sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk}
+	o := sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk}
+	if t.Profile == ProfileLlamaCpp {
+		o.Profile = sim.LlamaCpp
+		o.LlamaCpp.Slots = t.Coefficients.MaxRunning
+		o.LlamaCpp.Batch = t.PrefillChunk
+	}
+	return o
 }
 
 func orString(s, or string) string {

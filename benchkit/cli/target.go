@@ -241,6 +241,16 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 	case t.Timeout < 0:
 		return Usagef("--timeout must not be negative, got %v", t.Timeout)
 	}
+	if t.Embedded() && t.Preset != "" {
+		_, tw, err := t.simPreset()
+		if err != nil {
+			return Usagef("--%s: %v", map[bool]string{true: "preset", false: "sim-preset"}[t.Exo], err)
+		}
+		if tw != nil && tw.Profile == twin.ProfileLlamaCpp && !t.Exo && t.SimProfile == "" {
+			// A twin of llama-server schedules as llama-server.
+			t.SimProfile = SimLlamaCpp
+		}
+	}
 	if t.Embedded() && !t.Exo {
 		switch t.SimProfile {
 		case SimOllama:
@@ -252,11 +262,6 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 			if m := t.Sim.Metrics; m != "" && m != sim.MetricsOff {
 				return Usagef("--sim-metrics %s: the llamacpp profile serves llama.cpp's metrics (or none with off)", m)
 			}
-		}
-	}
-	if t.Embedded() && t.Preset != "" {
-		if _, _, err := t.simPreset(); err != nil {
-			return Usagef("--%s: %v", map[bool]string{true: "preset", false: "sim-preset"}[t.Exo], err)
 		}
 	}
 	prov := benchkit.NewProvenance(append([]string{t.Program}, args...), t.NoHostInfo, t.Secret())
@@ -436,17 +441,17 @@ func (t *Target) checkModel(ctx context.Context, stderr io.Writer) {
 
 // simPreset is the embedded engine's preset: the built-in one --sim-preset
 // (exo-bench's --preset) names, or the twin file it names (a path ending
-// in .json, as package twin writes it) with the twin's prefill chunk.
-func (t *Target) simPreset() (sim.Preset, int, error) {
+// in .json, as package twin writes it), then returned too.
+func (t *Target) simPreset() (sim.Preset, *twin.Twin, error) {
 	if strings.HasSuffix(t.Preset, ".json") {
 		tw, err := twin.Load(t.Preset)
 		if err != nil {
-			return sim.Preset{}, 0, err
+			return sim.Preset{}, nil, err
 		}
-		return tw.Preset(), tw.PrefillChunk, nil
+		return tw.Preset(), &tw, nil
 	}
 	p, err := sim.PresetByName(t.Preset)
-	return p, 0, err
+	return p, nil, err
 }
 
 // startSim starts the embedded engine on loopback; it lives until Close,
@@ -455,10 +460,20 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	opts := t.Sim
 	opts.Preset = t.defaultPreset()
 	if t.Preset != "" {
-		var chunk int
-		opts.Preset, chunk, _ = t.simPreset()
-		if opts.PrefillChunk == 0 {
-			opts.PrefillChunk = chunk
+		var tw *twin.Twin
+		opts.Preset, tw, _ = t.simPreset()
+		if tw != nil {
+			// The twin's own chunk, slots and batch, where not set.
+			o := tw.Options()
+			if opts.PrefillChunk == 0 {
+				opts.PrefillChunk = o.PrefillChunk
+			}
+			if opts.LlamaCpp.Slots == 0 {
+				opts.LlamaCpp.Slots = o.LlamaCpp.Slots
+			}
+			if opts.LlamaCpp.Batch == 0 {
+				opts.LlamaCpp.Batch = o.LlamaCpp.Batch
+			}
 		}
 	}
 	if t.Counter != nil {

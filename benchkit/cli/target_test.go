@@ -214,3 +214,27 @@ func TestTargetTwinPreset(t *testing.T) {
 		t.Errorf("a decode step of the twin takes %v, want %v", got, want)
 	}
 }
+
+// TestTargetTwinLlamaCpp: a twin of llama-server is served by the
+// llamacpp profile.
+func TestTargetTwinLlamaCpp(t *testing.T) {
+	tw := twin.Twin{Version: twin.Version, PrefillChunk: 512, Profile: twin.ProfileLlamaCpp,
+		Coefficients: sim.Coefficients{DecodeBase: 1e-3, PrefillBase: 1e-3, MaxRunning: 2}}
+	path := filepath.Join(t.TempDir(), "twin.json")
+	if err := tw.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	tg := &Target{Program: "prog"}
+	parseTarget(t, tg, "--sim-preset", path)
+	ctx := context.Background()
+	if err := tg.Check(ctx, []string{"--sim-preset", path}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Start(ctx, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if tg.SimProfile != SimLlamaCpp || tg.Server.OpenAIURL() != tg.Server.URL {
+		t.Errorf("profile %q, OpenAI API at %s (root %s); want llama.cpp's at the root", tg.SimProfile, tg.Server.OpenAIURL(), tg.Server.URL)
+	}
+}

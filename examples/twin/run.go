@@ -167,7 +167,7 @@ func fidelity(ctx context.Context, c *config, tw twin.Twin, probe []benchkit.Req
 	opts.Counter = c.target.Counter
 	srv := sim.NewServer(opts)
 	defer srv.Close()
-	tc, err := openai.New(srv.VLLMURL, &openai.Options{Counter: c.target.Counter, MaxBurst: maxOf(c.heldConc)})
+	tc, err := openai.New(srv.OpenAIURL(), &openai.Options{Counter: c.target.Counter, MaxBurst: maxOf(c.heldConc)})
 	if err != nil {
 		return twin.Fidelity{}, err
 	}
