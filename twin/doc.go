@@ -17,6 +17,11 @@
 //
 //	TTFT = client overhead + prefill(p − 1 − cached, cached) + decode step([p − 1])
 //
+// Records with llama.cpp's timings make a twin of profile ProfileLlamaCpp:
+// llama-server samples the first token in the prompt's last batch, so
+// there TTFT = client overhead + prefill(p − cached, cached), the chunks
+// are its batch, and the engine serves the twin with its LlamaCpp profile.
+//
 // # What the fit reads
 //
 // From the rows of a Runner's bursts (twin.Probe's plan, or any run of
