@@ -25,6 +25,7 @@ import (
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/promptsize/hf"
 	"github.com/inferbench/inferbench/promptsize/remote"
+	"github.com/inferbench/inferbench/twin"
 )
 
 // A Target is what a program measures and how it counts: the embedded
@@ -115,7 +116,7 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 		fs.IntVar(&t.Port, "port", port, "exo API port (env EXO_PORT)")
 		fs.StringVar(&t.Model, "model", t.Model, "model id or short id (default: the embedded engine's model)")
 		fs.StringVar(&t.Tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json (default: the embedded engine's)")
-		fs.StringVar(&t.Preset, "preset", "", "preset of the embedded engine (without --host)")
+		fs.StringVar(&t.Preset, "preset", "", "preset of the embedded engine, or a twin file FILE.json fitted to a measured server (without --host)")
 		fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
 		t.addReasoningFlag(fs, "--host")
 		return
@@ -125,7 +126,7 @@ func (t *Target) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.Tokenizer, "tokenizer", "", "directory with the model's tokenizer.json and tokenizer_config.json (default: the server's /tokenize, or the embedded engine's tokenizer)")
 	fs.StringVar(&t.APIKeyEnv, "api-key-env", "", "environment variable holding the bearer token")
 	fs.StringVar(&t.CounterKind, "server-counter", CounterAuto, "without --tokenizer, how the server counts prompts: auto (vLLM's or SGLang's /tokenize, else llama.cpp's), tokenize (vLLM, SGLang), or llamacpp (llama.cpp's /apply-template and /tokenize)")
-	fs.StringVar(&t.Preset, "sim-preset", t.defaultPreset().Name, "preset of the embedded engine (without --base-url)")
+	fs.StringVar(&t.Preset, "sim-preset", t.defaultPreset().Name, "preset of the embedded engine, or a twin file FILE.json fitted to a measured server (without --base-url)")
 	fs.DurationVar(&t.Timeout, "timeout", DefaultRequestTimeout, "bound on each request, from dialing to the end of its answer, and on each model-list and /tokenize call (0: none)")
 	fs.BoolVar(&t.NoHostInfo, "no-host-info", false, "leave the host name out of the results files")
 	fs.StringVar(&t.API, "api", APIOpenAI, "the server's API: openai (OpenAI-compatible, at --base-url), or ollama (Ollama's native /api/chat at its root, e.g. http://127.0.0.1:11434: an exact token stream and the server's timings; needs --tokenizer)")
@@ -240,6 +241,16 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 	case t.Timeout < 0:
 		return Usagef("--timeout must not be negative, got %v", t.Timeout)
 	}
+	if t.Embedded() && t.Preset != "" {
+		_, tw, err := t.simPreset()
+		if err != nil {
+			return Usagef("--%s: %v", map[bool]string{true: "preset", false: "sim-preset"}[t.Exo], err)
+		}
+		if tw != nil && tw.Profile == twin.ProfileLlamaCpp && !t.Exo && t.SimProfile == "" {
+			// A twin of llama-server schedules as llama-server.
+			t.SimProfile = SimLlamaCpp
+		}
+	}
 	if t.Embedded() && !t.Exo {
 		switch t.SimProfile {
 		case SimOllama:
@@ -251,11 +262,6 @@ func (t *Target) Check(ctx context.Context, args []string, shortest int) error {
 			if m := t.Sim.Metrics; m != "" && m != sim.MetricsOff {
 				return Usagef("--sim-metrics %s: the llamacpp profile serves llama.cpp's metrics (or none with off)", m)
 			}
-		}
-	}
-	if t.Embedded() && t.Preset != "" {
-		if _, err := sim.PresetByName(t.Preset); err != nil {
-			return Usagef("--%s: %v", map[bool]string{true: "preset", false: "sim-preset"}[t.Exo], err)
 		}
 	}
 	prov := benchkit.NewProvenance(append([]string{t.Program}, args...), t.NoHostInfo, t.Secret())
@@ -433,13 +439,42 @@ func (t *Target) checkModel(ctx context.Context, stderr io.Writer) {
 	fmt.Fprintf(stderr, "%s: warning: --model %q is not among the server's models (%s); its requests may fail\n", t.Program, t.Model, list)
 }
 
+// simPreset is the embedded engine's preset: the built-in one --sim-preset
+// (exo-bench's --preset) names, or the twin file it names (a path ending
+// in .json, as package twin writes it), then returned too.
+func (t *Target) simPreset() (sim.Preset, *twin.Twin, error) {
+	if strings.HasSuffix(t.Preset, ".json") {
+		tw, err := twin.Load(t.Preset)
+		if err != nil {
+			return sim.Preset{}, nil, err
+		}
+		return tw.Preset(), &tw, nil
+	}
+	p, err := sim.PresetByName(t.Preset)
+	return p, nil, err
+}
+
 // startSim starts the embedded engine on loopback; it lives until Close,
 // past an interrupt, so that requests in flight can finish.
 func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	opts := t.Sim
 	opts.Preset = t.defaultPreset()
 	if t.Preset != "" {
-		opts.Preset, _ = sim.PresetByName(t.Preset)
+		var tw *twin.Twin
+		opts.Preset, tw, _ = t.simPreset()
+		if tw != nil {
+			// The twin's own chunk, slots and batch, where not set.
+			o := tw.Options()
+			if opts.PrefillChunk == 0 {
+				opts.PrefillChunk = o.PrefillChunk
+			}
+			if opts.LlamaCpp.Slots == 0 {
+				opts.LlamaCpp.Slots = o.LlamaCpp.Slots
+			}
+			if opts.LlamaCpp.Batch == 0 {
+				opts.LlamaCpp.Batch = o.LlamaCpp.Batch
+			}
+		}
 	}
 	if t.Counter != nil {
 		opts.Counter = t.Counter

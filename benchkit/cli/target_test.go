@@ -6,14 +6,17 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/internal/hostile"
 	"github.com/inferbench/inferbench/internal/httpsafe"
 	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/twin"
 )
 
 func parseTarget(t *testing.T, tg *Target, args ...string) {
@@ -93,6 +96,7 @@ func TestTargetUsage(t *testing.T) {
 		{"--api-key-env", "INFERBENCH_TEST_UNSET_VARIABLE"},
 		{"--timeout", "-1s"},
 		{"--sim-preset", "no-such-preset"},
+		{"--sim-preset", "no-such-twin.json"},
 		{"--tokenizer", t.TempDir()},
 	} {
 		tg := &Target{Program: "prog"}
@@ -180,5 +184,57 @@ func TestTargetDefaultTimeout(t *testing.T) {
 	fs.PrintDefaults()
 	if !strings.Contains(help.String(), "-timeout duration") || !strings.Contains(help.String(), "(default "+DefaultRequestTimeout.String()+")") {
 		t.Errorf("the help does not give --timeout and its default:\n%s", help.String())
+	}
+}
+
+// TestTargetTwinPreset: --sim-preset FILE.json serves the twin file's
+// fitted coefficients.
+func TestTargetTwinPreset(t *testing.T) {
+	tw := twin.Twin{Version: twin.Version, PrefillChunk: 512, Base: "fast", Server: twin.Server{Model: "m"},
+		Coefficients: sim.Coefficients{StepOverhead: 1e-4, DecodeBase: 1e-3, DecodePerRequest: 1e-5, PrefillBase: 1e-3, PrefillPerToken: 1e-5}}
+	path := filepath.Join(t.TempDir(), "twin.json")
+	if err := tw.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	tg := &Target{Program: "prog"}
+	parseTarget(t, tg, "--sim-preset", path)
+	ctx := context.Background()
+	if err := tg.Check(ctx, []string{"--sim-preset", path}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Start(ctx, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	p := tg.Server.Preset()
+	if p.Fitted == nil || *p.Fitted != tw.Coefficients || tg.Info.Preset != "twin:m" {
+		t.Errorf("the embedded engine serves %+v (%q), want the twin's coefficients %+v", p.Fitted, tg.Info.Preset, tw.Coefficients)
+	}
+	if got, want := p.DecodeStep([]int{10}), time.Duration(1100)*time.Microsecond; got != want {
+		t.Errorf("a decode step of the twin takes %v, want %v", got, want)
+	}
+}
+
+// TestTargetTwinLlamaCpp: a twin of llama-server is served by the
+// llamacpp profile.
+func TestTargetTwinLlamaCpp(t *testing.T) {
+	tw := twin.Twin{Version: twin.Version, PrefillChunk: 512, Profile: twin.ProfileLlamaCpp,
+		Coefficients: sim.Coefficients{DecodeBase: 1e-3, PrefillBase: 1e-3, MaxRunning: 2}}
+	path := filepath.Join(t.TempDir(), "twin.json")
+	if err := tw.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	tg := &Target{Program: "prog"}
+	parseTarget(t, tg, "--sim-preset", path)
+	ctx := context.Background()
+	if err := tg.Check(ctx, []string{"--sim-preset", path}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Start(ctx, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if tg.SimProfile != SimLlamaCpp || tg.Server.OpenAIURL() != tg.Server.URL {
+		t.Errorf("profile %q, OpenAI API at %s (root %s); want llama.cpp's at the root", tg.SimProfile, tg.Server.OpenAIURL(), tg.Server.URL)
 	}
 }

@@ -90,11 +90,23 @@ func (c cost) roofMixed(contexts []int, chunks []lcChunk) (mem, comp float64) {
 	for _, x := range contexts {
 		keys += float64(x)
 	}
+	genKeys := keys
 	for _, ch := range chunks {
 		n, o := float64(ch.n), float64(ch.offset)
 		keys += o
 		tokens += n
 		pairs += n*o + n*(n+1)/2
+	}
+	if f := c.p.Fitted; f != nil {
+		// The fitted form of Coefficients' mixed batch.
+		base := f.PrefillBase
+		if len(contexts) > 0 {
+			base = f.DecodeBase
+		}
+		slots := float64(len(contexts))
+		mem = base + f.DecodePerContextToken*genKeys + f.PrefillPerCachedToken*(keys-genKeys)
+		comp = f.DecodePerRequest*slots + f.PrefillPerToken*(tokens-slots) + f.PrefillPerPair*pairs
+		return mem, comp
 	}
 	mem = (m.WeightBytes() + m.KVBytesPerToken()*keys) / h.EffectiveBandwidth()
 	comp = (2*m.active()*tokens + m.AttentionFLOPsPerPair()*pairs) / h.EffectiveFLOPS()

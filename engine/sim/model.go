@@ -141,6 +141,53 @@ type Preset struct {
 	Name     string
 	Hardware Hardware
 	Model    Model
+	// Fitted, when set, replaces the roofline's time terms with
+	// coefficients fitted to a measured server (see Coefficients); the
+	// Hardware and Model then only size memory (the KV budget, the
+	// reported peak memory), hop latencies and power.
+	Fitted *Coefficients
+}
+
+// Coefficients are a cost model of the roofline's form whose terms were
+// fitted to a measured server rather than derived from published peaks.
+// Every duration is in seconds. With them a decode step of a batch whose
+// requests hold contexts[i] tokens each is
+//
+//	t = max(DecodeBase + DecodePerContextToken · Σ contexts,
+//	        DecodePerRequest · batch) + StepOverhead
+//
+// and a prefill chunk of n tokens on top of offset cached ones is
+//
+//	t = max(PrefillBase + PrefillPerCachedToken · offset,
+//	        PrefillPerToken · n + PrefillPerPair · (n · offset + n(n+1)/2)) + StepOverhead
+//
+// The roofline is the case DecodeBase = PrefillBase = W/B,
+// DecodePerContextToken = PrefillPerCachedToken = kv/B,
+// DecodePerRequest = PrefillPerToken = 2·N_active/F,
+// PrefillPerPair = a/F and StepOverhead = Hardware.StepOverhead.
+// A llama.cpp batch that mixes generating slots and prompt chunks is
+//
+//	t = max(base + DecodePerContextToken · Σ contexts + PrefillPerCachedToken · Σ offsets,
+//	        DecodePerRequest · slots + PrefillPerToken · Σ n + PrefillPerPair · Σ pairs) + StepOverhead
+//
+// with base DecodeBase when a slot generates, PrefillBase otherwise.
+// Placements over several nodes scale a step as the roofline's (see
+// the package documentation). Power has no fitted terms: a step's
+// compute and memory utilisations are its fitted compute and memory
+// terms over its duration, times the Hardware's watts.
+type Coefficients struct {
+	StepOverhead          float64 `json:"step_overhead_s"`
+	DecodeBase            float64 `json:"decode_base_s"`
+	DecodePerContextToken float64 `json:"decode_per_context_token_s"`
+	DecodePerRequest      float64 `json:"decode_per_request_s"`
+	PrefillBase           float64 `json:"prefill_base_s"`
+	PrefillPerToken       float64 `json:"prefill_per_token_s"`
+	PrefillPerPair        float64 `json:"prefill_per_pair_s"`
+	PrefillPerCachedToken float64 `json:"prefill_per_cached_token_s"`
+	// MaxRunning is the scheduler's cap on running requests (vLLM's max
+	// running requests, Ollama's and llama.cpp's parallel slots) where
+	// the records showed one; 0: unknown, Options.MaxRunning applies.
+	MaxRunning int `json:"max_running,omitempty"`
 }
 
 // String returns the preset's name and what it simulates, e.g.
@@ -246,15 +293,25 @@ func (c cost) finish(roofline float64) time.Duration {
 			comm = time.Duration(c.nodes-1) * c.hop
 		}
 	}
-	return seconds(t) + c.p.Hardware.StepOverhead + comm
+	over := c.p.Hardware.StepOverhead
+	if f := c.p.Fitted; f != nil {
+		over = seconds(f.StepOverhead)
+	}
+	return seconds(t) + over + comm
 }
 
-// roofDecode returns the memory and compute times of a decode step.
+// roofDecode returns the memory and compute times of a decode step: the
+// roofline's, or the fitted ones when the preset has Coefficients.
 func (c cost) roofDecode(contexts []int) (mem, comp float64) {
 	m, h := c.p.Model, c.p.Hardware
 	sum := 0
 	for _, x := range contexts {
 		sum += x
+	}
+	if f := c.p.Fitted; f != nil {
+		mem = f.DecodeBase + f.DecodePerContextToken*float64(sum)
+		comp = f.DecodePerRequest * float64(len(contexts))
+		return mem, comp
 	}
 	mem = (m.WeightBytes() + m.KVBytesPerToken()*float64(sum)) / h.EffectiveBandwidth()
 	comp = 2 * m.active() * float64(len(contexts)) / h.EffectiveFLOPS()
@@ -266,9 +323,16 @@ func (c cost) decodeStep(contexts []int) time.Duration {
 	return c.finish(math.Max(mem, comp))
 }
 
+// roofPrefill returns the memory and compute times of a prefill chunk:
+// the roofline's, or the fitted ones when the preset has Coefficients.
 func (c cost) roofPrefill(n, offset int) (mem, comp float64) {
 	m, h := c.p.Model, c.p.Hardware
 	fn, fo := float64(n), float64(offset)
+	if f := c.p.Fitted; f != nil {
+		mem = f.PrefillBase + f.PrefillPerCachedToken*fo
+		comp = f.PrefillPerToken*fn + f.PrefillPerPair*(fn*fo+fn*(fn+1)/2)
+		return mem, comp
+	}
 	mem = (m.WeightBytes() + m.KVBytesPerToken()*fo) / h.EffectiveBandwidth()
 	comp = (2*m.active()*fn + m.AttentionFLOPsPerPair()*(fn*fo+fn*(fn+1)/2)) / h.EffectiveFLOPS()
 	return mem, comp

@@ -13,6 +13,8 @@ const (
 // M3UltraGemma27B is an Apple M3 Ultra (80-core GPU, 819 GB/s, about
 // 28.4 TFLOPS fp16, 512 GB) serving Gemma 3 27B in 4-bit MLX quantisation,
 // exo's reference single-node configuration. It is the default preset.
+// Its efficiencies and step overhead are assumptions: it was not checked
+// against a measured run or a published benchmark figure.
 func M3UltraGemma27B() Preset {
 	return Preset{
 		Name: "m3-ultra-gemma3-27b-4bit",
@@ -55,6 +57,8 @@ func M3UltraGemma27B() Preset {
 
 // M4MaxLlama8B is an Apple M4 Max (40-core GPU, 546 GB/s, about 18.4 TFLOPS
 // fp16, 128 GB) serving Llama 3.1 8B Instruct in 4-bit MLX quantisation.
+// Its efficiencies and step overhead are assumptions: it was not checked
+// against a measured run or a published benchmark figure.
 func M4MaxLlama8B() Preset {
 	return Preset{
 		Name: "m4-max-llama3.1-8b-4bit",
@@ -82,6 +86,8 @@ func M4MaxLlama8B() Preset {
 
 // H100Llama8B is an NVIDIA H100 SXM (3.35 TB/s HBM3, about 989 TFLOPS dense
 // bf16, 80 GB) serving Llama 3.1 8B Instruct in bf16, as vLLM would.
+// Its efficiencies and step overhead are assumptions: it was not checked
+// against a measured run or a published benchmark figure.
 func H100Llama8B() Preset {
 	return Preset{
 		Name: "h100-llama3.1-8b-bf16",
@@ -128,7 +134,8 @@ func llama8B(id, quant string, bits float64) Model {
 
 // Fast is a fictional machine for tests: a 1 GB model on 1 TB/s, so a decode
 // step takes about 1.05 ms and a short prompt prefills in about a
-// millisecond. Its numbers describe no real hardware.
+// millisecond. Its numbers describe no real hardware, so there is nothing
+// to check them against.
 func Fast() Preset {
 	return Preset{
 		Name: "fast",
@@ -167,7 +174,9 @@ func Fast() Preset {
 	}
 }
 
-// Presets returns every built-in preset, the default first.
+// Presets returns every built-in preset, the default first. A preset
+// fitted to a measured server (package twin) says its error on runs it
+// was not fitted to; these do not.
 func Presets() []Preset {
 	return []Preset{M3UltraGemma27B(), M4MaxLlama8B(), H100Llama8B(), Fast()}
 }

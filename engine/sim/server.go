@@ -50,7 +50,8 @@ type Options struct {
 	Preset Preset
 	// Nodes is the number of simulated nodes (0 means DefaultNodes).
 	Nodes int
-	// MaxRunning caps the running batch (0 means DefaultMaxRunning).
+	// MaxRunning caps the running batch (0 means the preset's
+	// Fitted.MaxRunning where it has one, else DefaultMaxRunning).
 	MaxRunning int
 	// PrefillChunk is the prefill chunk size in tokens (0 means
 	// DefaultPrefillChunk).
@@ -128,7 +129,12 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-func (o Options) maxRunning() int   { return orDefault(o.MaxRunning, DefaultMaxRunning) }
+func (o Options) maxRunning() int {
+	if f := o.Preset.Fitted; o.MaxRunning <= 0 && f != nil && f.MaxRunning > 0 {
+		return f.MaxRunning
+	}
+	return orDefault(o.MaxRunning, DefaultMaxRunning)
+}
 func (o Options) prefillChunk() int { return orDefault(o.PrefillChunk, DefaultPrefillChunk) }
 func (o Options) streamChunk() int  { return orDefault(o.StreamChunk, 1) }
 func (o Options) nodes() int        { return orDefault(o.Nodes, DefaultNodes) }
@@ -478,11 +484,22 @@ func (s *Server) hop(meta string) time.Duration {
 	return s.preset.Hardware.RingLatency
 }
 
+// instancePreset is the preset an instance of m runs on: the server's
+// hardware, and its fitted coefficients when m is the model they were
+// fitted on.
+func (s *Server) instancePreset(m Model) Preset {
+	p := Preset{Name: s.preset.Name, Hardware: s.preset.Hardware, Model: m}
+	if m.ID == s.preset.Model.ID {
+		p.Fitted = s.preset.Fitted
+	}
+	return p
+}
+
 // startInstance starts a scheduler for sp, ready after delay. s.mu is held.
 func (s *Server) startInstance(sp spec, delay time.Duration) *instance {
 	in := &instance{
 		s: s, id: sp.id, model: sp.model, nodes: sp.nodes,
-		cost:     cost{p: Preset{Name: s.preset.Name, Hardware: s.preset.Hardware, Model: sp.model}, nodes: len(sp.nodes), tensor: sp.sharding == "Tensor" && len(sp.nodes) > 1, hop: s.hop(sp.meta)},
+		cost:     cost{p: s.instancePreset(sp.model), nodes: len(sp.nodes), tensor: sp.sharding == "Tensor" && len(sp.nodes) > 1, hop: s.hop(sp.meta)},
 		sharding: sp.sharding, meta: sp.meta, runners: sp.runners, port: sp.port,
 		readyAt: s.elapsed() + delay,
 		wake:    make(chan struct{}, 1),
