@@ -210,7 +210,7 @@ type virtualClock struct {
 	now      time.Duration
 	in       *instance
 	arrivals []arrival
-	pos    int
+	pos      int
 }
 
 type arrival struct {
