@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -373,7 +372,11 @@ func (s *Server) newJob(d dialect, g generation) (j *job, cut int, err error) {
 		notify:   make(chan struct{}, 1),
 	}
 	if j.blocks {
-		j.seq = blockSeq{ids: slices.Clip(slices.Clone(g.ids)), prompt: len(g.ids), salt: saltHash(g.salt)}
+		// The block cache's own copy of the ids, with room for the
+		// generated tokens it appends.
+		ids := make([]int, len(g.ids), len(g.ids)+target)
+		copy(ids, g.ids)
+		j.seq = blockSeq{ids: ids, prompt: len(g.ids), salt: saltHash(g.salt)}
 	}
 	return j, cut, nil
 }

@@ -200,7 +200,11 @@ func (s *Server) predictJob(ctx context.Context, in *instance, r PredictRequest)
 			g.prompt, g.maxTokens, in.model.ContextLength)
 	}
 	j, _, err := s.newJob(d, g)
-	return j, err
+	if err != nil {
+		return nil, err
+	}
+	j.quiet = true
+	return j, nil
 }
 
 // virtualClock is a prediction's clock: the schedule's present, and the

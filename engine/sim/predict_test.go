@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -137,4 +138,55 @@ func TestPredictRefuses(t *testing.T) {
 			t.Errorf("%s: error %v, want ErrPredict", name, err)
 		}
 	}
+}
+
+// BenchmarkPredictMooncake1000 predicts 1,000 requests shaped like the
+// public Mooncake arxiv trace on the fast preset (about 6.5 a second;
+// prompts of token ids lognormal around 7,600 tokens, made of 512-token
+// blocks that half of them share with an earlier prompt; outputs around
+// 180 tokens), the scheduler alone: no prompt is built, no row. It
+// reports the wall time of one prediction and the simulated span.
+func BenchmarkPredictMooncake1000(b *testing.B) {
+	src := rand.New(rand.NewPCG(1000, 512))
+	reqs := make([]PredictRequest, 1000)
+	var earlier [][]int
+	next, at := 0, time.Duration(0)
+	for i := range reqs {
+		at += time.Duration(src.ExpFloat64() / 6.5 * float64(time.Second))
+		in := min(max(int(math.Exp(8.7+0.7*src.NormFloat64())), 64), 30000)
+		out := min(max(int(math.Exp(5.0+0.6*src.NormFloat64())), 1), 1024)
+		n := (in + 511) / 512
+		var blocks []int
+		if len(earlier) > 0 && src.IntN(2) == 0 {
+			p := earlier[src.IntN(len(earlier))]
+			blocks = append(blocks, p[:min(len(p), 1+src.IntN(n))]...)
+		}
+		for len(blocks) < n {
+			blocks = append(blocks, next)
+			next++
+		}
+		earlier = append(earlier, blocks)
+		ids := make([]int, in)
+		for k := range ids {
+			ids[k] = blocks[k/512]*512 + k%512
+		}
+		reqs[i] = PredictRequest{At: at, TokenIDs: ids, MaxTokens: out, IgnoreEOS: true}
+	}
+	ctx := context.Background()
+	var got []Predicted
+	var wall time.Duration
+	for b.Loop() {
+		start := time.Now()
+		var err error
+		if got, err = Predict(ctx, Options{Preset: Fast()}, reqs); err != nil {
+			b.Fatal(err)
+		}
+		wall = time.Since(start)
+	}
+	span := time.Duration(0)
+	for _, p := range got {
+		span = max(span, p.Last)
+	}
+	b.ReportMetric(wall.Seconds()*1e3, "wall-ms")
+	b.ReportMetric(span.Seconds(), "simulated-s")
 }

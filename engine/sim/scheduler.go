@@ -103,9 +103,13 @@ type job struct {
 	mu     sync.Mutex
 	events []event
 	notify chan struct{}
+	quiet  bool // a prediction's job: no handler reads its events
 }
 
 func (j *job) push(e event) {
+	if j.quiet {
+		return
+	}
 	j.mu.Lock()
 	j.events = append(j.events, e)
 	j.mu.Unlock()
