@@ -53,6 +53,9 @@ type Predictor struct {
 	// sim.PredictVLLM (engine/openai at Server.VLLMURL). exo's adapter
 	// speaks sim.PredictExoBench.
 	API sim.PredictAPI
+	// RunIndex numbers the run in a sweep, as Load.Sweep numbers its runs
+	// from 0: its rows' Run and its prompts' salts.
+	RunIndex int
 }
 
 // Run predicts one run of the Load with workload w and traffic, its
@@ -104,7 +107,7 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 	for i, it := range items {
 		asked := benchkit.Request{Labels: it.Labels, Index: i, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
 			Model: l.Model, Stream: !l.NoStream, Simulated: true, Predicted: true}
-		asked.Rate = rate
+		asked.Run, asked.Rate = p.RunIndex, rate
 		rows[i] = benchkit.NewRequest(asked, it.Prompt, p.result(i, sched[i], it.Prompt, pred[i]), l.AllowEOS)
 	}
 	slices.SortStableFunc(rows, func(a, b benchkit.Request) int { return cmp.Compare(a.DoneS, b.DoneS) })
@@ -114,13 +117,22 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 	}
 	s := sums[0]
 	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = traffic.String(), rate, len(items), peakInFlight(sched, pred)
+	if th, ok := w.(interface{ TheoreticalHitRate([]int) (float64, bool) }); ok {
+		all := make([]int, len(items))
+		for i := range all {
+			all[i] = i
+		}
+		if v, ok := th.TheoreticalHitRate(all); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			s.TheoreticalHitRate = &v
+		}
+	}
 	return benchkit.LoadRun{Summary: s, Requests: rows}, nil
 }
 
 // plan is the Load's schedule and requests: its traffic's offsets (a
 // replay's: the workload's own), the workload's prompts built by the
 // Load's Builder and salted with its nonce, as Load.Run builds them for
-// its first run.
+// the run numbered RunIndex.
 func (p *Predictor) plan(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic) ([]time.Duration, []benchkit.Item, error) {
 	l := p.Load
 	sched := traffic.Schedule()
@@ -144,7 +156,7 @@ func (p *Predictor) plan(ctx context.Context, w benchkit.Workload, traffic bench
 		if l.Nonce == "" {
 			l.Nonce = promptsize.NewNonce(nil)
 		}
-		salt = func(i int) string { return promptsize.RunSalt(l.Nonce, 0, i) }
+		salt = func(i int) string { return promptsize.RunSalt(l.Nonce, p.RunIndex, i) }
 	}
 	own := make([]int, n)
 	for i := range own {

@@ -27,9 +27,10 @@ import (
 // or a few on a loaded two-core machine. A request that reaches the queue
 // after a step's end instead of before it is admitted a step later, and
 // the queue is FIFO: two requests the live path reorders trade places in
-// it, and their followers move by a step or two. So a typical request
-// agrees within a step and 2 ms, three in four within three steps and
-// 2 ms, and the summary's quantiles within a tenth or a step and 2 ms.
+// it, and their followers move by a step or two; on a machine busy with
+// other work all of it grows. So a typical request agrees within two
+// steps and 2 ms, three in four within four steps and 4 ms, and the
+// summary's quantiles within a tenth or two steps and 2 ms.
 //
 // Under the race detector the live handler and scheduler run many times
 // slower than the schedule they serve, and the live rows measure the
@@ -104,7 +105,7 @@ func agree(t *testing.T, got, want benchkit.LoadRun, step time.Duration) {
 		diffs["TTFT"] = append(diffs["TTFT"], time.Duration(math.Abs(*p.TTFTS-*l.TTFTS)*1e9))
 		diffs["E2E"] = append(diffs["E2E"], time.Duration(math.Abs(*p.E2ES-*l.E2ES)*1e9))
 	}
-	typical, mostly := step+slack, 3*step+slack
+	typical, mostly := 2*step+slack, 4*step+2*slack
 	check := t.Errorf
 	if raceEnabled {
 		check = t.Logf
