@@ -125,8 +125,9 @@
 // exact even on a loaded machine. A request arrives when its handler
 // queues it: an idle instance starts work at its first request's arrival,
 // and one that comes during a step arrives at an instant of that step (or
-// just after the boundary the scheduler last took its queue at) and is
-// admitted at the step's end; so the schedule is a function of the
+// just after the boundary the scheduler last took its queue at, and never
+// before a request queued ahead of it) and is admitted at the step's end;
+// so the schedule is a function of the
 // arrival instants and their order alone, which Predict runs on a virtual
 // clock (see Prediction). The rates:
 //

@@ -150,6 +150,7 @@ type instance struct {
 	stepStart time.Duration
 	stepEnd   time.Duration
 	cut       time.Duration // schedule instant the scheduler last took its queue
+	lastIn    time.Duration // the latest arrival so far: arrivals never go back
 	wake      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
@@ -195,6 +196,11 @@ func (in *instance) submit(j *job) bool {
 		} else {
 			j.arrival = now
 		}
+		// Queued after the requests already there, it arrives no
+		// earlier than they did (a scheduler that woke late to an
+		// early arrival is behind the clock of those queued meanwhile).
+		j.arrival = max(j.arrival, in.lastIn)
+		in.lastIn = j.arrival
 		j.arrived.Store(int64(j.arrival))
 		j.instID.Store(in.id)
 		j.met = in.met
