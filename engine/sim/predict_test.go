@@ -190,3 +190,37 @@ func BenchmarkPredictMooncake1000(b *testing.B) {
 	b.ReportMetric(wall.Seconds()*1e3, "wall-ms")
 	b.ReportMetric(span.Seconds(), "simulated-s")
 }
+
+// TestPredictExoAPIs: exo's bench API generates exactly max_tokens and
+// skips exo's prefix cache; its /v1 API saves the prompt, so the same
+// prompt sent again after the first ended is an exact hit, with no
+// prefill.
+func TestPredictExoAPIs(t *testing.T) {
+	msgs := []promptsize.Message{{Role: "user", Content: prompt(300)}}
+	reqs := []PredictRequest{
+		{API: PredictExoBench, Messages: msgs, MaxTokens: 40},
+		{API: PredictExoBench, Messages: msgs, MaxTokens: 40, At: time.Second},
+		{API: PredictExo, Messages: msgs, MaxTokens: 5000, At: 2 * time.Second},
+		{API: PredictExo, Messages: msgs, MaxTokens: 5000, At: 3 * time.Second},
+	}
+	got, err := Predict(context.Background(), Options{Preset: Fast()}, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range got[:2] {
+		if p.GeneratedTokens != 40 || p.FinishReason != "length" || p.CachedTokens != 0 || p.PrefixCacheHit != HitNone {
+			t.Errorf("bench request %d: %d tokens (%s), %d cached (%s); want 40 (length), none cached", i, p.GeneratedTokens, p.FinishReason, p.CachedTokens, p.PrefixCacheHit)
+		}
+	}
+	first, again := got[2], got[3]
+	if first.FinishReason != "stop" || first.GeneratedTokens >= 5000 || first.PrefixCacheHit != HitNone {
+		t.Errorf("first /v1 request: %d tokens (%s), hit %s; want a natural end and no hit", first.GeneratedTokens, first.FinishReason, first.PrefixCacheHit)
+	}
+	if again.PrefixCacheHit != HitExact || again.CachedTokens != again.PromptTokens-1 || again.PrefillEnd != again.PrefillStart {
+		t.Errorf("repeated /v1 request: hit %s, %d of %d cached, prefill %v to %v; want an exact hit and no prefill",
+			again.PrefixCacheHit, again.CachedTokens, again.PromptTokens, again.PrefillStart, again.PrefillEnd)
+	}
+	if again.GeneratedTokens != first.GeneratedTokens {
+		t.Errorf("the same prompt and seed ended after %d tokens, then %d", first.GeneratedTokens, again.GeneratedTokens)
+	}
+}
