@@ -110,6 +110,9 @@ type LoadMeta struct {
 	// Stream says whether responses were streamed; SLO the objectives.
 	Stream bool   `json:"stream"`
 	SLO    string `json:"slo,omitempty"`
+	// Predicted says the runs were computed on the embedded engine's
+	// virtual clock (package benchkit/predict), never sent.
+	Predicted bool `json:"predicted,omitempty"`
 	// Client is each run's client health (checkRun); ClientSaturated
 	// is true when any run's client was the bottleneck.
 	Client          []ClientHealth `json:"client_health,omitempty"`

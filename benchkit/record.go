@@ -144,6 +144,10 @@ type Request struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Simulated marks requests measured against the embedded engine.
 	Simulated bool `json:"simulated,omitempty"`
+	// Predicted marks requests never sent: computed on the embedded
+	// engine's virtual clock (package benchkit/predict), every instant
+	// the schedule's.
+	Predicted bool `json:"predicted,omitempty"`
 	// Probe marks a head-of-line probe (Traffic.ProbeRate): a one-token
 	// request sent beside the load, never in its figures; Index is then
 	// the probe's own number in its run.

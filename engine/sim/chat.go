@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -277,10 +276,6 @@ type generation struct {
 // length, stop strings), then the job through the scheduler.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, inst *instance, g generation) {
 	prompt, maxTok := g.prompt, g.maxTokens
-	seed := uint64(42)
-	if g.seed != nil && (*g.seed != 0 || d == dialectVLLM) {
-		seed = uint64(*g.seed)
-	}
 	if maxTok < 1 {
 		d.invalid(w, []string{"body", "max_tokens"}, fmt.Sprintf("max_tokens=%d: expected at least 1", maxTok))
 		return
@@ -295,47 +290,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, ins
 			inst.model.ContextLength, prompt+maxTok, prompt, in, maxTok, in))
 		return
 	}
-	// The reasoning mode's thinking comes first: its tokens are generated
-	// tokens, under max_tokens with the answer's.
-	var plan thinkPlan
-	if !g.completion {
-		plan = s.opts.Reasoning.plan(g.think, g.ids, seed)
-	}
-	target, reason := maxTok, "length"
-	eosBanned := g.bench || (d == dialectVLLM && g.ignoreEOS)
-	if !eosBanned {
-		l := plan.span() + naturalLength(g.ids, seed, s.opts.natural())
-		if d == dialectVLLM {
-			l = max(l, g.minTokens)
-		}
-		if l < maxTok {
-			target, reason = l, "stop"
-		}
-	}
-	stops, err := parseStop(g.stop)
+	j, cut, err := s.newJob(d, g)
 	if err != nil {
 		d.invalid(w, []string{"body", "stop"}, err.Error())
 		return
-	}
-	cut := -1
-	if k, at := stopAt(plan.wordFunc(s.vocab, seed), target, stops); k > 0 {
-		target, reason, cut = k, "stop", at
-	}
-	j := &job{
-		id:       s.newID(),
-		ids:      g.ids,
-		prompt:   prompt,
-		system:   g.system,
-		useCache: g.useCache && s.opts.PrefixCache.reuse(),
-		blocks:   d == dialectVLLM,
-		target:   target,
-		reason:   reason,
-		seed:     seed,
-		think:    plan,
-		notify:   make(chan struct{}, 1),
-	}
-	if j.blocks {
-		j.seq = blockSeq{ids: slices.Clip(slices.Clone(g.ids)), prompt: len(g.ids), salt: saltHash(g.salt)}
 	}
 	s.mu.Lock()
 	s.jobs[j.id] = j
@@ -362,6 +320,65 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, ins
 	} else {
 		rs.whole(w, r)
 	}
+}
+
+// newJob is the job of the validated request g: its seed, its thinking
+// plan, where it ends (max_tokens, the natural length when EOS is
+// allowed, a stop string) and its prompt's identities for the caches. cut
+// is where the text ends in the word that completes a stop string (-1:
+// none). The error is a stop field that does not parse.
+func (s *Server) newJob(d dialect, g generation) (j *job, cut int, err error) {
+	maxTok := g.maxTokens
+	seed := uint64(42)
+	if g.seed != nil && (*g.seed != 0 || d == dialectVLLM) {
+		seed = uint64(*g.seed)
+	}
+	// The reasoning mode's thinking comes first: its tokens are generated
+	// tokens, under max_tokens with the answer's.
+	var plan thinkPlan
+	if !g.completion {
+		plan = s.opts.Reasoning.plan(g.think, g.ids, seed)
+	}
+	target, reason := maxTok, "length"
+	eosBanned := g.bench || (d == dialectVLLM && g.ignoreEOS)
+	if !eosBanned {
+		l := plan.span() + naturalLength(g.ids, seed, s.opts.natural())
+		if d == dialectVLLM {
+			l = max(l, g.minTokens)
+		}
+		if l < maxTok {
+			target, reason = l, "stop"
+		}
+	}
+	stops, err := parseStop(g.stop)
+	if err != nil {
+		return nil, 0, err
+	}
+	cut = -1
+	if k, at := stopAt(plan.wordFunc(s.vocab, seed), target, stops); k > 0 {
+		target, reason, cut = k, "stop", at
+	}
+	j = &job{
+		id:       s.newID(),
+		ids:      g.ids,
+		prompt:   g.prompt,
+		system:   g.system,
+		useCache: g.useCache && s.opts.PrefixCache.reuse(),
+		blocks:   d == dialectVLLM,
+		target:   target,
+		reason:   reason,
+		seed:     seed,
+		think:    plan,
+		notify:   make(chan struct{}, 1),
+	}
+	if j.blocks {
+		// The block cache's own copy of the ids, with room for the
+		// generated tokens it appends.
+		ids := make([]int, len(g.ids), len(g.ids)+target)
+		copy(ids, g.ids)
+		j.seq = blockSeq{ids: ids, prompt: len(g.ids), salt: saltHash(g.salt)}
+	}
+	return j, cut, nil
 }
 
 // maxRequestBody bounds the request bodies the server reads.

@@ -122,7 +122,14 @@
 // generator); then one decode step gives every running request one token.
 // A request's instants (arrival, prefill, each token) are instants of this
 // schedule, not readings of the machine's clock, so the reported rates are
-// exact even on a loaded machine:
+// exact even on a loaded machine. A request arrives when its handler
+// queues it: an idle instance starts work at its first request's arrival,
+// and one that comes during a step arrives at an instant of that step (or
+// just after the boundary the scheduler last took its queue at, and never
+// before a request queued ahead of it) and is admitted at the step's end;
+// so the schedule is a function of the
+// arrival instants and their order alone, which Predict runs on a virtual
+// clock (see Prediction). The rates:
 //
 //	prompt_tps     = (u − 1) / prefill seconds     u = uncached prompt tokens (exo prefills all but the last)
 //	generation_tps = (n − 1) / (t_last − t_first)   n = generated tokens, t = decode step ends
@@ -539,6 +546,17 @@
 // In the mode exo's sim block adds thinking_tokens (the thinking's
 // generated tokens, markers included) and reasoning_tokens, the truth the
 // stream's figures are checked against.
+//
+// # Prediction
+//
+// Predict runs requests through the same scheduler code with no server: a
+// virtual clock submits each request at its arrival instant and moves on
+// by each step's computed duration instead of sleeping it, so a thousand
+// requests of a long trace take a fraction of a second. Its instants are
+// a live server's for requests arriving at the same instants in the same
+// order (TestPredictMatchesLiveSchedule holds them equal to the
+// nanosecond); package benchkit/predict turns them into a load test's
+// rows. The LlamaCpp profile's slots and remote prefill are not predicted.
 //
 // # What is not modelled
 //

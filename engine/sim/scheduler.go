@@ -103,9 +103,13 @@ type job struct {
 	mu     sync.Mutex
 	events []event
 	notify chan struct{}
+	quiet  bool // a prediction's job: no handler reads its events
 }
 
 func (j *job) push(e event) {
+	if j.quiet {
+		return
+	}
 	j.mu.Lock()
 	j.events = append(j.events, e)
 	j.mu.Unlock()
@@ -145,6 +149,8 @@ type instance struct {
 	stopped   bool
 	stepStart time.Duration
 	stepEnd   time.Duration
+	cut       time.Duration // schedule instant the scheduler last took its queue
+	lastIn    time.Duration // the latest arrival so far: arrivals never go back
 	wake      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
@@ -183,11 +189,18 @@ func (in *instance) submit(j *job) bool {
 	now := in.s.elapsed()
 	if j.remote == 0 {
 		if in.busy {
-			// The request arrived during the step in progress.
-			j.arrival = min(max(now, in.stepStart), in.stepEnd)
+			// The request arrived during the step in progress, after
+			// the scheduler took its queue: a boundary it missed is
+			// behind it.
+			j.arrival = max(min(max(now, in.stepStart), in.stepEnd), in.cut+1)
 		} else {
 			j.arrival = now
 		}
+		// Queued after the requests already there, it arrives no
+		// earlier than they did (a scheduler that woke late to an
+		// early arrival is behind the clock of those queued meanwhile).
+		j.arrival = max(j.arrival, in.lastIn)
+		in.lastIn = j.arrival
 		j.arrived.Store(int64(j.arrival))
 		j.instID.Store(in.id)
 		j.met = in.met
@@ -215,6 +228,10 @@ func (in *instance) poke() {
 // sleepUntil waits until the schedule instant t is reached in real time.
 // It reports false when the instance is stopping.
 func (in *instance) sleepUntil(t time.Duration) bool {
+	if v := in.s.virt; v != nil {
+		v.advance(t)
+		return true
+	}
 	d := t - in.s.elapsed()
 	if d <= 0 {
 		select {
@@ -228,6 +245,21 @@ func (in *instance) sleepUntil(t time.Duration) bool {
 	defer tm.Stop()
 	select {
 	case <-tm.C:
+		return true
+	case <-in.stop:
+		return false
+	}
+}
+
+// await waits, with nothing to run, until a request is submitted. It
+// reports false when the instance is stopping (a prediction: when no
+// request is left to arrive).
+func (in *instance) await() bool {
+	if v := in.s.virt; v != nil {
+		return v.next()
+	}
+	select {
+	case <-in.wake:
 		return true
 	case <-in.stop:
 		return false
@@ -287,28 +319,29 @@ func (in *instance) run() {
 			in.busy = false
 			in.idleAt = now
 			in.mu.Unlock()
-			select {
-			case <-in.wake:
-				continue
-			case <-in.stop:
+			if !in.await() {
 				return
 			}
+			continue
 		}
 		if !in.busy {
 			in.busy = true
-			now = max(now, in.s.elapsed())
+			now = max(now, in.wokenAt())
 		}
-		// Admit what fits and is due.
+		in.cut = now
+		// Admit what fits and is due: what arrived by now (requests
+		// that reached an idle instance after the first one arrive at
+		// its next boundary, as if it had woken at once).
 		var admit []*job
 		var rest []*job
 		earliest := time.Duration(-1)
 		for _, j := range in.queue {
 			switch {
-			case j.remote == 1 || len(running)+len(admit) < maxRunning && j.notBefore <= now:
+			case j.remote == 1 || len(running)+len(admit) < maxRunning && j.notBefore <= now && j.arrival <= now:
 				admit = append(admit, j)
 			default:
-				if j.notBefore > now && (earliest < 0 || j.notBefore < earliest) {
-					earliest = j.notBefore
+				if due := max(j.notBefore, j.arrival); due > now && (earliest < 0 || due < earliest) {
+					earliest = due
 				}
 				rest = append(rest, j)
 			}
@@ -324,12 +357,8 @@ func (in *instance) run() {
 					return
 				}
 				now = earliest
-			} else {
-				select {
-				case <-in.wake:
-				case <-in.stop:
-					return
-				}
+			} else if !in.await() {
+				return
 			}
 			continue
 		}
@@ -400,6 +429,24 @@ func (in *instance) run() {
 		clear(running[len(keep):])
 		running = keep
 	}
+}
+
+// wokenAt is the schedule instant an idle instance starts work: the
+// earliest arrival in its queue, not the instant its goroutine happened to
+// wake, so that the schedule is a function of the arrivals alone (a
+// request handed over by another instance counts from now). in.mu is held.
+func (in *instance) wokenAt() time.Duration {
+	now := in.s.elapsed()
+	t := now
+	for _, j := range in.queue {
+		if j.remote == 0 {
+			t = min(t, j.arrival)
+		} else {
+			t = now
+			break
+		}
+	}
+	return t
 }
 
 // dropCancelled removes the cancelled jobs of js, freeing the blocks they

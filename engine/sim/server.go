@@ -222,7 +222,8 @@ type Server struct {
 	chats    atomic.Int64  // chat requests seen, for FaultEvery
 	cache    cacheCounters
 	metrics  *serverMetrics         // nil when metrics are off
-	trace    atomic.Pointer[tracer] // tests: the schedule's truth
+	trace    atomic.Pointer[tracer] // tests and predictions: the schedule's truth
+	virt     *virtualClock          // a prediction's clock (predict.go); nil for a live server
 	handlers sync.WaitGroup
 	closed   chan struct{}
 	once     sync.Once
@@ -285,6 +286,34 @@ func Start(ctx context.Context, addr string, opts Options) (*Server, error) {
 }
 
 func serve(ln net.Listener, opts Options) *Server {
+	s := newState(opts)
+	s.ln = ln
+	host := ln.Addr().String()
+	s.URL = "http://" + host
+	s.VLLMURL = s.URL + "/vllm"
+	if s.opts.Profile == LlamaCpp {
+		s.lc = newLlamaCpp(s, s.opts.LlamaCpp)
+	}
+	if !s.opts.NoInstance {
+		spec := s.newSpec(s.preset.Model, []int{0}, "Pipeline", "MlxRing")
+		s.mu.Lock()
+		s.startInstance(spec, 0)
+		s.mu.Unlock()
+	}
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	if s.lc != nil {
+		s.srv.Handler = s.lcRoutes()
+		s.srv.IdleTimeout = lcKeepAlive
+		s.srv.ConnContext = lcConnContext
+	}
+	go s.srv.Serve(ln)
+	s.log.Info("sim: serving (all figures simulated)", "url", s.URL, "preset", s.preset.Name, "nodes", len(s.nodes))
+	return s
+}
+
+// newState is a server's state with no listener and no instance: its
+// options resolved, its nodes, power log and metrics.
+func newState(opts Options) *Server {
 	p := opts.Preset
 	if p.Name == "" {
 		p = M3UltraGemma27B()
@@ -303,7 +332,6 @@ func serve(ln net.Listener, opts Options) *Server {
 		vocab:   strings.Fields(vocabulary),
 		epoch:   time.Now(),
 		log:     opts.Logger,
-		ln:      ln,
 		closed:  make(chan struct{}),
 		jobs:    map[string]*job{},
 		metrics: newServerMetrics(opts.Metrics),
@@ -323,26 +351,6 @@ func serve(ln net.Listener, opts Options) *Server {
 			ip:   fmt.Sprintf("10.0.0.%d", i+1),
 		})
 	}
-	host := ln.Addr().String()
-	s.URL = "http://" + host
-	s.VLLMURL = s.URL + "/vllm"
-	if opts.Profile == LlamaCpp {
-		s.lc = newLlamaCpp(s, opts.LlamaCpp)
-	}
-	if !opts.NoInstance {
-		spec := s.newSpec(p.Model, []int{0}, "Pipeline", "MlxRing")
-		s.mu.Lock()
-		s.startInstance(spec, 0)
-		s.mu.Unlock()
-	}
-	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
-	if s.lc != nil {
-		s.srv.Handler = s.lcRoutes()
-		s.srv.IdleTimeout = lcKeepAlive
-		s.srv.ConnContext = lcConnContext
-	}
-	go s.srv.Serve(ln)
-	s.log.Info("sim: serving (all figures simulated)", "url", s.URL, "preset", p.Name, "nodes", n)
 	return s
 }
 
@@ -380,7 +388,14 @@ func (s *Server) Counter() promptsize.Counter {
 	return s.counter
 }
 
-func (s *Server) elapsed() time.Duration { return time.Since(s.epoch) }
+// elapsed is the schedule's present: the time since the server started,
+// or a prediction's virtual instant.
+func (s *Server) elapsed() time.Duration {
+	if s.virt != nil {
+		return s.virt.now
+	}
+	return time.Since(s.epoch)
+}
 
 // cacheCounters are the server's running totals of prompt work, updated by
 // the schedulers.
@@ -517,9 +532,12 @@ func (s *Server) startInstance(sp spec, delay time.Duration) *instance {
 	in.met = s.metrics.engine(sp.model.ID, in.kv)
 	s.instances = append(s.instances, in)
 	s.events++
-	if s.lc != nil {
+	switch {
+	case s.virt != nil:
+		// A prediction runs the scheduler itself, on its virtual clock.
+	case s.lc != nil:
 		go in.runSlots()
-	} else {
+	default:
 		go in.run()
 	}
 	return in

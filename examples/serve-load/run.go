@@ -51,6 +51,7 @@ type options struct {
 	thinking                                        cli.ThinkingFlags
 	warmup                                          int
 	capacity                                        capacityFlags
+	predict                                         bool
 }
 
 // parse reads and checks every flag; it returns a *cli.UsageError
@@ -110,6 +111,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	fs.IntVar(&o.warmup, "warmup", 0, "before each run, send N warm-up requests of the workload's kind (own salts, at most --max-concurrency at once) and drop them: in no row and no figure")
+	fs.BoolVar(&o.predict, "predict", false, "predict the plan on the embedded engine's virtual clock instead of sending it, in a fraction of its time (no --base-url; a rate or a rate list, a burst or a trace replay): rows and table labelled predicted (docs/PREDICT.md)")
 	addSplitFlags(fs, &o.split)
 	o.thinking.AddFlags(fs, true)
 	var slo timing.SLO
@@ -205,6 +207,9 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 		return o, nil, slo, err
 	}
 	if err := o.split.resolve(o.seeded, len(rates) > 1 || o.findMaxRate || o.capacity.on || settings > 1); err != nil {
+		return o, nil, slo, err
+	}
+	if err := o.checkPredict(settings); err != nil {
 		return o, nil, slo, err
 	}
 	if o.findMaxRate || o.capacity.on {
@@ -392,7 +397,13 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if o.capacity.on {
 		plan.Capacity = o.capacity.options(o)
 	}
-	doc, runErr := load.Document(ctx, meta, plan)
+	var doc benchkit.LoadDocument
+	var runErr error
+	if o.predict {
+		doc, runErr = predictPlan(ctx, tg, load, meta, plan)
+	} else {
+		doc, runErr = load.Document(ctx, meta, plan)
+	}
 	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
 		return runErr
@@ -442,6 +453,9 @@ func runTitle(o options, meta benchkit.LoadMeta, runs []benchkit.LoadRun) string
 	title := meta.Model + ", " + traffic
 	if meta.Simulated {
 		title = "SIMULATED (" + meta.Preset + "): " + title
+	}
+	if meta.Predicted {
+		title = "PREDICTED, " + title
 	}
 	return title
 }

@@ -1,0 +1,240 @@
+// Package predict gives the run a benchkit.Load would measure against the
+// embedded engine (engine/sim) without sending it: the Load's plan (its
+// schedule, its workload's prompts built by its Builder, salted as it
+// salts them) goes through the engine's scheduler on a virtual clock
+// (sim.Predict), and each predicted request becomes a benchkit.Request
+// through benchkit.NewRequest, as a measured one does, so that the
+// summary, the table and every figure are computed by the same code. A
+// thousand rows take milliseconds where the run takes their schedule's
+// length.
+//
+// A predicted row is the engine's schedule seen by a client with no
+// network: its request goes out at its intended instant and reaches the
+// server then, its chunks arrive at the instants the server computes
+// them. A live run's rows differ from it by the client's and the
+// network's own time (the send lag, the loopback, the reads); see
+// docs/PREDICT.md for how far apart they are.
+package predict
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/concurrency"
+	"github.com/inferbench/inferbench/engine"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/promptsize"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// ErrUnpredictable wraps every refusal: a plan whose sending depends on
+// the replies (a closed loop, a cap on requests in flight, probes) or on
+// what this package does not model.
+var ErrUnpredictable = errors.New("predict: the plan cannot be predicted")
+
+// A Predictor predicts the runs of a Load against the embedded engine.
+type Predictor struct {
+	// Load is the load test as it would be sent; its Engine is not used.
+	// Model, Builder, NoStream, AllowEOS, NoSalt, Nonce and Request.Seed
+	// shape the requests as they shape the sent ones. A split Segment, a
+	// SharedPrefix and a Request.Thinking are refused; Warmup requests
+	// are left out (their salted prompts share nothing with the run's,
+	// and the engine is idle again before the run starts).
+	Load *benchkit.Load
+	// Options is the embedded engine the Load would be sent to.
+	Options sim.Options
+	// API is the API the Load's engine adapter speaks to it; empty means
+	// sim.PredictVLLM (engine/openai at Server.VLLMURL). exo's adapter
+	// speaks sim.PredictExoBench.
+	API sim.PredictAPI
+	// RunIndex numbers the run in a sweep, as Load.Sweep numbers its runs
+	// from 0: its rows' Run and its prompts' salts.
+	RunIndex int
+}
+
+// Run predicts one run of the Load with workload w and traffic, its
+// summary against slo: what Load.Run would return, its rows marked
+// Predicted and Simulated, in the order they end. The traffic must be an
+// open loop (a rate, a ramp, all at once, a replay) or a burst, without a
+// cap on requests in flight and without probes.
+func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic, slo timing.SLO) (benchkit.LoadRun, error) {
+	l := p.Load
+	if l == nil || l.Builder == nil || l.Model == "" || w == nil {
+		return benchkit.LoadRun{}, fmt.Errorf("%w: a Load with a Model and a Builder, and a Workload, are required", ErrUnpredictable)
+	}
+	if err := traffic.Validate(); err != nil {
+		return benchkit.LoadRun{}, err
+	}
+	switch {
+	case traffic.Users > 0:
+		return benchkit.LoadRun{}, fmt.Errorf("%w: a closed loop sends each request when a reply comes", ErrUnpredictable)
+	case traffic.MaxConcurrency > 0:
+		return benchkit.LoadRun{}, fmt.Errorf("%w: a cap on requests in flight holds requests until replies come", ErrUnpredictable)
+	case traffic.ProbeRate > 0:
+		return benchkit.LoadRun{}, fmt.Errorf("%w: head-of-line probes are not predicted", ErrUnpredictable)
+	case l.Segment.Split():
+		return benchkit.LoadRun{}, fmt.Errorf("%w: a split plan's segment is not predicted: predict the whole plan", ErrUnpredictable)
+	case l.SharedPrefix > 0:
+		return benchkit.LoadRun{}, fmt.Errorf("%w: a shared prefix is not predicted", ErrUnpredictable)
+	case l.Request.Thinking != nil:
+		return benchkit.LoadRun{}, fmt.Errorf("%w: a thinking control is not predicted", ErrUnpredictable)
+	}
+	sched, items, err := p.plan(ctx, w, traffic)
+	if err != nil {
+		return benchkit.LoadRun{}, err
+	}
+	reqs := make([]sim.PredictRequest, len(items))
+	for i, it := range items {
+		reqs[i] = sim.PredictRequest{At: sched[i], API: p.API, Messages: it.Prompt.Messages, TokenIDs: it.Prompt.TokenIDs,
+			MaxTokens: it.MaxTokens, IgnoreEOS: !l.AllowEOS, Seed: l.Request.Seed}
+	}
+	pred, err := sim.Predict(ctx, p.Options, reqs)
+	if err != nil {
+		return benchkit.LoadRun{}, err
+	}
+	var rate *float64
+	if traffic.Burst == 0 && !traffic.Replay && !math.IsInf(traffic.Rate, 1) && traffic.RampShape == "" {
+		r := traffic.Rate
+		rate = &r
+	}
+	rows := make([]benchkit.Request, len(items))
+	for i, it := range items {
+		asked := benchkit.Request{Labels: it.Labels, Index: i, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
+			Model: l.Model, Stream: !l.NoStream, Simulated: true, Predicted: true}
+		asked.Run, asked.Rate = p.RunIndex, rate
+		rows[i] = benchkit.NewRequest(asked, it.Prompt, p.result(i, sched[i], it.Prompt, pred[i]), l.AllowEOS)
+	}
+	slices.SortStableFunc(rows, func(a, b benchkit.Request) int { return cmp.Compare(a.DoneS, b.DoneS) })
+	sums := benchkit.Summarize(rows, benchkit.ByRun, slo)
+	if len(sums) != 1 {
+		return benchkit.LoadRun{}, fmt.Errorf("predict: %d summaries of one run", len(sums))
+	}
+	s := sums[0]
+	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = traffic.String(), rate, len(items), peakInFlight(sched, pred)
+	if th, ok := w.(interface{ TheoreticalHitRate([]int) (float64, bool) }); ok {
+		all := make([]int, len(items))
+		for i := range all {
+			all[i] = i
+		}
+		if v, ok := th.TheoreticalHitRate(all); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			s.TheoreticalHitRate = &v
+		}
+	}
+	return benchkit.LoadRun{Summary: s, Requests: rows}, nil
+}
+
+// plan is the Load's schedule and requests: its traffic's offsets (a
+// replay's: the workload's own), the workload's prompts built by the
+// Load's Builder and salted with its nonce, as Load.Run builds them for
+// the run numbered RunIndex.
+func (p *Predictor) plan(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic) ([]time.Duration, []benchkit.Item, error) {
+	l := p.Load
+	sched := traffic.Schedule()
+	if traffic.Replay {
+		sized, ok := w.(interface{ Len() int })
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: a replay needs a workload that knows its size (a trace)", benchkit.ErrBadLoad)
+		}
+		n := sized.Len()
+		if traffic.NumRequests > 0 {
+			n = min(n, traffic.NumRequests)
+		}
+		sched = make([]time.Duration, n)
+	}
+	n := len(sched)
+	if n == 0 {
+		return nil, nil, fmt.Errorf("%w: the schedule of %s holds no request", benchkit.ErrBadLoad, traffic)
+	}
+	var salt func(int) string
+	if !l.NoSalt {
+		if l.Nonce == "" {
+			l.Nonce = promptsize.NewNonce(nil)
+		}
+		salt = func(i int) string { return promptsize.RunSalt(l.Nonce, p.RunIndex, i) }
+	}
+	own := make([]int, n)
+	for i := range own {
+		own[i] = i
+	}
+	items, err := w.Requests(ctx, l.Builder, n, own, salt)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(items) != n {
+		return nil, nil, fmt.Errorf("predict: the workload gave %d requests for %d", len(items), n)
+	}
+	if traffic.Replay {
+		for i, it := range items {
+			if it.At == nil {
+				return nil, nil, fmt.Errorf("%w: a replay needs every request's own send instant, and request %d has none", benchkit.ErrBadLoad, i)
+			}
+			sched[i] = *it.At
+		}
+	}
+	return sched, items, nil
+}
+
+// epoch anchors the predicted traces: every instant is epoch plus a
+// schedule offset.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// result is what a client with no network would have measured of request
+// i, sent at at: the request written at its arrival, a chunk at each
+// predicted token (StreamChunk tokens a chunk, at the last one's
+// instant), the response read at the last token.
+func (p *Predictor) result(i int, at time.Duration, pr promptsize.Prompt, r sim.Predicted) concurrency.Result[engine.Result] {
+	res := engine.Result{Model: p.Load.Model, FinishReason: r.FinishReason}
+	res.Trace.Start, res.Trace.Headers, res.Trace.End = epoch.Add(at), epoch.Add(at), epoch.Add(r.Last)
+	if !p.Load.NoStream {
+		k := max(p.Options.StreamChunk, 1)
+		for c := 0; c < len(r.Tokens); c += k {
+			last := min(c+k, len(r.Tokens))
+			res.Trace.Chunks = append(res.Trace.Chunks, timing.Chunk{At: epoch.Add(r.Tokens[last-1]), Tokens: last - c})
+		}
+		if p.vllm() && len(pr.TokenIDs) == 0 && len(r.Tokens) > 0 {
+			// vLLM's chat writes its role chunk with the first token.
+			res.Trace.FirstChunk = epoch.Add(r.Tokens[0])
+		}
+	}
+	u := &engine.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.GeneratedTokens, TotalTokens: r.PromptTokens + r.GeneratedTokens}
+	if p.vllm() && !p.Options.NoPromptTokensDetails && (len(pr.TokenIDs) > 0 || r.CachedTokens > 0) {
+		c := r.CachedTokens
+		u.CachedTokens = &c
+	}
+	res.Usage = u
+	if !p.vllm() {
+		res.ServerStats = &engine.ServerStats{PromptTPS: r.PromptTPS, GenerationTPS: r.GenerationTPS,
+			PromptTokens: r.PromptTokens, GenerationTokens: r.GeneratedTokens, PrefixCacheHit: engine.PrefixCacheHit(r.PrefixCacheHit)}
+	}
+	return concurrency.Result[engine.Result]{Index: i, User: -1, Value: res, Dispatched: true,
+		Intended: at, Dispatch: at, Sent: at, Marked: true, Done: r.Last}
+}
+
+func (p *Predictor) vllm() bool { return p.API == "" || p.API == sim.PredictVLLM }
+
+// peakInFlight is the most requests between their send and their last
+// token at once.
+func peakInFlight(sched []time.Duration, pred []sim.Predicted) int {
+	type edge struct {
+		t time.Duration
+		d int
+	}
+	es := make([]edge, 0, 2*len(sched))
+	for i, at := range sched {
+		es = append(es, edge{at, 1}, edge{pred[i].Last, -1})
+	}
+	// An end and a start at one instant: the end first.
+	slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.d, b.d)) })
+	peak, n := 0, 0
+	for _, e := range es {
+		n += e.d
+		peak = max(peak, n)
+	}
+	return peak
+}

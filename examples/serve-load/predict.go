@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/benchkit/predict"
+	"github.com/inferbench/inferbench/timing"
+)
+
+// checkPredict refuses --predict where a prediction cannot stand for the
+// run: another server than the embedded engine's vLLM API, and plans
+// whose sending waits on replies or that search.
+func (o options) checkPredict(settings int) error {
+	if !o.predict {
+		return nil
+	}
+	switch {
+	case !o.target.Embedded():
+		return cli.Usagef("--predict predicts the embedded engine; it takes no --base-url")
+	case o.target.SimProfile != "" && o.target.SimProfile != cli.SimVLLM && o.target.SimProfile != cli.SimSGLang:
+		return cli.Usagef("--predict predicts the embedded engine's vLLM API; --sim-profile %s is not predicted", o.target.SimProfile)
+	case o.findMaxRate || o.capacity.on:
+		return cli.Usagef("--predict predicts a rate, a rate list, a burst or a replay; not --find-max-rate or --find-capacity")
+	case o.users > 0 || o.maxConcurrency > 0 || o.probeRate > 0:
+		return cli.Usagef("--predict cannot predict --users, --max-concurrency or --probe-rate: their requests wait on replies")
+	case o.split.seg.Split() || o.sharedPrefix > 0 || settings > 0:
+		return cli.Usagef("--predict predicts a whole plan without --segment, --shared-prefix or thinking controls")
+	}
+	return nil
+}
+
+// predictPlan computes plan's runs on the embedded engine's virtual clock
+// (benchkit/predict) instead of sending them, one run per rate, and hands
+// each row to the Load's sinks as a run would.
+func predictPlan(ctx context.Context, tg *cli.Target, load *benchkit.Load, meta benchkit.LoadMeta, plan benchkit.LoadPlan) (benchkit.LoadDocument, error) {
+	opts := tg.Sim
+	opts.Preset = tg.Server.Preset()
+	meta.Workload, meta.Traffic, meta.Stream, meta.Predicted = plan.Workload, plan.Traffic, !load.NoStream, true
+	if plan.SLO != (timing.SLO{}) {
+		meta.SLO = plan.SLO.String()
+	}
+	meta.Started = time.Now().UTC().Format(time.RFC3339)
+	rates := plan.Rates
+	if len(rates) == 0 {
+		rates = []float64{plan.Traffic.Rate}
+	}
+	var runs []benchkit.LoadRun
+	var err error
+	for i, r := range rates {
+		t := plan.Traffic
+		if len(plan.Rates) > 0 {
+			t.Rate = r
+			meta.Rates = append(meta.Rates, rateString(r))
+		}
+		var run benchkit.LoadRun
+		run, err = (&predict.Predictor{Load: load, Options: opts, RunIndex: i}).Run(ctx, plan.Workload, t, plan.SLO)
+		if err != nil {
+			break
+		}
+		for _, row := range run.Requests {
+			for _, s := range load.Sinks {
+				err = errors.Join(err, s.Add(row))
+			}
+		}
+		runs = append(runs, run)
+		if err != nil {
+			break
+		}
+	}
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	if len(plan.Rates) <= 1 {
+		meta.Rates = nil
+		for _, r := range plan.Rates {
+			meta.Rates = append(meta.Rates, rateString(r))
+		}
+	}
+	return benchkit.NewLoadDocument(meta, runs, nil), err
+}
+
+// rateString is a rate as a document's meta writes it ("inf" for all at
+// once).
+func rateString(r float64) string {
+	if math.IsInf(r, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64)
+}
