@@ -549,10 +549,11 @@ func TestServerViewLlamaCpp(t *testing.T) {
 		wait = append(wait, *r.TTFTBeyondServerS-*rt.HTTPPathEstimate)
 	}
 	slices.Sort(wait)
-	// The machine's scheduling blurs each wait by up to a tenth of a wave.
-	tol := 0.1 * service
+	// The machine's scheduling blurs each wait by up to a tenth of a
+	// wave, and each wave's wait carries the blur of those before it.
 	for i, w := range wait {
 		k := float64(i / slots)
+		tol := 0.1 * service * max(1, k)
 		if w < k*service-tol || w > k*service+batch+tol {
 			t.Errorf("request %d of wave %v: estimated wait %.1f ms; want %.1f–%.1f ms (%v × the service time %.1f ms, and up to a batch of %.1f ms)",
 				i, k, w*1e3, (k*service-tol)*1e3, (k*service+batch+tol)*1e3, k, service*1e3, batch*1e3)
