@@ -51,7 +51,9 @@ func (r *Result) WriteTable(w io.Writer, markdown bool) error {
 		b.WriteString("- ")
 	}
 	fmt.Fprintf(&b, "change: (B − A)/A with Fieller's %g %% interval, over independent units (runs, batches of one run, or\n", 100*r.Confidence)
-	fmt.Fprintf(&b, "repeats); verdicts by Welch's t-test, Holm-corrected over the %d figures tested (%g %% family-wise).\n", r.Tests, 100*r.Alpha)
+	fmt.Fprintf(&b, "repeats); verdicts by Welch's t-test, Holm-corrected over the %d figures tested (%g %% family-wise):\n", r.Tests, 100*r.Alpha)
+	fmt.Fprintf(&b, "%san interval is one figure's alone, so it may leave out 0 beside \"no change detected\", which weighs\n", bullet)
+	b.WriteString("all the figures tested together.\n")
 	if r.Threshold > 0 {
 		n := len(r.Regressions())
 		fmt.Fprintf(&b, "%sgate: a worse figure whose change exceeds %g %% is a regression: %d found.\n", bullet, 100*r.Threshold, n)
