@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -182,10 +183,14 @@ func (t Twin) Preset() sim.Preset {
 }
 
 // Options are the embedded engine's options for the twin: its Preset,
-// its prefill chunk, and for a twin of llama.cpp the LlamaCpp profile
+// its prefill chunk, ClientOverheadS as the engine's RequestOverhead (the
+// measured server's path outside its engine, which dominates the TTFT of
+// a small model on Ollama: the engine's own HTTP path, well under a
+// millisecond on loopback, adds to it), and for a twin of llama.cpp the LlamaCpp profile
 // with MaxRunning slots and batches of PrefillChunk tokens.
 func (t Twin) Options() sim.Options {
-	o := sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk}
+	o := sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk,
+		RequestOverhead: time.Duration(t.ClientOverheadS * float64(time.Second))}
 	if t.Profile == ProfileLlamaCpp {
 		o.Profile = sim.LlamaCpp
 		o.LlamaCpp.Slots = t.Coefficients.MaxRunning
