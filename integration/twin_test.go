@@ -27,7 +27,9 @@ import (
 // succeeds, finds the server's parallel slots (OLLAMA_NUM_PARALLEL=4, as
 // make integration serves it) from the bursts larger than them, the twin
 // file round-trips, and every metric of the table is compared with finite
-// figures. It does not assert the aims (TPOT and E2E MAPE ≤ 10 %,
+// figures. It also measures the held-out runs on Ollama twice and logs
+// the table of the repeat against the first: the server's own spread,
+// below which no twin's error can be read. It does not assert the aims (TPOT and E2E MAPE ≤ 10 %,
 // TTFT ≤ 15 %): on a CPU server with a tiny model shared with other work
 // they are not met run after run; docs/TWIN.md says which term misses
 // and why.
@@ -62,6 +64,7 @@ func TestTwin(t *testing.T) {
 	t.Logf("fit: step %.3g s, decode base %.3g s + %.3g s/context token | %.3g s/request, prefill base %.3g s | %.3g s/token + %.3g s/pair, client overhead %.3g s, max running %d, profile %q, chunk %d",
 		cf.StepOverhead, cf.DecodeBase, cf.DecodePerContextToken, cf.DecodePerRequest, cf.PrefillBase, cf.PrefillPerToken, cf.PrefillPerPair,
 		tw.ClientOverheadS, cf.MaxRunning, tw.Profile, tw.PrefillChunk)
+	t.Logf("fit: batch over the slots %d", tw.Batch)
 	for _, r := range tw.Residuals {
 		t.Logf("fit residuals %s: n=%d MAPE %.1f %% bias %+.1f %% (fitted records)", r.Kind, r.N, r.MAPE, r.Bias)
 	}
@@ -70,6 +73,9 @@ func TestTwin(t *testing.T) {
 	}
 	if tw.Profile != twin.ProfileLlamaCpp {
 		t.Errorf("profile %q: Ollama's runner schedules in slots, as llama-server (%q)", tw.Profile, twin.ProfileLlamaCpp)
+	}
+	if tw.PrefillChunk != twin.OllamaBatch || tw.Batch != 4*twin.OllamaBatch {
+		t.Errorf("prefill chunk %d, batch %d: want Ollama's %d a slot, %d over its 4 slots", tw.PrefillChunk, tw.Batch, twin.OllamaBatch, 4*twin.OllamaBatch)
 	}
 	if cf.MaxRunning != 4 {
 		t.Errorf("max running %d (largest batch seen %d): the server runs OLLAMA_NUM_PARALLEL=4 slots", cf.MaxRunning, tw.MaxBatchSeen)
@@ -94,6 +100,19 @@ func TestTwin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("held-out runs on Ollama: %v", err)
 	}
+	// The same plans on Ollama again: how far the server is from itself
+	// a few seconds later, the floor under any twin's error here.
+	again, err := twin.Measure(ctx, c, tg.model, b, h)
+	if err != nil {
+		t.Fatalf("held-out runs on Ollama, again: %v", err)
+	}
+	self := twin.Compare(again, measured)
+	var selfTable bytes.Buffer
+	if err := self.WriteTable(&selfTable); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Ollama against its own repeat of the held-out runs (\"over\": the repeat was slower):\n%s", selfTable.String())
+
 	opts := tw.Options()
 	opts.Counter = tg.tok
 	srv := sim.NewServer(opts)

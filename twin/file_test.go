@@ -174,3 +174,22 @@ func TestFitOllamaRecords(t *testing.T) {
 			o.Profile, o.LlamaCpp.Batch, o.RequestOverhead)
 	}
 }
+
+// A twin of Ollama's runner serves its slots' batch (PrefillChunk tokens
+// of each slot's prompt a step) as the engine's batch; a negative one is
+// refused.
+func TestTwinBatch(t *testing.T) {
+	tw := validTwin()
+	tw.Profile, tw.PrefillChunk, tw.Coefficients.MaxRunning = twin.ProfileLlamaCpp, 512, 4
+	if got := tw.Options().LlamaCpp.Batch; got != 512 {
+		t.Errorf("no batch: the engine's batch is %d, want the chunk 512", got)
+	}
+	tw.Batch = 2048
+	if got := tw.Options().LlamaCpp.Batch; got != 2048 {
+		t.Errorf("batch 2048: the engine's batch is %d", got)
+	}
+	tw.Batch = -1
+	if err := tw.Check(); !errors.Is(err, twin.ErrBadTwin) {
+		t.Errorf("batch -1: %v, want ErrBadTwin", err)
+	}
+}

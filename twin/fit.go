@@ -586,6 +586,9 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		Server:          serverOf(rows, opts),
 		Notes:           notes,
 	}
+	if profile == ProfileLlamaCpp && sourceOf(rows) == "ollama" && capped > 0 {
+		tw.Batch = chunk * capped
+	}
 	cf := &tw.Coefficients
 	cf.StepOverhead, cf.DecodeBase, cf.DecodePerContextToken, cf.DecodePerRequest = th[cOver], th[cDecodeBase], th[cDecodeCtx], th[cDecodeReq]
 	cf.PrefillBase, cf.PrefillPerToken, cf.PrefillPerPair, cf.PrefillPerCachedToken = th[cPrefillBase], th[cPrefillTok], th[cPrefillPair], th[cPrefillCached]

@@ -42,6 +42,12 @@ type Twin struct {
 	// prompt batches of PrefillChunk tokens mixed with the generating
 	// slots' tokens, the first token sampled in the prompt's last batch).
 	Profile string `json:"profile,omitempty"`
+	// Batch is, for ProfileLlamaCpp, the most tokens one step takes over
+	// all slots (0 means PrefillChunk, llama-server's n_batch, which one
+	// prompt may fill). Ollama's runner takes at most PrefillChunk tokens
+	// of each slot's prompt a step, PrefillChunk × slots in all (the
+	// n_batch it gives llama.cpp), so a twin of Ollama has that.
+	Batch int `json:"batch,omitempty"`
 	// ClientOverheadS is the constant the client's TTFT held beyond the
 	// server's work (the HTTP path, the network), in seconds: a
 	// figure of the measured setup, not of the engine, whose own HTTP
@@ -108,8 +114,8 @@ func (t Twin) Check() error {
 	if t.Profile != "" && t.Profile != ProfileLlamaCpp {
 		return fmt.Errorf("%w: profile %q, expected \"\" or %q", ErrBadTwin, t.Profile, ProfileLlamaCpp)
 	}
-	if c.MaxRunning < 0 || t.PrefillChunk < 0 {
-		return fmt.Errorf("%w: max_running %d and prefill_chunk %d must not be negative", ErrBadTwin, c.MaxRunning, t.PrefillChunk)
+	if c.MaxRunning < 0 || t.PrefillChunk < 0 || t.Batch < 0 {
+		return fmt.Errorf("%w: max_running %d, prefill_chunk %d and batch %d must not be negative", ErrBadTwin, c.MaxRunning, t.PrefillChunk, t.Batch)
 	}
 	if t.Base != "" {
 		if _, err := sim.PresetByName(t.Base); err != nil {
@@ -195,6 +201,9 @@ func (t Twin) Options() sim.Options {
 		o.Profile = sim.LlamaCpp
 		o.LlamaCpp.Slots = t.Coefficients.MaxRunning
 		o.LlamaCpp.Batch = t.PrefillChunk
+		if t.Batch > 0 {
+			o.LlamaCpp.Batch = t.Batch
+		}
 	}
 	return o
 }
