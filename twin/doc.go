@@ -21,6 +21,10 @@
 // llama-server samples the first token in the prompt's last batch, so
 // there TTFT = client overhead + prefill(p − cached, cached), the chunks
 // are its batch, and the engine serves the twin with its LlamaCpp profile.
+// Ollama's timings do too (its runner schedules as llama-server), in
+// OllamaBatch chunks a slot and OllamaBatch × slots a step (Twin.Batch).
+// The engine serving a twin waits the client overhead per request before
+// its scheduler (sim.Options.RequestOverhead).
 //
 // # What the fit reads
 //

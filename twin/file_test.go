@@ -5,8 +5,10 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/twin"
 )
@@ -131,5 +133,63 @@ func TestCompare(t *testing.T) {
 	}
 	if seen != 3 {
 		t.Errorf("found %d of the 3 metrics looked for in %+v", seen, f.Metrics)
+	}
+}
+
+// Ollama's runner samples a prompt's first token in its last batch, in
+// slots, as llama-server does: records with Ollama's timings fit a twin
+// of the llama.cpp profile in Ollama's 512-token batches, whose client
+// TTFT is the overhead plus the prefill with no decode step of its own.
+func TestFitOllamaRecords(t *testing.T) {
+	const (
+		over, perTok, step, client = 0.001, 50e-6, 0.002, 0.03
+		n                          = 16
+	)
+	var rows []benchkit.Request
+	for i, p := range []int{64, 128, 256, 384, 512, 64, 128, 256, 384, 512} {
+		prefill := time.Duration((over + perTok*float64(p)) * float64(time.Second))
+		decode := time.Duration(float64(n-1) * step * float64(time.Second))
+		ttft := client + prefill.Seconds()
+		c := n
+		rows = append(rows, benchkit.Request{Labels: benchkit.Labels{Run: i % 5, Concurrency: 1, Repeat: i / 5}, PPTarget: p, PPTokens: p,
+			ServerPromptTokens: &c, TGTarget: n, CompletionTokens: &c, Stream: true, TTFTS: f64(ttft), E2ES: f64(ttft + decode.Seconds()),
+			Stats: &engine.ServerStats{Source: "ollama", PromptTokens: p, GenerationTokens: n, Prefill: &prefill, Decode: &decode}})
+		rows[len(rows)-1].ServerPromptTokens = &rows[len(rows)-1].PPTokens
+	}
+	tw, err := twin.Fit(rows, twin.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tw.Profile != twin.ProfileLlamaCpp || tw.PrefillChunk != twin.OllamaBatch {
+		t.Errorf("profile %q, chunk %d: want %q in Ollama's batches of %d", tw.Profile, tw.PrefillChunk, twin.ProfileLlamaCpp, twin.OllamaBatch)
+	}
+	// With a decode step in the TTFT, the client's overhead would come
+	// out one step (2 ms) short.
+	if d := tw.ClientOverheadS - client; math.Abs(d) > 1e-4 {
+		t.Errorf("client overhead %.4g s, want %.4g s", tw.ClientOverheadS, client)
+	}
+	if o := tw.Options(); o.Profile != sim.LlamaCpp || o.LlamaCpp.Batch != twin.OllamaBatch ||
+		o.RequestOverhead != time.Duration(tw.ClientOverheadS*float64(time.Second)) {
+		t.Errorf("options: profile %v, batch %d, request overhead %v: want the llama.cpp profile, Ollama's batch, the client overhead",
+			o.Profile, o.LlamaCpp.Batch, o.RequestOverhead)
+	}
+}
+
+// A twin of Ollama's runner serves its slots' batch (PrefillChunk tokens
+// of each slot's prompt a step) as the engine's batch; a negative one is
+// refused.
+func TestTwinBatch(t *testing.T) {
+	tw := validTwin()
+	tw.Profile, tw.PrefillChunk, tw.Coefficients.MaxRunning = twin.ProfileLlamaCpp, 512, 4
+	if got := tw.Options().LlamaCpp.Batch; got != 512 {
+		t.Errorf("no batch: the engine's batch is %d, want the chunk 512", got)
+	}
+	tw.Batch = 2048
+	if got := tw.Options().LlamaCpp.Batch; got != 2048 {
+		t.Errorf("batch 2048: the engine's batch is %d", got)
+	}
+	tw.Batch = -1
+	if err := tw.Check(); !errors.Is(err, twin.ErrBadTwin) {
+		t.Errorf("batch -1: %v, want ErrBadTwin", err)
 	}
 }

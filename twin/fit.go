@@ -21,7 +21,8 @@ var ErrNoData = errors.New("twin: not enough measured records to fit")
 type FitOptions struct {
 	// PrefillChunk is the measured server's prefill chunk in tokens, by
 	// which a long prompt's prefill splits into steps (0 means
-	// sim.DefaultPrefillChunk, exo's).
+	// sim.DefaultPrefillChunk, exo's; for llama.cpp's records
+	// sim.DefaultLlamaCppBatch, for Ollama's OllamaBatch).
 	PrefillChunk int
 	// Base names the built-in preset (sim.PresetByName) whose hardware
 	// and model shape the twin keeps for what the coefficients do not
@@ -34,6 +35,11 @@ type FitOptions struct {
 	// Provenance is the measured run's, when the caller has it.
 	Provenance *benchkit.Provenance
 }
+
+// OllamaBatch is Ollama's default batch, in tokens: the --batch-size its
+// server gives the runner (num_batch, 512 in v0.6.5), the most of one
+// sequence's prompt one decode takes.
+const OllamaBatch = 512
 
 // The columns of the fit: the eight Coefficients and the client's
 // constant overhead on TTFT.
@@ -495,7 +501,10 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 	chunk := opts.PrefillChunk
 	if chunk <= 0 {
 		chunk = sim.DefaultPrefillChunk
-		if profile == ProfileLlamaCpp {
+		switch {
+		case profile == ProfileLlamaCpp && sourceOf(rows) == "ollama":
+			chunk = OllamaBatch
+		case profile == ProfileLlamaCpp:
 			chunk = sim.DefaultLlamaCppBatch
 		}
 	}
@@ -576,6 +585,9 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		MaxBatchSeen:    maxBatch,
 		Server:          serverOf(rows, opts),
 		Notes:           notes,
+	}
+	if profile == ProfileLlamaCpp && sourceOf(rows) == "ollama" && capped > 0 {
+		tw.Batch = chunk * capped
 	}
 	cf := &tw.Coefficients
 	cf.StepOverhead, cf.DecodeBase, cf.DecodePerContextToken, cf.DecodePerRequest = th[cOver], th[cDecodeBase], th[cDecodeCtx], th[cDecodeReq]

@@ -91,9 +91,10 @@ func observations(rows []benchkit.Request) (out []obs, maxBatch, capped int) {
 		}
 		if r.Stream && r.TTFTS != nil && *r.TTFTS > 0 && p-c-1 >= 0 {
 			o := obs{kind: obsTTFT, t: *r.TTFTS, n: p - c - 1, off: c, ctx: p - 1, tier: 2}
-			if r.Stats != nil && r.Stats.Source == "llama.cpp" {
-				// llama-server samples the first token in the prompt's
-				// last batch: the whole prompt, and no step of its own.
+			if r.Stats != nil && slotted(r.Stats.Source) {
+				// llama-server and Ollama's runner sample the first
+				// token in the prompt's last batch: the whole prompt,
+				// and no step of its own.
 				o.n, o.inBatch = p-c, true
 			}
 			out = append(out, o)
@@ -146,11 +147,31 @@ func together(rows []benchkit.Request) int {
 	return n
 }
 
+// slotted says whether the server whose timings name source schedules
+// as llama-server: a fixed number of slots, each prompt fed in batches
+// mixed with the generating slots' tokens, its first token sampled in
+// its last batch. llama.cpp does; so does Ollama, whose runner
+// (runner/llamarunner, v0.6.5: processBatch) adds each sequence's next
+// inputs, up to --batch-size of them, to one llama_decode over its
+// --parallel slots and samples a sequence once its prompt is all in.
+func slotted(source string) bool { return source == "llama.cpp" || source == "ollama" }
+
+// sourceOf is the Source of the rows' server timings, "" when none has
+// any.
+func sourceOf(rows []benchkit.Request) string {
+	for _, r := range rows {
+		if r.Stats != nil && r.Stats.Source != "" {
+			return r.Stats.Source
+		}
+	}
+	return ""
+}
+
 // profileOf is the embedded engine's profile that schedules as the rows'
-// server did: llama.cpp's slots where its timings say so.
+// server did: llama.cpp's slots where its (or Ollama's) timings say so.
 func profileOf(rows []benchkit.Request) string {
 	for _, r := range rows {
-		if r.Stats != nil && r.Stats.Source == "llama.cpp" {
+		if r.Stats != nil && slotted(r.Stats.Source) {
 			return ProfileLlamaCpp
 		}
 	}

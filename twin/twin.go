@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -41,6 +42,12 @@ type Twin struct {
 	// prompt batches of PrefillChunk tokens mixed with the generating
 	// slots' tokens, the first token sampled in the prompt's last batch).
 	Profile string `json:"profile,omitempty"`
+	// Batch is, for ProfileLlamaCpp, the most tokens one step takes over
+	// all slots (0 means PrefillChunk, llama-server's n_batch, which one
+	// prompt may fill). Ollama's runner takes at most PrefillChunk tokens
+	// of each slot's prompt a step, PrefillChunk × slots in all (the
+	// n_batch it gives llama.cpp), so a twin of Ollama has that.
+	Batch int `json:"batch,omitempty"`
 	// ClientOverheadS is the constant the client's TTFT held beyond the
 	// server's work (the HTTP path, the network), in seconds: a
 	// figure of the measured setup, not of the engine, whose own HTTP
@@ -107,8 +114,8 @@ func (t Twin) Check() error {
 	if t.Profile != "" && t.Profile != ProfileLlamaCpp {
 		return fmt.Errorf("%w: profile %q, expected \"\" or %q", ErrBadTwin, t.Profile, ProfileLlamaCpp)
 	}
-	if c.MaxRunning < 0 || t.PrefillChunk < 0 {
-		return fmt.Errorf("%w: max_running %d and prefill_chunk %d must not be negative", ErrBadTwin, c.MaxRunning, t.PrefillChunk)
+	if c.MaxRunning < 0 || t.PrefillChunk < 0 || t.Batch < 0 {
+		return fmt.Errorf("%w: max_running %d, prefill_chunk %d and batch %d must not be negative", ErrBadTwin, c.MaxRunning, t.PrefillChunk, t.Batch)
 	}
 	if t.Base != "" {
 		if _, err := sim.PresetByName(t.Base); err != nil {
@@ -182,14 +189,21 @@ func (t Twin) Preset() sim.Preset {
 }
 
 // Options are the embedded engine's options for the twin: its Preset,
-// its prefill chunk, and for a twin of llama.cpp the LlamaCpp profile
+// its prefill chunk, ClientOverheadS as the engine's RequestOverhead (the
+// measured server's path outside its engine, which dominates the TTFT of
+// a small model on Ollama: the engine's own HTTP path, well under a
+// millisecond on loopback, adds to it), and for a twin of llama.cpp the LlamaCpp profile
 // with MaxRunning slots and batches of PrefillChunk tokens.
 func (t Twin) Options() sim.Options {
-	o := sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk}
+	o := sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk,
+		RequestOverhead: time.Duration(t.ClientOverheadS * float64(time.Second))}
 	if t.Profile == ProfileLlamaCpp {
 		o.Profile = sim.LlamaCpp
 		o.LlamaCpp.Slots = t.Coefficients.MaxRunning
 		o.LlamaCpp.Batch = t.PrefillChunk
+		if t.Batch > 0 {
+			o.LlamaCpp.Batch = t.Batch
+		}
 	}
 	return o
 }

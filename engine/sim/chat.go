@@ -305,6 +305,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d dialect, ins
 		delete(s.jobs, j.id)
 		s.mu.Unlock()
 	}()
+	if !s.admit(r.Context()) {
+		return
+	}
 	if !inst.submit(j) {
 		d.fail(w, http.StatusServiceUnavailable, "instance "+inst.id+" was deleted")
 		return

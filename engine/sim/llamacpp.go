@@ -575,6 +575,9 @@ func (s *Server) lcGenerate(w http.ResponseWriter, r *http.Request, req lcReques
 		s.mu.Unlock()
 		inst.poke()
 	}()
+	if !s.admit(r.Context()) {
+		return
+	}
 	if !inst.submit(j) {
 		lcFail(w, lcServerError("the model was unloaded"))
 		return

@@ -239,6 +239,9 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		delete(s.jobs, j.id)
 		s.mu.Unlock()
 	}()
+	if !s.admit(r.Context()) {
+		return
+	}
 	if !inst.submit(j) {
 		ollamaError(w, http.StatusInternalServerError, "an error was encountered while running the model: instance "+inst.id+" was deleted")
 		return

@@ -121,6 +121,13 @@ type Options struct {
 	// the batch, the slot choice, the served name and the vocabulary's
 	// BOS.
 	LlamaCpp LlamaCppOptions
+	// RequestOverhead is how long each generation request waits, once
+	// read, before it reaches the scheduler: a measured server's path
+	// outside its engine (Ollama renders the template, tokenizes the
+	// prompt and hands it to its runner over HTTP). Every request of
+	// every profile waits it, in parallel, so it adds to TTFT and E2E and
+	// holds no slot. 0 (the default) adds nothing.
+	RequestOverhead time.Duration
 	// Reasoning turns on the reasoning mode, in which the served model
 	// thinks before it answers, and shapes it; the zero value is off. See
 	// the package documentation's Reasoning section.
@@ -728,4 +735,21 @@ func (s *Server) routes() http.Handler {
 		exoError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s in the simulated exo API", r.Method, r.URL.Path))
 	})
 	return s.track(mux)
+}
+
+// admit waits Options.RequestOverhead before a request reaches the
+// scheduler. It reports false when the request's context ended first.
+func (s *Server) admit(ctx context.Context) bool {
+	d := s.opts.RequestOverhead
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
