@@ -490,6 +490,19 @@ func extraRegimes(os []obs, chunk int, th []float64) int {
 // records of measured runs, as the package documentation describes, and
 // returns the Twin with its residuals; its Fidelity is for the caller to
 // fill from runs not in rows (Compare).
+//
+// A prefill record of n uncached tokens after offset cached ones (the
+// server's cached_tokens) is fitted, chunk by chunk, as
+//
+//	t = max(PrefillBase + PrefillPerCachedToken · offset,
+//	        PrefillPerToken · n + PrefillPerPair · (n · offset + n(n+1)/2)) + StepOverhead
+//
+// so records on cached prefixes of several lengths (ProbeOptions.Prefixes)
+// fit PrefillPerCachedToken from the memory-bound chunks (a short suffix)
+// and the offset part of PrefillPerPair from the compute-bound ones. Where
+// no record's offset reaches 64 tokens the notes say so, and the cached
+// terms keep the fallback (DecodePerContextToken, and PrefillPerPair from
+// the chunks' own pairs).
 func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 	profile := profileOf(rows)
 	chunk := opts.PrefillChunk
@@ -565,6 +578,9 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		os = keep
 		th, notes = fitAll(os, chunk)
 	}
+	if off := maxOffset(os); off < minCachedPrefix {
+		notes = append(notes, fmt.Sprintf("prefix cache: no record carries a cached prefix of %d tokens or more (the largest: %d; the server reported no cached tokens, or no prompt shared a prefix): prefill_per_cached_token_s keeps its fallback, decode_per_context_token_s where the records cannot separate it, and prefill_per_pair_s is fitted from each chunk's own pairs alone", minCachedPrefix, off))
+	}
 	notes = dedupe(notes)
 	tw := Twin{
 		Version:         Version,
@@ -604,6 +620,22 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		tw.Notes = append(tw.Notes, fmt.Sprintf("max_running: no burst was larger than the server ran at once (the largest batch seen: %d); the engine's own cap applies", maxBatch))
 	}
 	return tw, nil
+}
+
+// minCachedPrefix is the least cached offset, in tokens, of a prefill
+// record that tells the prefill's cached-prefix terms apart: below it a
+// prompt shares no more than the chat template with earlier ones.
+const minCachedPrefix = 64
+
+// maxOffset is the largest cached offset of os's prefill records.
+func maxOffset(os []obs) int {
+	off := 0
+	for _, o := range os {
+		if o.kind != obsDecode {
+			off = max(off, o.off)
+		}
+	}
+	return off
 }
 
 // serverOf names what the rows were measured on.
