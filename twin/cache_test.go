@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/twin"
 )
 
-// slowCache is a server whose prefill reads its cached KV at a tenth of
-// the bandwidth its decode does (as an engine whose prefill kernel
-// reads the paged cache less efficiently than its decode kernel): its
+// slowCache is a server whose prefill reads its cached KV at a
+// thirtieth of the bandwidth its decode does (as an engine whose prefill
+// gathers the paged cache into place, layer by layer, where its decode
+// kernel reads it in place): its
 // coefficients are the roofline's of the fast preset at 80 % of its
 // bandwidth and 10 % of its compute, derived from its Hardware and
-// Model, with prefill_per_cached_token ten times decode's. A short
+// Model, with prefill_per_cached_token thirty times decode's. A short
 // prompt's prefill on a cached prefix is then bound by memory, a long
 // one's by compute.
 func slowCache() (sim.Preset, sim.Coefficients) {
@@ -28,7 +30,7 @@ func slowCache() (sim.Preset, sim.Coefficients) {
 	p.Hardware.ComputeEfficiency = 0.1
 	p.Hardware.StepOverhead = 150 * time.Microsecond
 	c := implied(p)
-	c.PrefillPerCachedToken *= 10
+	c.PrefillPerCachedToken *= 30
 	p.Fitted = &c
 	return p, c
 }
@@ -131,17 +133,21 @@ func TestFitRecoversPrefixCacheTerms(t *testing.T) {
 	fw.Coefficients.PrefillPerCachedToken = fw.Coefficients.DecodePerContextToken
 
 	// Held out: loads whose prompts share a long prefix and add a short
-	// suffix (memory-bound prefills, where the cached KV's cost shows);
-	// the first request of each prefills the prefix cold, so the median
-	// TTFT is the one that tells.
+	// suffix (memory-bound prefills, where the cached KV's cost shows),
+	// after one request that caches the prefix (the shorter one's text
+	// opens the longer), each on a server that starts cold.
+	long := benchkit.Lengths{Input: 6030, Output: 4, RangeRatio: 0.001, Seed: 5}
 	held := twin.HeldOut{
 		Loads: []twin.LoadRun{
-			{Workload: benchkit.Lengths{Input: 6030, Output: 4, RangeRatio: 0.001, Seed: 3}, Traffic: benchkit.Traffic{Rate: 25, NumRequests: 12, Seed: 3}, SharedPrefix: 6000},
-			{Workload: benchkit.Lengths{Input: 12030, Output: 4, RangeRatio: 0.0005, Seed: 5}, Traffic: benchkit.Traffic{Rate: 25, NumRequests: 12, Seed: 5}, SharedPrefix: 12000},
+			{Workload: long, Traffic: benchkit.Traffic{Rate: 25, NumRequests: 1, Seed: 1}, SharedPrefix: 6000},
+			{Workload: long, Traffic: benchkit.Traffic{Rate: 25, NumRequests: 12, Seed: 5}, SharedPrefix: 6000},
+			{Workload: benchkit.Lengths{Input: 4030, Output: 4, RangeRatio: 0.002, Seed: 3}, Traffic: benchkit.Traffic{Rate: 25, NumRequests: 12, Seed: 3}, SharedPrefix: 4000},
 		},
 		Simulated: true,
 	}
-	measured, err := twin.Measure(ctx, exoClient(t, srv), srv.Model(), b, held)
+	hsrv := sim.NewServer(sim.Options{Preset: p, PrefixCache: sim.PrefixCacheRadix})
+	defer hsrv.Close()
+	measured, err := twin.Measure(ctx, exoClient(t, hsrv), hsrv.Model(), &promptsize.Builder{Counter: hsrv.Counter()}, held)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,4 +182,59 @@ func hasNote(notes []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// quiet is a server that caches prefixes but reports no cached tokens.
+type quiet struct{ e engine.Engine }
+
+func (q quiet) Complete(ctx context.Context, req engine.Request) (engine.Result, error) {
+	res, err := q.e.Complete(ctx, req)
+	if res.Usage != nil {
+		res.Usage.CachedTokens = nil
+	}
+	if res.ServerStats != nil {
+		res.ServerStats.CachedTokens = nil
+	}
+	return res, err
+}
+
+// The probe leaves out its cached requests where the server never says
+// it served cached tokens (their offsets unknown, their prefill would
+// read as the whole prompt's), and the fit says the records carry none;
+// from a server that says so they are kept.
+func TestProbeDropsUnreportedCache(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer srv.Close()
+	b := &promptsize.Builder{Counter: srv.Counter()}
+	opts := twin.ProbeOptions{Lengths: []int{32, 96}, Concurrency: []int{2}, TG: 4, Repeat: 1, Prefixes: []int{300}, Suffixes: []int{0, 40}, Simulated: true}
+	longest := func(rows []benchkit.Request) int {
+		n := 0
+		for _, r := range rows {
+			n = max(n, r.PPTarget)
+		}
+		return n
+	}
+	rows, err := twin.Probe(ctx, exoClient(t, srv), srv.Model(), b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := longest(rows); n < 300 {
+		t.Errorf("the server that reports cached tokens: longest prompt %d, want the cached plan's (over 300)", n)
+	}
+	rows, err = twin.Probe(ctx, quiet{exoClient(t, srv)}, srv.Model(), b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := longest(rows); n > 96 {
+		t.Errorf("the server that reports none: a row of %d tokens kept, want only the plain plans' (at most 96)", n)
+	}
+	tw, err := twin.Fit(rows, twin.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasNote(tw.Notes, "no record carries a cached prefix") {
+		t.Errorf("notes %q do not say that no record carries a cached prefix", tw.Notes)
+	}
 }

@@ -107,9 +107,33 @@ func (o ProbeOptions) Plans() []benchkit.Plan {
 // prompt lengths each sent alone, then a few concurrencies as bursts of
 // equal-length requests; then ProbeOptions.CachedPlans: requests sent
 // alone on a few cached prefixes) and returns its rows, numbered by plan
-// in Labels.Run, for Fit.
+// in Labels.Run, for Fit. The rows of a cached plan none of whose
+// requests the server said it served cached tokens are left out: a
+// server that caches without saying so (or says nothing) would have them
+// read as prefilling the whole prompt.
 func Probe(ctx context.Context, eng engine.Engine, model string, b *promptsize.Builder, opts ProbeOptions) ([]benchkit.Request, error) {
-	return Measure(ctx, eng, model, b, HeldOut{Bursts: opts.Plans(), Cached: opts.CachedPlans(), RequestTimeout: opts.RequestTimeout, Simulated: opts.Simulated})
+	cached := opts.CachedPlans()
+	rows, err := Measure(ctx, eng, model, b, HeldOut{Bursts: opts.Plans(), Cached: cached, RequestTimeout: opts.RequestTimeout, Simulated: opts.Simulated})
+	if err != nil || len(cached) == 0 {
+		return rows, err
+	}
+	first := 0 // the first run of the cached plans
+	for _, p := range opts.Plans() {
+		first += len(p.Cells())
+	}
+	said := map[int]bool{}
+	for _, r := range rows {
+		if r.Run >= first && cachedTokens(r) > 0 {
+			said[r.Run] = true
+		}
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if r.Run < first || said[r.Run] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // CachedPlan is a Runner plan whose prompts all open with the same text
