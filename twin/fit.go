@@ -168,9 +168,11 @@ func (o obs) design(chunk int, th []float64, reg regime) ([nCols]float64, regime
 // of the columns already known. Columns no row uses are left as they
 // are; columns the rows cannot separate (a rank short) and terms that
 // come out negative are left out (0), and the fit repeated. A rank short
-// leaves out, first, the prefill's memory terms (the partners of the
-// decode's, which they then take: see fitRegimes), then the step
-// overhead (folded into the bases), then the client's overhead. It returns the values, which columns it set, and notes saying
+// leaves out, of the columns the rows cannot tell apart (those with a
+// part in a null vector of the design), first the prefill's memory terms
+// (the partners of the decode's, which they then take: see fitRegimes),
+// then the step overhead (folded into the bases), then the client's
+// overhead. It returns the values, which columns it set, and notes saying
 // what it left out.
 func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([]float64, []bool, []string) {
 	th := append([]float64(nil), fixed...)
@@ -243,11 +245,31 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 			break
 		}
 		if rank := svd.Rank(1e-10); rank < len(cols) {
+			// The columns the records cannot tell apart are those with a
+			// part in the null space of the scaled design: whose unit
+			// vector the row space (the first rank right singular
+			// vectors) does not hold whole. The first of them in the
+			// order of preference goes.
+			var v mat.Dense
+			svd.VTo(&v)
+			inNull := map[int]bool{}
+			for j, c := range cols {
+				in := 0.0
+				for k := range rank {
+					in += v.At(j, k) * v.At(j, k)
+				}
+				inNull[c] = 1-in > 1e-9
+			}
 			drop := -1
 			for _, c := range []int{cPrefillBase, cPrefillCached, cOver, cClient, cPrefillPair, cDecodeCtx} {
-				if use[c] {
+				if use[c] && inNull[c] {
 					drop = c
 					break
+				}
+			}
+			for j := len(cols) - 1; drop < 0 && j >= 0; j-- {
+				if inNull[cols[j]] {
+					drop = cols[j]
 				}
 			}
 			if drop < 0 {
