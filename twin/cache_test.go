@@ -238,3 +238,22 @@ func TestProbeDropsUnreportedCache(t *testing.T) {
 		t.Errorf("notes %q do not say that no record carries a cached prefix", tw.Notes)
 	}
 }
+
+// A cached plan with no prefix, or a negative suffix, is refused before
+// anything is sent.
+func TestCachedPlanRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv := sim.NewServer(sim.Options{Preset: sim.Fast()})
+	defer srv.Close()
+	b := &promptsize.Builder{Counter: srv.Counter()}
+	for _, c := range []twin.CachedPlan{
+		{Prefix: 0, Plan: benchkit.Plan{PP: []int{0}, TG: []int{4}}},
+		{Prefix: 64, Plan: benchkit.Plan{PP: []int{-1}, TG: []int{4}}},
+	} {
+		rows, err := twin.Measure(ctx, exoClient(t, srv), srv.Model(), b, twin.HeldOut{Cached: []twin.CachedPlan{c}})
+		if err == nil || len(rows) != 0 {
+			t.Errorf("prefix %d pp %v: %d rows, error %v; want an error and nothing sent", c.Prefix, c.Plan.PP, len(rows), err)
+		}
+	}
+}

@@ -245,6 +245,14 @@ func Measure(ctx context.Context, eng engine.Engine, model string, b *promptsize
 		plans = append(plans, planOn{p, b})
 	}
 	for _, c := range h.Cached {
+		if c.Prefix < 1 {
+			return out, fmt.Errorf("twin: a cached plan's prefix must be positive, got %d tokens", c.Prefix)
+		}
+		for _, n := range c.Plan.PP {
+			if n < 0 {
+				return out, fmt.Errorf("twin: a cached plan's pp counts the tokens beyond its shortest prompt and cannot be negative, got %d", n)
+			}
+		}
 		pb, least, err := prefixed(ctx, b, c.Prefix)
 		if err != nil {
 			return out, err
