@@ -47,6 +47,23 @@
 //     (last − first token);
 //   - the client's TTFT of each request sent alone, streamed.
 //
+// The cached offset of a prefill is the server's count of the prompt's
+// cached tokens (usage's cached_tokens, llama.cpp's cache_n), 0 where it
+// reports none. The probe's cached plans (ProbeOptions.Prefixes) send
+// prompts that share a prefix of a known length, after one request put it
+// in the server's prefix cache; their prefill chunks of n uncached tokens
+// on top of offset cached ones are
+//
+//	memory:  t = PrefillBase + PrefillPerCachedToken · offset + StepOverhead    ((W + kv · offset) / B)
+//	compute: t = PrefillPerToken · n + PrefillPerPair · (n · offset + n(n+1)/2) + StepOverhead    ((2 · N · n + a · pairs) / F)
+//
+// so that a short suffix on a long prefix (memory-bound) gives
+// PrefillPerCachedToken by its offsets, and a long one gives
+// PrefillPerPair by its n · offset pairs as well as its own. Without such
+// records (a server that reports no cached tokens, or prompts that share
+// only the chat template) the cached terms keep the fallback: the
+// decode's partner, and the chunk's own pairs; the Twin's notes say so.
+//
 // Open-loop rows are not fitted (their batches are unknown).
 //
 // # How it fits

@@ -174,9 +174,11 @@ func (o obs) design(chunk int, th []float64, reg regime) ([nCols]float64, regime
 // of the columns already known. Columns no row uses are left as they
 // are; columns the rows cannot separate (a rank short) and terms that
 // come out negative are left out (0), and the fit repeated. A rank short
-// leaves out, first, the prefill's memory terms (the partners of the
-// decode's, which they then take: see fitRegimes), then the step
-// overhead (folded into the bases), then the client's overhead. It returns the values, which columns it set, and notes saying
+// leaves out, of the columns the rows cannot tell apart (those with a
+// part in a null vector of the design), first the prefill's memory terms
+// (the partners of the decode's, which they then take: see fitRegimes),
+// then the step overhead (folded into the bases), then the client's
+// overhead. It returns the values, which columns it set, and notes saying
 // what it left out.
 func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([]float64, []bool, []string) {
 	th := append([]float64(nil), fixed...)
@@ -249,11 +251,31 @@ func solve(rows [][nCols]float64, ts []float64, free []bool, fixed []float64) ([
 			break
 		}
 		if rank := svd.Rank(1e-10); rank < len(cols) {
+			// The columns the records cannot tell apart are those with a
+			// part in the null space of the scaled design: whose unit
+			// vector the row space (the first rank right singular
+			// vectors) does not hold whole. The first of them in the
+			// order of preference goes.
+			var v mat.Dense
+			svd.VTo(&v)
+			inNull := map[int]bool{}
+			for j, c := range cols {
+				in := 0.0
+				for k := range rank {
+					in += v.At(j, k) * v.At(j, k)
+				}
+				inNull[c] = 1-in > 1e-9
+			}
 			drop := -1
 			for _, c := range []int{cPrefillBase, cPrefillCached, cOver, cClient, cPrefillPair, cDecodeCtx} {
-				if use[c] {
+				if use[c] && inNull[c] {
 					drop = c
 					break
+				}
+			}
+			for j := len(cols) - 1; drop < 0 && j >= 0; j-- {
+				if inNull[cols[j]] {
+					drop = cols[j]
 				}
 			}
 			if drop < 0 {
@@ -496,6 +518,19 @@ func extraRegimes(os []obs, chunk int, th []float64) int {
 // records of measured runs, as the package documentation describes, and
 // returns the Twin with its residuals; its Fidelity is for the caller to
 // fill from runs not in rows (Compare).
+//
+// A prefill record of n uncached tokens after offset cached ones (the
+// server's cached_tokens) is fitted, chunk by chunk, as
+//
+//	t = max(PrefillBase + PrefillPerCachedToken · offset,
+//	        PrefillPerToken · n + PrefillPerPair · (n · offset + n(n+1)/2)) + StepOverhead
+//
+// so records on cached prefixes of several lengths (ProbeOptions.Prefixes)
+// fit PrefillPerCachedToken from the memory-bound chunks (a short suffix)
+// and the offset part of PrefillPerPair from the compute-bound ones. Where
+// no record's offset reaches 64 tokens the notes say so, and the cached
+// terms keep the fallback (DecodePerContextToken, and PrefillPerPair from
+// the chunks' own pairs).
 func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 	profile := profileOf(rows)
 	chunk := opts.PrefillChunk
@@ -574,6 +609,9 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		os = keep
 		th, notes = fitAll(os, chunk)
 	}
+	if off := maxOffset(os); off < minCachedPrefix {
+		notes = append(notes, fmt.Sprintf("prefix cache: no record carries a cached prefix of %d tokens or more (the largest: %d; the server reported no cached tokens, or no prompt shared a prefix): prefill_per_cached_token_s keeps its fallback, decode_per_context_token_s where the records cannot separate it, and prefill_per_pair_s is fitted from each chunk's own pairs alone", minCachedPrefix, off))
+	}
 	notes = dedupe(notes)
 	tw := Twin{
 		Version:         Version,
@@ -616,6 +654,22 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		tw.Notes = append(tw.Notes, fmt.Sprintf("max_running: no burst was larger than the server ran at once (the largest batch seen: %d); the engine's own cap applies", maxBatch))
 	}
 	return tw, nil
+}
+
+// minCachedPrefix is the least cached offset, in tokens, of a prefill
+// record that tells the prefill's cached-prefix terms apart: below it a
+// prompt shares no more than the chat template with earlier ones.
+const minCachedPrefix = 64
+
+// maxOffset is the largest cached offset of os's prefill records.
+func maxOffset(os []obs) int {
+	off := 0
+	for _, o := range os {
+		if o.kind != obsDecode {
+			off = max(off, o.off)
+		}
+	}
+	return off
 }
 
 // serverOf names what the rows were measured on.

@@ -26,10 +26,53 @@ type ProbeOptions struct {
 	TG int
 	// Repeat is how many times each is measured (0 means 3).
 	Repeat int
+	// Prefixes are the lengths, in tokens, of the shared prefixes the
+	// cached probe sends (nil means {512, 2048}; NoPrefixes sends
+	// none): per prefix, requests whose prompts all open with the same
+	// text of about that many tokens (a system message), sent alone
+	// after one request has put it in the server's prefix cache, so
+	// that the server prefills only their own tokens on top of the
+	// cached ones (see CachedPlans).
+	Prefixes   []int
+	NoPrefixes bool
+	// Suffixes are the tokens each such prompt has beyond the shortest
+	// the prefix, the chat template and the salt allow (nil means
+	// {0, 32, 256}): 0 prefills little more than the salt.
+	Suffixes []int
 	// RequestTimeout bounds each request (0: none beyond ctx).
 	RequestTimeout time.Duration
 	// Simulated marks the rows as measured against the embedded engine.
 	Simulated bool
+}
+
+// CachedPlans are the cached probe's plans, one per prefix of Prefixes
+// (none with NoPrefixes): each a Runner plan of requests sent alone,
+// PP counted beyond the prefixed prompt's shortest (Suffixes), with one
+// warmup request that caches the prefix.
+func (o ProbeOptions) CachedPlans() []CachedPlan {
+	if o.NoPrefixes {
+		return nil
+	}
+	prefixes, suffixes := o.Prefixes, o.Suffixes
+	if len(prefixes) == 0 {
+		prefixes = []int{512, 2048}
+	}
+	if len(suffixes) == 0 {
+		suffixes = []int{0, 32, 256}
+	}
+	tg, rep := o.TG, o.Repeat
+	if tg <= 0 {
+		tg = 32
+	}
+	if rep <= 0 {
+		rep = 3
+	}
+	var out []CachedPlan
+	for _, k := range prefixes {
+		out = append(out, CachedPlan{Prefix: k, Plan: benchkit.Plan{PP: suffixes, TG: []int{tg}, AllCombinations: true, Concurrency: []int{1},
+			Repeat: rep, Warmup: 1, Stream: true, Salt: true, UsePrefixCache: true}})
+	}
+	return out
 }
 
 // Plans are the probe's two Runner plans: the lengths alone, then the
@@ -62,10 +105,73 @@ func (o ProbeOptions) Plans() []benchkit.Plan {
 
 // Probe runs the probe plan against eng (ProbeOptions.Plans: a few
 // prompt lengths each sent alone, then a few concurrencies as bursts of
-// equal-length requests) and returns its rows, numbered by plan in
-// Labels.Run, for Fit.
+// equal-length requests; then ProbeOptions.CachedPlans: requests sent
+// alone on a few cached prefixes) and returns its rows, numbered by plan
+// in Labels.Run, for Fit. The rows of a cached plan none of whose
+// requests the server said it served cached tokens are left out: a
+// server that caches without saying so (or says nothing) would have them
+// read as prefilling the whole prompt.
 func Probe(ctx context.Context, eng engine.Engine, model string, b *promptsize.Builder, opts ProbeOptions) ([]benchkit.Request, error) {
-	return Measure(ctx, eng, model, b, HeldOut{Bursts: opts.Plans(), RequestTimeout: opts.RequestTimeout, Simulated: opts.Simulated})
+	cached := opts.CachedPlans()
+	rows, err := Measure(ctx, eng, model, b, HeldOut{Bursts: opts.Plans(), Cached: cached, RequestTimeout: opts.RequestTimeout, Simulated: opts.Simulated})
+	if err != nil || len(cached) == 0 {
+		return rows, err
+	}
+	first := 0 // the first run of the cached plans
+	for _, p := range opts.Plans() {
+		first += len(p.Cells())
+	}
+	said := map[int]bool{}
+	for _, r := range rows {
+		if r.Run >= first && cachedTokens(r) > 0 {
+			said[r.Run] = true
+		}
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if r.Run < first || said[r.Run] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// CachedPlan is a Runner plan whose prompts all open with the same text
+// of about Prefix tokens, sent as the system message, so that a server
+// that caches prefixes serves it from its cache once a request has
+// prefilled it (the plan's warmup). Plan.PP count the tokens beyond the
+// shortest prompt the prefix, the chat template and the salt allow
+// (the Builder's Overhead with the prefix, and 16 for the salt); the
+// rows carry the whole length in Labels.PPTarget, and the server's count
+// of the cached tokens in CachedTokens where it reports one.
+type CachedPlan struct {
+	Prefix int
+	Plan   benchkit.Plan
+}
+
+// saltMargin is the room left in a cached plan's prompts for the salt
+// (promptsize.RunSalt) and its newline.
+const saltMargin = 16
+
+// prefixed returns a Builder whose prompts open with a system message
+// of about k tokens, and the shortest prompt it builds with a salt.
+func prefixed(ctx context.Context, b *promptsize.Builder, k int) (*promptsize.Builder, int, error) {
+	p, err := b.Build(ctx, k)
+	if err != nil {
+		return nil, 0, fmt.Errorf("twin: build a shared prefix of %d tokens: %w", k, err)
+	}
+	text := ""
+	for _, m := range p.Messages {
+		if m.Role == "user" {
+			text = m.Content
+		}
+	}
+	pb := &promptsize.Builder{Counter: b.Counter, System: text, Fill: b.Fill, Atoms: b.Atoms, Corpus: b.Corpus}
+	over, err := pb.Overhead(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("twin: count a shared prefix of %d tokens: %w", k, err)
+	}
+	return pb, over + saltMargin, nil
 }
 
 // HeldOut is a set of runs to measure on both the server and the twin,
@@ -73,6 +179,9 @@ func Probe(ctx context.Context, eng engine.Engine, model string, b *promptsize.B
 type HeldOut struct {
 	// Bursts are Runner plans: every cell is one run.
 	Bursts []benchkit.Plan
+	// Cached are Runner plans of prompts that share a prefix: every
+	// cell is one run, after the Bursts'.
+	Cached []CachedPlan
 	// Loads are open-loop (or closed-loop) runs of a Load.
 	Loads []LoadRun
 	// RequestTimeout bounds each request (0: none beyond ctx).
@@ -85,6 +194,11 @@ type HeldOut struct {
 type LoadRun struct {
 	Workload benchkit.Workload
 	Traffic  benchkit.Traffic
+	// SharedPrefix, when positive, opens every prompt with the same text
+	// of about that many tokens (benchkit.Load.SharedPrefix), which a
+	// server that caches prefixes serves from its cache (exo's bench
+	// requests are then sent with use_prefix_cache).
+	SharedPrefix int
 }
 
 // Describe names the held-out runs, for Fidelity.Plans.
@@ -92,6 +206,10 @@ func (h HeldOut) Describe() []string {
 	var out []string
 	for _, p := range h.Bursts {
 		out = append(out, fmt.Sprintf("bursts pp=%v tg=%v concurrency=%v repeat=%d", p.PP, p.TG, p.Concurrency, max(p.Repeat, 1)))
+	}
+	for _, c := range h.Cached {
+		p := c.Plan
+		out = append(out, fmt.Sprintf("cached prefix=%d pp=prefix+%v tg=%v concurrency=%v repeat=%d", c.Prefix, p.PP, p.TG, p.Concurrency, max(p.Repeat, 1)))
 	}
 	for _, l := range h.Loads {
 		w := fmt.Sprintf("%T", l.Workload)
@@ -102,19 +220,53 @@ func (h HeldOut) Describe() []string {
 		if shape == 0 {
 			shape = 1 // Poisson
 		}
-		out = append(out, fmt.Sprintf("load %s at %.3g/s (burstiness %g) requests=%d", w, l.Traffic.Rate, shape, l.Traffic.NumRequests))
+		sp := ""
+		if l.SharedPrefix > 0 {
+			sp = fmt.Sprintf(" shared prefix=%d", l.SharedPrefix)
+		}
+		out = append(out, fmt.Sprintf("load %s%s at %.3g/s (burstiness %g) requests=%d", w, sp, l.Traffic.Rate, shape, l.Traffic.NumRequests))
 	}
 	return out
 }
 
 // Measure runs h against eng and returns every row, Labels.Run numbering
-// the runs in order (each cell of each plan, then each load), so that
-// the rows of the same plans measured elsewhere pair with them (Compare).
+// the runs in order (each cell of each plan of Bursts, then of Cached,
+// then each load), so that the rows of the same plans measured
+// elsewhere pair with them (Compare).
 func Measure(ctx context.Context, eng engine.Engine, model string, b *promptsize.Builder, h HeldOut) ([]benchkit.Request, error) {
 	var out []benchkit.Request
 	run := 0
+	type planOn struct {
+		p benchkit.Plan
+		b *promptsize.Builder
+	}
+	var plans []planOn
 	for _, p := range h.Bursts {
-		r := &benchkit.Runner{Engine: eng, Model: model, Builder: b, RequestTimeout: h.RequestTimeout, Simulated: h.Simulated,
+		plans = append(plans, planOn{p, b})
+	}
+	for _, c := range h.Cached {
+		if c.Prefix < 1 {
+			return out, fmt.Errorf("twin: a cached plan's prefix must be positive, got %d tokens", c.Prefix)
+		}
+		for _, n := range c.Plan.PP {
+			if n < 0 {
+				return out, fmt.Errorf("twin: a cached plan's pp counts the tokens beyond its shortest prompt and cannot be negative, got %d", n)
+			}
+		}
+		pb, least, err := prefixed(ctx, b, c.Prefix)
+		if err != nil {
+			return out, err
+		}
+		p := c.Plan
+		p.PP = nil
+		for _, n := range c.Plan.PP {
+			p.PP = append(p.PP, least+n)
+		}
+		plans = append(plans, planOn{p, pb})
+	}
+	for _, pl := range plans {
+		p := pl.p
+		r := &benchkit.Runner{Engine: eng, Model: model, Builder: pl.b, RequestTimeout: h.RequestTimeout, Simulated: h.Simulated,
 			Sleep: func(context.Context, time.Duration) error { return nil }}
 		rep, err := r.Run(ctx, p)
 		if err != nil {
@@ -132,7 +284,9 @@ func Measure(ctx context.Context, eng engine.Engine, model string, b *promptsize
 		}
 	}
 	for _, l := range h.Loads {
-		ld := &benchkit.Load{Engine: eng, Model: model, Builder: b, RequestTimeout: h.RequestTimeout, Simulated: h.Simulated}
+		ld := &benchkit.Load{Engine: eng, Model: model, Builder: b, RequestTimeout: h.RequestTimeout, Simulated: h.Simulated, SharedPrefix: l.SharedPrefix}
+		// exo's bench requests skip its prefix cache unless asked.
+		ld.Request.UsePrefixCache = l.SharedPrefix > 0
 		lr, err := ld.Run(ctx, l.Workload, l.Traffic, timing.SLO{})
 		if err != nil {
 			return out, err

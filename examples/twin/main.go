@@ -22,6 +22,9 @@
 //	--out twin.json        the twin file to write
 //	--probe-pp 64,256,1024 prompt lengths of the probe, each sent alone
 //	--probe-concurrency 2,4,8,16  burst sizes of the probe
+//	--probe-prefixes 512,2048  shared-prefix lengths of the probe's cached
+//	                       requests, sent alone once the prefix is cached
+//	--no-probe-prefixes    send no cached-prefix requests
 //	--tg 32                generation length of every request
 //	--repeat 3             repeats of each probe cell
 //	--prefill-chunk 0      the server's prefill chunk in tokens (0: exo's 4096)

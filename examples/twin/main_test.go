@@ -30,7 +30,7 @@ func TestHelp(t *testing.T) {
 func TestBadUsage(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "twin.json")
 	for _, args := range [][]string{
-		{"--tg", "1"}, {"--repeat", "0"}, {"--probe-pp", "0"}, {"--held-rate", "-1"}, {"--held-rate", "NaN"},
+		{"--tg", "1"}, {"--repeat", "0"}, {"--probe-pp", "0"}, {"--probe-prefixes", "0"}, {"--held-rate", "-1"}, {"--held-rate", "NaN"},
 		{"--base", "nope"}, {"--prefill-chunk", "-1"}, {"--out", ""}, {"stray"},
 		{"--sim-preset", filepath.Join(t.TempDir(), "missing.json")},
 	} {

@@ -19,6 +19,8 @@ type config struct {
 	target             cli.Target
 	out                string
 	probePP, probeConc cli.IntList
+	probePrefixes      cli.IntList
+	noPrefixes         bool
 	heldPP, heldConc   cli.IntList
 	tg, repeat, chunk  int
 	heldRate           float64
@@ -35,6 +37,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.out, "out", "twin.json", "the twin file to write")
 	fs.Var(&c.probePP, "probe-pp", "prompt lengths of the probe, each sent alone (default 64,256,1024)")
 	fs.Var(&c.probeConc, "probe-concurrency", "burst sizes of the probe (default 2,4,8,16)")
+	fs.Var(&c.probePrefixes, "probe-prefixes", "shared-prefix lengths of the probe's cached requests, sent alone after the prefix was cached (default 512,2048)")
+	fs.BoolVar(&c.noPrefixes, "no-probe-prefixes", false, "send no cached-prefix requests (the prefill's cached-prefix terms then take their fallback)")
 	fs.IntVar(&c.tg, "tg", 32, "generation length of every request")
 	fs.IntVar(&c.repeat, "repeat", 3, "repeats of each probe cell")
 	fs.IntVar(&c.chunk, "prefill-chunk", 0, "the server's prefill chunk in tokens (0: exo's 4096)")
@@ -65,7 +69,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	if len(c.heldConc) == 0 {
 		c.heldConc = cli.IntList{1, 3, 6, 12}
 	}
-	for _, l := range []cli.IntList{c.probePP, c.probeConc, c.heldPP, c.heldConc} {
+	for _, l := range []cli.IntList{c.probePP, c.probeConc, c.heldPP, c.heldConc, c.probePrefixes} {
 		for _, v := range l {
 			if v < 1 {
 				return nil, cli.Usagef("lengths and concurrencies must be positive, got %d", v)
@@ -116,7 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer client.CloseIdleConnections()
 	b := &promptsize.Builder{Counter: tg.Counter}
 	popts := twin.ProbeOptions{Lengths: c.probePP, Concurrency: c.probeConc, TG: c.tg, Repeat: c.repeat,
-		RequestTimeout: tg.Timeout, Simulated: tg.Info.Simulated}
+		Prefixes: c.probePrefixes, NoPrefixes: c.noPrefixes, RequestTimeout: tg.Timeout, Simulated: tg.Info.Simulated}
 	fmt.Fprintf(stderr, "twin: probing %s: pp %v alone, bursts of %v, tg %d, %d repeats\n", tg.Model, c.probePP, c.probeConc, c.tg, c.repeat)
 	rows, err := twin.Probe(ctx, client, tg.Model, b, popts)
 	if err != nil {
