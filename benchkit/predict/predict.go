@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/capacity"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -237,4 +238,20 @@ func peakInFlight(sched []time.Duration, pred []sim.Predicted) int {
 		peak = max(peak, n)
 	}
 	return peak
+}
+
+// FindCapacity predicts the Load's capacity search (Load.FindCapacity:
+// the same ladder, the same classification by capacity.Analyze, the same
+// refinement), each run predicted by Run instead of sent, numbered from
+// RunIndex in the order made. The result's Seconds are the prediction's
+// wall time; its runs' rows are marked Predicted.
+func (p *Predictor) FindCapacity(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic, slo timing.SLO, opts *capacity.Options) (capacity.Result, []benchkit.LoadRun, error) {
+	if p.Load == nil {
+		return capacity.Result{}, nil, fmt.Errorf("%w: a Load is required", ErrUnpredictable)
+	}
+	return p.Load.FindCapacityBy(ctx, traffic, slo, opts, func(ctx context.Context, index int, t benchkit.Traffic) (benchkit.LoadRun, error) {
+		q := *p
+		q.RunIndex = p.RunIndex + index
+		return q.Run(ctx, w, t, slo)
+	})
 }
