@@ -101,8 +101,8 @@ type Target struct {
 	// an OpenAI-compatible target whose /metrics answered); nil: none.
 	Metrics *view.Scraper
 
-	envErr   error // a bad EXO_HOST or EXO_PORT, for Check
-	llamaCpp bool  // the server is llama.cpp's (its Server header, or its counter)
+	envErr   error        // a bad EXO_HOST or EXO_PORT, for Check
+	llamaCpp bool         // the server is llama.cpp's (its Server header, or its counter)
 	started  *sim.Options // the embedded engine's options as started
 }
 
