@@ -21,11 +21,10 @@ func (o options) checkPredict(settings int) error {
 	if !o.predict {
 		return nil
 	}
+	if err := o.target.CheckPredict(); err != nil {
+		return err
+	}
 	switch {
-	case !o.target.Embedded():
-		return cli.Usagef("--predict predicts the embedded engine; it takes no --base-url")
-	case o.target.SimProfile != "" && o.target.SimProfile != cli.SimVLLM && o.target.SimProfile != cli.SimSGLang:
-		return cli.Usagef("--predict predicts the embedded engine's vLLM API; --sim-profile %s is not predicted", o.target.SimProfile)
 	case o.findMaxRate:
 		return cli.Usagef("--predict predicts a rate, a rate list, a burst, a replay or --find-capacity; not --find-max-rate")
 	case o.users > 0 || o.maxConcurrency > 0 || o.probeRate > 0:
