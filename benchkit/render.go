@@ -28,10 +28,10 @@ type TableOptions struct {
 	// the capacity marked, and lines below with the knee, the capacity at
 	// the SLO and the search's cost.
 	Capacity *capacity.Result
-	// Predicted labels a load table as predicted on the embedded engine's
-	// virtual clock (package benchkit/predict), not measured: a line under
-	// the title, and "predicted" before each of the capacity search's
-	// lines.
+	// Predicted labels a table as predicted on the embedded engine's
+	// virtual clock (package benchkit/predict), not measured: a cell
+	// table's title, a line under a load table's title, and "predicted"
+	// before each of a capacity search's lines.
 	Predicted bool
 }
 
@@ -437,6 +437,9 @@ func writeLines(w io.Writer, opts TableOptions, header []string, lines [][]strin
 	title := opts.Title
 	if opts.Simulated {
 		title = strings.TrimSpace(title + " (SIMULATED: figures come from the embedded engine's cost model, not hardware)")
+	}
+	if opts.Predicted {
+		title = strings.TrimSpace("PREDICTED on the embedded engine's virtual clock (nothing was sent): " + title)
 	}
 	if title != "" {
 		if start != "" { // Markdown

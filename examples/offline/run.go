@@ -195,7 +195,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		// (benchkit/predict), not sent; its rows carry their usage.
 		opts, _ := tg.SimOptions()
 		meta.Predicted = true
-		res, runErr = (&predict.Predictor{Load: load, Options: opts, API: tg.PredictAPI()}).Run(ctx, w, traffic, timing.SLO{})
+		res, runErr = (&predict.Predictor{Load: load, Options: opts, API: tg.PredictAPI(), BurstGap: time.Microsecond}).Run(ctx, w, traffic, timing.SLO{})
 	} else {
 		res, runErr = load.Run(ctx, w, traffic, timing.SLO{})
 	}
