@@ -65,7 +65,7 @@ func predictPlan(ctx context.Context, tg *cli.Target, load *benchkit.Load, meta 
 			meta.Rates = append(meta.Rates, rateString(r))
 		}
 		var run benchkit.LoadRun
-		run, err = (&predict.Predictor{Load: load, Options: opts, RunIndex: i}).Run(ctx, plan.Workload, t, plan.SLO)
+		run, err = (&predict.Predictor{Load: load, Options: opts, RunIndex: i, BurstGap: time.Microsecond}).Run(ctx, plan.Workload, t, plan.SLO)
 		if err != nil {
 			break
 		}
