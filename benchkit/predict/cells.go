@@ -14,9 +14,10 @@ import (
 // Runner sends them one burst after another. The rows are labelled as
 // the Runner labels its own (the cell, the repeat, the place in the
 // burst's completion order, placement), in the Runner's order, and marked
-// Predicted. The Load gives the Model, the Builder and the Nonce
-// (ModelShortID and Placement from placement); the plan's Stream, Salt
-// and AllowEOS-free bench semantics apply. Refused (ErrUnpredictable):
+// Predicted. The Load gives the Model, the Builder, the Nonce and
+// AllowEOS; shortID names the model's short id (the Model when empty) and
+// placement the instance, as the rows record them; the plan gives the
+// cells, the repeats, Stream and Salt. Refused (ErrUnpredictable):
 // thinking settings, targets (Until: a repeat count that depends on the
 // replies) and UsePrefixCache with unsalted prompts (each burst's
 // repeated prompt served from the cache the previous burst left).
