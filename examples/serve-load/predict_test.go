@@ -114,3 +114,19 @@ func TestPredictFindCapacity(t *testing.T) {
 		t.Errorf("predicted knee %s does not hold the twin's service rate %.4g/s", k, mu)
 	}
 }
+
+// TestPredictRefusesLlamaCppTwin: a twin file of llama-server schedules
+// as its slots, which the prediction does not model: a usage error.
+func TestPredictRefusesLlamaCppTwin(t *testing.T) {
+	tw := twin.Twin{Version: twin.Version, PrefillChunk: 512, Profile: twin.ProfileLlamaCpp,
+		Coefficients: sim.Coefficients{DecodeBase: 1e-3, PrefillBase: 1e-3, MaxRunning: 2}}
+	path := filepath.Join(t.TempDir(), "twin.json")
+	if err := tw.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"--predict", "--sim-preset", path, "--rate", "5"}, &bytes.Buffer{}, &bytes.Buffer{})
+	var ue *cli.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "llama-server") {
+		t.Errorf("error %v, want a usage error about a twin of llama-server", err)
+	}
+}
