@@ -94,6 +94,9 @@ type Meta struct {
 	// the client, not the server, set those bursts' figures.
 	SaturatedBursts []BurstHealth `json:"saturated_bursts,omitempty"`
 	ClientSaturated bool          `json:"client_saturated,omitempty"`
+	// Predicted says the bursts were computed on the embedded engine's
+	// virtual clock (package benchkit/predict), never sent.
+	Predicted bool `json:"predicted,omitempty"`
 }
 
 // LoadMeta describes a load test.

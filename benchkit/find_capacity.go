@@ -33,6 +33,18 @@ import (
 // A run that fails (a bad load, ctx ending) stops the search: the result
 // analyses the runs so far, and the error is returned with them.
 func (l *Load) FindCapacity(ctx context.Context, w Workload, traffic Traffic, slo timing.SLO, opts *capacity.Options) (capacity.Result, []LoadRun, error) {
+	return l.FindCapacityBy(ctx, traffic, slo, opts, func(ctx context.Context, index int, t Traffic) (LoadRun, error) {
+		return l.run(ctx, index, w, t, slo)
+	})
+}
+
+// FindCapacityBy is FindCapacity's search (the same ladder, the same
+// classification by capacity.Analyze, the same refinement) with each run
+// made by runAt instead of sent: runAt is called with the run's number, from
+// 0 in the order made, and traffic at the rate to run; it returns the
+// run as Load.Run would (a prediction of it, for package
+// benchkit/predict). The result's Seconds are the search's wall time.
+func (l *Load) FindCapacityBy(ctx context.Context, traffic Traffic, slo timing.SLO, opts *capacity.Options, runAt func(ctx context.Context, index int, traffic Traffic) (LoadRun, error)) (capacity.Result, []LoadRun, error) {
 	var o capacity.Options
 	if opts != nil {
 		o = *opts
@@ -88,7 +100,7 @@ func (l *Load) FindCapacity(ctx context.Context, w Workload, traffic Traffic, sl
 		}
 		t := traffic
 		t.Rate = rate
-		run, err := l.run(ctx, len(runs), w, t, slo)
+		run, err := runAt(ctx, len(runs), t)
 		if len(run.Requests) > 0 || err == nil {
 			runs = append(runs, run)
 			points = append(points, capacityPoint(run, rate))

@@ -28,6 +28,11 @@ type TableOptions struct {
 	// the capacity marked, and lines below with the knee, the capacity at
 	// the SLO and the search's cost.
 	Capacity *capacity.Result
+	// Predicted labels a table as predicted on the embedded engine's
+	// virtual clock (package benchkit/predict), not measured: a cell
+	// table's title, a line under a load table's title, and "predicted"
+	// before each of a capacity search's lines.
+	Predicted bool
 }
 
 // WriteTable writes one line per summary, for people: the layout may
@@ -433,6 +438,9 @@ func writeLines(w io.Writer, opts TableOptions, header []string, lines [][]strin
 	if opts.Simulated {
 		title = strings.TrimSpace(title + " (SIMULATED: figures come from the embedded engine's cost model, not hardware)")
 	}
+	if opts.Predicted {
+		title = strings.TrimSpace("PREDICTED on the embedded engine's virtual clock (nothing was sent): " + title)
+	}
 	if title != "" {
 		if start != "" { // Markdown
 			fmt.Fprintf(&b, "**%s**\n\n", title)
@@ -627,7 +635,7 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		}
 		lines, notes = withSteady(lines, notes, head, s, fmt.Sprintf("run %d (%s): ", i, runName(s, withThinking)))
 	}
-	head, notes = capacityGrid(opts.Capacity, sums, head, lines, notes)
+	head, notes = capacityGrid(opts.Capacity, opts.Predicted, sums, head, lines, notes)
 	var b strings.Builder
 	writeLoadPreamble(&b, opts)
 	if err := writeRows(&b, md, head, lines); err != nil {
@@ -670,6 +678,12 @@ func writeLoadPreamble(b *strings.Builder, opts TableOptions) {
 	}
 	if opts.Simulated {
 		b.WriteString("All figures are simulated (embedded engine), not measurements of real hardware.\n")
+		if opts.Markdown {
+			b.WriteString("\n")
+		}
+	}
+	if opts.Predicted {
+		b.WriteString("All figures are predicted on the embedded engine's virtual clock (nothing was sent), not measured.\n")
 		if opts.Markdown {
 			b.WriteString("\n")
 		}

@@ -3,21 +3,30 @@ package benchkit
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/inferbench/inferbench/capacity"
 )
 
 // capacityGrid adds a capacity search's column to the load table's head
 // and lines (one per summary of sums) and its lines before the notes;
-// nothing when res is nil.
-func capacityGrid(res *capacity.Result, sums []Summary, head []string, lines [][]string, notes []string) ([]string, []string) {
+// nothing when res is nil. A predicted search's lines say so.
+func capacityGrid(res *capacity.Result, predicted bool, sums []Summary, head []string, lines [][]string, notes []string) ([]string, []string) {
 	if res == nil {
 		return head, notes
 	}
 	for i, s := range sums {
 		lines[i] = append(lines[i], capacityCol(s, res))
 	}
-	return append(head, "saturation"), append(capacityNotes(res), notes...)
+	cn := capacityNotes(res)
+	if predicted {
+		last := len(cn) - len(res.Warnings) - 1 // the search's cost
+		for i := range last {
+			cn[i] = "predicted " + cn[i]
+		}
+		cn[last] = strings.Replace(cn[last], "offered rates measured", "offered rates predicted", 1)
+	}
+	return append(head, "saturation"), append(cn, notes...)
 }
 
 // capacityCol is a load run's state in a capacity search (capacity.Stable,

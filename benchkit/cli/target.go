@@ -101,8 +101,20 @@ type Target struct {
 	// an OpenAI-compatible target whose /metrics answered); nil: none.
 	Metrics *view.Scraper
 
-	envErr   error // a bad EXO_HOST or EXO_PORT, for Check
-	llamaCpp bool  // the server is llama.cpp's (its Server header, or its counter)
+	envErr   error        // a bad EXO_HOST or EXO_PORT, for Check
+	llamaCpp bool         // the server is llama.cpp's (its Server header, or its counter)
+	started  *sim.Options // the embedded engine's options as started
+}
+
+// SimOptions are the options the embedded engine was started with (its
+// preset, a twin file's own prefill chunk and slots, the profile), as
+// package benchkit/predict takes them to predict what it would serve;
+// false before Start or with another server.
+func (t *Target) SimOptions() (sim.Options, bool) {
+	if t.started == nil {
+		return sim.Options{}, false
+	}
+	return *t.started, true
 }
 
 // AddFlags registers the target's flags on fs.
@@ -498,6 +510,7 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("start the embedded engine: %w", err)
 	}
+	t.started = &opts
 	t.Server, t.URL = srv, srv.OpenAIURL()
 	switch {
 	case t.Exo:

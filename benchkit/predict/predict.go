@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/capacity"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -56,6 +57,14 @@ type Predictor struct {
 	// RunIndex numbers the run in a sweep, as Load.Sweep numbers its runs
 	// from 0: its rows' Run and its prompts' salts.
 	RunIndex int
+	// BurstGap spaces a burst's requests at the server: request i of a
+	// burst arrives at i × BurstGap. Zero means all at one instant. A live
+	// burst's requests reach the server some microseconds apart (its
+	// release skew), so the first finds the engine idle and starts alone,
+	// the rest at the next step's boundary: on exo's engine, where a
+	// prefill stalls the batch, that first request's generation then waits
+	// out the others' prefills. A gap of a microsecond predicts that.
+	BurstGap time.Duration
 }
 
 // Run predicts one run of the Load with workload w and traffic, its
@@ -136,6 +145,11 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 func (p *Predictor) plan(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic) ([]time.Duration, []benchkit.Item, error) {
 	l := p.Load
 	sched := traffic.Schedule()
+	if traffic.Burst > 0 {
+		for i := range sched {
+			sched[i] += time.Duration(i) * p.BurstGap
+		}
+	}
 	if traffic.Replay {
 		sized, ok := w.(interface{ Len() int })
 		if !ok {
@@ -237,4 +251,20 @@ func peakInFlight(sched []time.Duration, pred []sim.Predicted) int {
 		peak = max(peak, n)
 	}
 	return peak
+}
+
+// FindCapacity predicts the Load's capacity search (Load.FindCapacity:
+// the same ladder, the same classification by capacity.Analyze, the same
+// refinement), each run predicted by Run instead of sent, numbered from
+// RunIndex in the order made. The result's Seconds are the prediction's
+// wall time; its runs' rows are marked Predicted.
+func (p *Predictor) FindCapacity(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic, slo timing.SLO, opts *capacity.Options) (capacity.Result, []benchkit.LoadRun, error) {
+	if p.Load == nil {
+		return capacity.Result{}, nil, fmt.Errorf("%w: a Load is required", ErrUnpredictable)
+	}
+	return p.Load.FindCapacityBy(ctx, traffic, slo, opts, func(ctx context.Context, index int, t benchkit.Traffic) (benchkit.LoadRun, error) {
+		q := *p
+		q.RunIndex = p.RunIndex + index
+		return q.Run(ctx, w, t, slo)
+	})
 }

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
+	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 	"github.com/inferbench/inferbench/workload"
@@ -224,6 +226,15 @@ func TestPredictRefuses(t *testing.T) {
 	} {
 		if _, err := (&Predictor{Load: l, Options: sim.Options{Preset: sim.Fast()}}).Run(context.Background(), w, tr, timing.SLO{}); !errors.Is(err, ErrUnpredictable) {
 			t.Errorf("%s: error %v, want ErrUnpredictable", name, err)
+		}
+	}
+	for name, plan := range map[string]benchkit.Plan{
+		"targets":               {PP: []int{50}, TG: []int{4}, Until: []precision.Target{{Figure: "gen_tps", Stat: "mean", Margin: 0.05}}, MaxRepeat: 4},
+		"thinking":              {PP: []int{50}, TG: []int{4}, Thinking: []engine.Thinking{{Effort: "low"}}},
+		"unsalted prefix cache": {PP: []int{50}, TG: []int{4}, UsePrefixCache: true},
+	} {
+		if _, err := (&Predictor{Load: l, Options: sim.Options{Preset: sim.Fast()}, API: sim.PredictExoBench}).Cells(context.Background(), plan, "", benchkit.Placement{}); !errors.Is(err, ErrUnpredictable) {
+			t.Errorf("cells, %s: error %v, want ErrUnpredictable", name, err)
 		}
 	}
 }

@@ -64,6 +64,10 @@
 //	                      beside exo's max × N, per (pp, tg)
 //	--plot-power PNG      each node's sampled power over the run, bursts shaded
 //	                      (prefill and generation when --stream)
+//	--predict             compute every cell's bursts on the embedded engine's virtual
+//	                      clock instead of sending them (no --host; --preset a built-in
+//	                      preset or a twin file): rows, table and results labelled
+//	                      predicted; one placement, fixed repeats (docs/PREDICT.md)
 //
 // Results files: --json-out and --jsonl are locked for the run (a lock
 // file beside each, path.lock), so a second run given the same path is

@@ -17,6 +17,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
+	"github.com/inferbench/inferbench/benchkit/predict"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
@@ -34,7 +35,7 @@ type config struct {
 	pp, tg, concurrency                                             cli.IntList
 	stdout, dryRun, allCombinations, stream, noMetrics              bool
 	allowSaturated, prefixCache, forceDownload, reuse               bool
-	dangerDelete, salt                                              bool
+	dangerDelete, salt, predict                                     bool
 	metricsInterval, timeout, settle, pauseRep, pauseGrp, grace     float64
 	visited                                                         map[string]bool
 	thinking                                                        cli.ThinkingFlags
@@ -91,6 +92,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request, led by a random run nonce, so no request shares a prefix beyond the chat template with any other request of this or another run")
 	fs.StringVar(&c.plotPower, "plot-power", "", "write a PNG of each node's sampled power over the run, bursts shaded (prefill and generation when streamed)")
 	fs.StringVar(&c.plot, "plot", "", "write a PNG of generation throughput against concurrency (Σ tokens / wall beside exo's max × N)")
+	fs.BoolVar(&c.predict, "predict", false, "predict every cell's bursts "+cli.PredictUsage)
 	c.thinking.AddFlags(fs, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -206,6 +208,14 @@ func (c *config) validate() error {
 	}
 	if c.plotPower != "" && c.noMetrics {
 		return cli.Usagef("--plot-power needs the node metrics that --no-system-metrics turns off")
+	}
+	if c.predict {
+		if err := c.CheckPredict(); err != nil {
+			return err
+		}
+		if len(c.thinking.Settings()) > 0 || len(c.until) > 0 || (c.prefixCache && !c.salt) || c.reuse || c.dryRun {
+			return cli.Usagef("--predict predicts fixed repeats of every cell; not thinking controls, --until, --reuse-instance, --dry-run, or --use-prefix-cache without --salt")
+		}
 	}
 	if c.pauseRep < 0 || c.pauseGrp < 0 {
 		return cli.Usagef("--pause-repeat=%v --pause-group=%v: pauses must not be negative", c.pauseRep, c.pauseGrp)
@@ -366,9 +376,15 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 
 	progress.Start()
 	started := time.Now()
-	res, runErr := sweep.Run(ctx, plan)
+	var res benchkit.ExoResult
+	if c.predict {
+		res, err = predictCells(ctx, c, sweep, plan)
+	} else {
+		res, err = sweep.Run(ctx, plan)
+	}
+	runErr := err
 	progress.Finish()
-	meta := &benchkit.Meta{RunInfo: c.Info, Plan: plan}
+	meta := &benchkit.Meta{RunInfo: c.Info, Plan: plan, Predicted: c.predict}
 	meta.Model, meta.Interrupted, meta.Warnings = card.FullID(), res.Interrupted, res.Warnings
 	meta.Started, meta.Finished = started.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339)
 	if nodes := cli.ExoNodes(res.Cluster); len(nodes) > 0 {
@@ -391,6 +407,34 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	failed := benchkit.Report{Requests: res.Requests}.Failed()
 	return cli.Outcome(runErr, failed, len(res.Requests), meta.ClientSaturated, meta.Saturation(), c.allowSaturated)
+}
+
+// predictCells computes the plan's bursts on the embedded engine's
+// virtual clock (benchkit/predict) on the one placement the sweep would
+// measure, each row handed to the sweep's sinks as a measured one is.
+func predictCells(ctx context.Context, c *config, sweep *benchkit.ExoSweep, plan benchkit.Plan) (benchkit.ExoResult, error) {
+	ps, err := sweep.Placements(ctx)
+	if err != nil {
+		return benchkit.ExoResult{}, err
+	}
+	if len(ps) != 1 {
+		return benchkit.ExoResult{}, cli.Usagef("--predict predicts one placement, not %d: narrow --min-nodes, --max-nodes, --sharding or --instance-meta", len(ps))
+	}
+	opts, _ := c.SimOptions()
+	p := ps[0]
+	place := benchkit.Placement{Sharding: p.Sharding, InstanceMeta: p.InstanceMeta, Nodes: p.Nodes, InstanceID: p.Instance.ID}
+	load := &benchkit.Load{Model: sweep.Card.FullID(), Builder: sweep.Runner.Builder, Nonce: sweep.Runner.Nonce, Simulated: true}
+	// A live burst reaches the server over some microseconds: its first
+	// request starts alone (predict.Predictor.BurstGap).
+	rows, err := (&predict.Predictor{Load: load, Options: opts, API: c.PredictAPI(), BurstGap: time.Microsecond}).Cells(ctx, plan, sweep.Card.ShortID(), place)
+	for _, row := range rows {
+		for _, s := range sweep.Runner.Sinks {
+			if serr := s.Add(row); serr != nil {
+				return benchkit.ExoResult{Requests: rows}, serr
+			}
+		}
+	}
+	return benchkit.ExoResult{Requests: rows, Placements: ps}, err
 }
 
 // newProgress returns the sweep's progress bar when w is a terminal, nil
@@ -448,7 +492,7 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, st
 	sim := doc.Meta.Simulated
 	switch c.format {
 	case "table", "md":
-		return benchkit.WriteTable(stdout, cells, benchkit.TableOptions{Simulated: sim, Title: doc.Meta.Model, Markdown: c.format == "md"})
+		return benchkit.WriteTable(stdout, cells, benchkit.TableOptions{Simulated: sim, Predicted: doc.Meta.Predicted, Title: doc.Meta.Model, Markdown: c.format == "md"})
 	case "json":
 		return benchkit.WriteJSON(stdout, doc)
 	case "csv":

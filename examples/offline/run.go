@@ -10,6 +10,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/benchkit/predict"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
@@ -48,6 +49,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	segment := fs.String("segment", "", "send only segment i/N of the plan: request k when k mod N = i (needs --seed; docs/DISTRIBUTED.md)")
 	segments := fs.Int("segments", 0, "split the plan in N segments, the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	startAt := fs.String("start-at", "", "release the requests at this RFC 3339 wall time, shared by every segment")
+	predictOn := fs.Bool("predict", false, "predict the burst "+cli.PredictUsage)
 	var wf cli.WorkloadFlags
 	wf.TraceUsage = "send the rows of this trace file (Mooncake or Bailian JSONL, BurstGPT or Azure CSV) all at once, at no instants of their own"
 	wf.DatasetUsage = "send the requests of this dataset file (ShareGPT JSON, JSONL of prompts or messages) all at once"
@@ -79,6 +81,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *predictOn {
+		if err := tg.CheckPredict(); err != nil {
+			return err
+		}
+		if *sharedPrefix > 0 || *segment != "" || *segments > 0 || *startAt != "" || thinking.Setting() != nil {
+			return cli.Usagef("--predict predicts a whole burst without --shared-prefix, --segment, --segments, --start-at or thinking controls")
+		}
+	}
 	seeded := set["seed"]
 	// A trace's or dataset's rows go all at once, as the random lengths
 	// do: one request per row unless --num-seqs says fewer.
@@ -178,7 +188,17 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	progress.Start()
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
-	res, runErr := load.Run(ctx, w, traffic, timing.SLO{})
+	var res benchkit.LoadRun
+	var runErr error
+	if *predictOn {
+		// The burst computed on the embedded engine's virtual clock
+		// (benchkit/predict), not sent; its rows carry their usage.
+		opts, _ := tg.SimOptions()
+		meta.Predicted = true
+		res, runErr = (&predict.Predictor{Load: load, Options: opts, API: tg.PredictAPI(), BurstGap: time.Microsecond}).Run(ctx, w, traffic, timing.SLO{})
+	} else {
+		res, runErr = load.Run(ctx, w, traffic, timing.SLO{})
+	}
 	progress.Finish()
 	if errors.Is(runErr, benchkit.ErrBadLoad) {
 		return runErr
@@ -190,7 +210,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	countUnreported(context.WithoutCancel(ctx), counter, meta.Tokenizer, keeper, &res)
 	s := res.Summary
 	label := ""
-	if meta.Simulated {
+	switch {
+	case meta.Predicted:
+		label = " (PREDICTED on the embedded engine's virtual clock: nothing was sent)"
+	case meta.Simulated:
 		label = " (simulated)"
 	}
 	if wf.Set() {

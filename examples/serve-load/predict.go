@@ -10,6 +10,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/predict"
+	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/timing"
 )
 
@@ -20,13 +21,12 @@ func (o options) checkPredict(settings int) error {
 	if !o.predict {
 		return nil
 	}
+	if err := o.target.CheckPredict(); err != nil {
+		return err
+	}
 	switch {
-	case !o.target.Embedded():
-		return cli.Usagef("--predict predicts the embedded engine; it takes no --base-url")
-	case o.target.SimProfile != "" && o.target.SimProfile != cli.SimVLLM && o.target.SimProfile != cli.SimSGLang:
-		return cli.Usagef("--predict predicts the embedded engine's vLLM API; --sim-profile %s is not predicted", o.target.SimProfile)
-	case o.findMaxRate || o.capacity.on:
-		return cli.Usagef("--predict predicts a rate, a rate list, a burst or a replay; not --find-max-rate or --find-capacity")
+	case o.findMaxRate:
+		return cli.Usagef("--predict predicts a rate, a rate list, a burst, a replay or --find-capacity; not --find-max-rate")
 	case o.users > 0 || o.maxConcurrency > 0 || o.probeRate > 0:
 		return cli.Usagef("--predict cannot predict --users, --max-concurrency or --probe-rate: their requests wait on replies")
 	case o.split.seg.Split() || o.sharedPrefix > 0 || settings > 0:
@@ -36,16 +36,22 @@ func (o options) checkPredict(settings int) error {
 }
 
 // predictPlan computes plan's runs on the embedded engine's virtual clock
-// (benchkit/predict) instead of sending them, one run per rate, and hands
-// each row to the Load's sinks as a run would.
+// (benchkit/predict) instead of sending them, one run per rate or the
+// capacity search's runs, and hands each row to the Load's sinks as a run
+// would.
 func predictPlan(ctx context.Context, tg *cli.Target, load *benchkit.Load, meta benchkit.LoadMeta, plan benchkit.LoadPlan) (benchkit.LoadDocument, error) {
-	opts := tg.Sim
-	opts.Preset = tg.Server.Preset()
+	opts, ok := tg.SimOptions()
+	if !ok {
+		return benchkit.LoadDocument{}, errors.New("--predict: the embedded engine is not started")
+	}
 	meta.Workload, meta.Traffic, meta.Stream, meta.Predicted = plan.Workload, plan.Traffic, !load.NoStream, true
 	if plan.SLO != (timing.SLO{}) {
 		meta.SLO = plan.SLO.String()
 	}
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
+	if plan.Capacity != nil {
+		return predictCapacity(ctx, load, opts, meta, plan)
+	}
 	rates := plan.Rates
 	if len(rates) == 0 {
 		rates = []float64{plan.Traffic.Rate}
@@ -59,7 +65,7 @@ func predictPlan(ctx context.Context, tg *cli.Target, load *benchkit.Load, meta 
 			meta.Rates = append(meta.Rates, rateString(r))
 		}
 		var run benchkit.LoadRun
-		run, err = (&predict.Predictor{Load: load, Options: opts, RunIndex: i}).Run(ctx, plan.Workload, t, plan.SLO)
+		run, err = (&predict.Predictor{Load: load, Options: opts, RunIndex: i, BurstGap: time.Microsecond}).Run(ctx, plan.Workload, t, plan.SLO)
 		if err != nil {
 			break
 		}
@@ -81,6 +87,34 @@ func predictPlan(ctx context.Context, tg *cli.Target, load *benchkit.Load, meta 
 		}
 	}
 	return benchkit.NewLoadDocument(meta, runs, nil), err
+}
+
+// predictCapacity predicts plan's capacity search (Load.FindCapacity's
+// search, each run predicted) and lays the document out as a measured
+// search's: its runs under Runs, the search's result beside them.
+func predictCapacity(ctx context.Context, load *benchkit.Load, opts sim.Options, meta benchkit.LoadMeta, plan benchkit.LoadPlan) (benchkit.LoadDocument, error) {
+	o := *plan.Capacity
+	if o.Attainment == 0 {
+		o.Attainment = plan.Attainment
+	}
+	res, runs, err := (&predict.Predictor{Load: load, Options: opts}).FindCapacity(ctx, plan.Workload, plan.Traffic, plan.SLO, &o)
+	for _, run := range runs {
+		for _, row := range run.Requests {
+			for _, s := range load.Sinks {
+				err = errors.Join(err, s.Add(row))
+			}
+		}
+	}
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	doc := benchkit.NewLoadDocument(meta, runs, nil)
+	if doc.Summary != nil {
+		doc.Runs = []benchkit.LoadRun{{Summary: *doc.Summary, Requests: doc.Requests}}
+		doc.Summary, doc.Requests = nil, nil
+	}
+	if len(runs) > 0 {
+		doc.Capacity = &res
+	}
+	return doc, err
 }
 
 // rateString is a rate as a document's meta writes it ("inf" for all at

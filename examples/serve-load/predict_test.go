@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/twin"
 )
 
 // TestPredictFlag: --predict computes a two-rate sweep of 600 requests
@@ -62,5 +64,69 @@ func TestPredictFlagRefuses(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--predict") {
 			t.Errorf("%v: error %v, want a usage error about --predict", args, err)
 		}
+	}
+}
+
+// TestPredictFindCapacity: --predict --find-capacity with a twin file
+// runs the capacity search on the virtual clock: a search of 15 s of
+// schedules in a fraction of it, the table's capacity lines labelled
+// predicted, the document's capacity result beside its predicted runs,
+// and a knee bracket holding the rate the twin's cost model serves.
+func TestPredictFindCapacity(t *testing.T) {
+	// A twin whose decode step of a batch of 4 takes 10 ms plus 0.1 ms a
+	// request: at saturation each request of 16 tokens costs its prefill
+	// (2 ms + 64 × 10 µs) plus 16 steps shared by 4.
+	c := sim.Coefficients{DecodeBase: 0.010, DecodePerRequest: 1e-4, PrefillBase: 0.002, PrefillPerToken: 1e-5, MaxRunning: 4}
+	tw := twin.Twin{Version: twin.Version, PrefillChunk: 512, Base: "fast", Server: twin.Server{Model: "m"}, Coefficients: c}
+	dir := t.TempDir()
+	path, out := filepath.Join(dir, "twin.json"), filepath.Join(dir, "r.json")
+	if err := tw.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	err := run(context.Background(), []string{"--predict", "--find-capacity", "--sim-preset", path, "--num-requests", "0", "--duration", "2.5s",
+		"--burstiness", "20", "--input-len", "64", "--output-len", "16", "--search-start", "8", "--capacity-runs", "6", "--capacity-tolerance", "0.15",
+		"--slo-e2e", "1000", "--seed", "1", "--json-out", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v; stderr:\n%s", err, stderr.String())
+	}
+	t.Logf("%v of wall time:\n%s", time.Since(start), stdout.String())
+	for _, s := range []string{"PREDICTED", "capacity search over", "predicted knee", "predicted capacity at e2e≤1s"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("stdout lacks %q", s)
+		}
+	}
+	doc := readDoc(t, out)
+	if !doc.Meta.Predicted || doc.Capacity == nil || doc.Capacity.Runs != len(doc.Runs) || len(doc.Runs) < 4 {
+		t.Fatalf("meta predicted %v, capacity %v, %d runs; want a predicted search of at least 4 runs", doc.Meta.Predicted, doc.Capacity != nil, len(doc.Runs))
+	}
+	for k, r := range doc.Runs {
+		if len(r.Requests) == 0 || !r.Requests[0].Predicted || r.Requests[0].Run != k {
+			t.Fatalf("run %d: want predicted rows numbered %d", k, k)
+		}
+	}
+	// The service rate at a full batch of 4, from the coefficients (the
+	// prompt as the server counts it is a few tokens either side of 64:
+	// nothing at this precision).
+	per := c.PrefillBase + 63*c.PrefillPerToken + 16*(c.DecodeBase+4*c.DecodePerRequest)/4
+	if mu, k := 1/per, doc.Capacity.Knee; !k.Bracketed() || k.Lo > mu*1.05 || k.Hi < mu*0.95 {
+		t.Errorf("predicted knee %s does not hold the twin's service rate %.4g/s", k, mu)
+	}
+}
+
+// TestPredictRefusesLlamaCppTwin: a twin file of llama-server schedules
+// as its slots, which the prediction does not model: a usage error.
+func TestPredictRefusesLlamaCppTwin(t *testing.T) {
+	tw := twin.Twin{Version: twin.Version, PrefillChunk: 512, Profile: twin.ProfileLlamaCpp,
+		Coefficients: sim.Coefficients{DecodeBase: 1e-3, PrefillBase: 1e-3, MaxRunning: 2}}
+	path := filepath.Join(t.TempDir(), "twin.json")
+	if err := tw.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"--predict", "--sim-preset", path, "--rate", "5"}, &bytes.Buffer{}, &bytes.Buffer{})
+	var ue *cli.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "llama-server") {
+		t.Errorf("error %v, want a usage error about a twin of llama-server", err)
 	}
 }
