@@ -67,7 +67,8 @@ type PredictRequest struct {
 // the instant a live Server's scheduler gives the same request arriving at
 // the same instant.
 type Predicted struct {
-	// Arrival is when the request reached the queue (its At), Admitted
+	// Arrival is when the request reached the queue (its At, plus
+	// Options.RequestOverhead as a live request waits it), Admitted
 	// when it left the queue for the batch, PrefillStart and PrefillEnd
 	// the span of its prefill (equal for an exact prefix hit).
 	Arrival, Admitted, PrefillStart, PrefillEnd time.Duration
@@ -136,7 +137,9 @@ func Predict(ctx context.Context, opts Options, reqs []PredictRequest) ([]Predic
 		}
 		rec.index[j] = i
 		rec.out[i].Tokens = make([]time.Duration, 0, j.target)
-		v.arrivals[i] = arrival{at: r.At, j: j}
+		// A live request waits Options.RequestOverhead, in parallel with
+		// the others, before it reaches the scheduler (Server.admit).
+		v.arrivals[i] = arrival{at: r.At + opts.RequestOverhead, j: j}
 	}
 	slices.SortStableFunc(v.arrivals, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
 	var t tracer = rec

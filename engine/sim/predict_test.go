@@ -224,3 +224,36 @@ func TestPredictExoAPIs(t *testing.T) {
 		t.Errorf("the same prompt and seed ended after %d tokens, then %d", first.GeneratedTokens, again.GeneratedTokens)
 	}
 }
+
+// TestPredictRequestOverhead: a live request waits Options.RequestOverhead
+// before the scheduler sees it, side by side with the others, so a
+// prediction shifts every instant of a lone request by exactly that wait,
+// and two requests sent together still reach the queue together.
+func TestPredictRequestOverhead(t *testing.T) {
+	const d = 40 * time.Millisecond
+	msgs := []promptsize.Message{{Role: "user", Content: prompt(200)}}
+	reqs := []PredictRequest{{Messages: msgs, MaxTokens: 8}, {Messages: msgs, MaxTokens: 8, At: 10 * time.Second}}
+	plain, err := Predict(context.Background(), Options{Preset: Fast()}, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := Predict(context.Background(), Options{Preset: Fast(), RequestOverhead: d}, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs {
+		if got := slow[i].Arrival - plain[i].Arrival; got != d {
+			t.Errorf("request %d arrives %v later with the overhead, want %v", i, got, d)
+		}
+		if got := slow[i].Last - plain[i].Last; got != d {
+			t.Errorf("request %d ends %v later with the overhead, want %v", i, got, d)
+		}
+	}
+	both, err := Predict(context.Background(), Options{Preset: Fast(), RequestOverhead: d}, []PredictRequest{reqs[0], reqs[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if both[0].Arrival != d || both[1].Arrival != d {
+		t.Errorf("two requests sent together arrive at %v and %v, want both at %v: the overhead is waited side by side", both[0].Arrival, both[1].Arrival, d)
+	}
+}
