@@ -42,7 +42,10 @@ func mustTargets(t testing.TB, s string) []precision.Target {
 // dispatching, says so, is not an interruption, and the interval it
 // reports, recomputed from its rows, is within the margin.
 func TestLoadUntilMet(t *testing.T) {
-	for _, tr := range []Traffic{{Rate: 200, NumRequests: 400, Seed: 1}, {Users: 4, NumRequests: 400}} {
+	// The caps leave room for a machine so busy that the engine's E2E
+	// spreads five times as wide as on an idle one (the race detector
+	// beside other packages' tests): the target is still met, later.
+	for _, tr := range []Traffic{{Rate: 200, NumRequests: 2000, Seed: 1}, {Users: 4, NumRequests: 2000}} {
 		t.Run(tr.String(), func(t *testing.T) { untilMet(t, tr) })
 	}
 }

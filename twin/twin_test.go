@@ -46,7 +46,7 @@ func implied(p sim.Preset) sim.Coefficients {
 	}
 }
 
-func exoClient(t *testing.T, srv *sim.Server) *exo.Client {
+func exoClient(t testing.TB, srv *sim.Server) *exo.Client {
 	t.Helper()
 	c, err := exo.New(srv.URL, nil)
 	if err != nil {

@@ -51,6 +51,9 @@ func TestDefaultExercise(t *testing.T) {
 		if len(f) < 3 {
 			continue
 		}
+		if _, err := strconv.Atoi(f[0]); err != nil {
+			continue // the note under the table
+		}
 		a, err1 := strconv.ParseFloat(f[1], 64)
 		b, err2 := strconv.ParseFloat(f[2], 64)
 		if err1 != nil || err2 != nil {
