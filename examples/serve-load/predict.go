@@ -15,8 +15,8 @@ import (
 )
 
 // checkPredict refuses --predict where a prediction cannot stand for the
-// run: another server than the embedded engine's vLLM API, and plans
-// whose sending waits on replies or that search.
+// run: another server than the embedded engine's vLLM API, probes, and
+// plans the engine's prediction does not model.
 func (o options) checkPredict(settings int) error {
 	if !o.predict {
 		return nil
@@ -27,8 +27,8 @@ func (o options) checkPredict(settings int) error {
 	switch {
 	case o.findMaxRate:
 		return cli.Usagef("--predict predicts a rate, a rate list, a burst, a replay or --find-capacity; not --find-max-rate")
-	case o.users > 0 || o.maxConcurrency > 0 || o.probeRate > 0:
-		return cli.Usagef("--predict cannot predict --users, --max-concurrency or --probe-rate: their requests wait on replies")
+	case o.probeRate > 0:
+		return cli.Usagef("--predict cannot predict --probe-rate: head-of-line probes are not modelled")
 	case o.split.seg.Split() || o.sharedPrefix > 0 || settings > 0:
 		return cli.Usagef("--predict predicts a whole plan without --segment, --shared-prefix or thinking controls")
 	}

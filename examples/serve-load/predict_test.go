@@ -48,13 +48,58 @@ func TestPredictFlag(t *testing.T) {
 	}
 }
 
+// TestPredictRepliedLoops: --predict computes a closed loop (--users)
+// and a capped open loop (--max-concurrency), whose requests wait on
+// replies, on the virtual clock: a closed loop of 2 users has 2 requests
+// in flight, and a cap of 2 at a rate the engine does not keep up with
+// holds requests back (their lag grows) where the uncapped run sends
+// each at its instant.
+func TestPredictRepliedLoops(t *testing.T) {
+	base := []string{"--predict", "--num-requests", "40", "--input-len", "200", "--output-len", "32", "--seed", "1"}
+	for name, c := range map[string]struct {
+		args    []string
+		lagging bool
+	}{
+		"closed":   {args: []string{"--users", "2", "--think", "5ms"}},
+		"capped":   {args: []string{"--rate", "200", "--max-concurrency", "2"}, lagging: true},
+		"uncapped": {args: []string{"--rate", "200"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			var stdout, stderr bytes.Buffer
+			if err := run(context.Background(), append(append(base, c.args...), "--json-out", out), &stdout, &stderr); err != nil {
+				t.Fatalf("run: %v; stderr:\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "PREDICTED") || !strings.Contains(stdout.String(), "40/40") {
+				t.Errorf("stdout lacks the PREDICTED label or 40/40 requests:\n%s", stdout.String())
+			}
+			doc := readDoc(t, out)
+			if !doc.Meta.Predicted || doc.Summary == nil || len(doc.Requests) != 40 {
+				t.Fatalf("meta predicted %v, summary %v, %d rows; want a predicted run of 40", doc.Meta.Predicted, doc.Summary != nil, len(doc.Requests))
+			}
+			var lag float64
+			for _, r := range doc.Requests {
+				lag = max(lag, r.SendOffsetS-r.IntendedSendS)
+			}
+			switch {
+			case c.lagging && lag < 0.05:
+				t.Errorf("largest lag %.4f s: the cap should hold requests back", lag)
+			case !c.lagging && lag != 0:
+				t.Errorf("largest lag %.4f s: want each request sent when it was meant", lag)
+			}
+			if name != "uncapped" && doc.Summary.PeakInFlight != 2 {
+				t.Errorf("peak in flight %d, want 2", doc.Summary.PeakInFlight)
+			}
+		})
+	}
+}
+
 // TestPredictFlagRefuses: --predict with what it cannot predict is a
 // usage error.
 func TestPredictFlagRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"--predict", "--base-url", "http://127.0.0.1:1"},
-		{"--predict", "--users", "2"},
-		{"--predict", "--max-concurrency", "2", "--rate", "5"},
+		{"--predict", "--probe-rate", "1", "--rate", "5"},
 		{"--predict", "--find-max-rate", "--slo-ttft", "100"},
 		{"--predict", "--sim-profile", "llamacpp"},
 	} {
