@@ -120,7 +120,7 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 		asked := benchkit.Request{Labels: it.Labels, Index: i, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
 			Model: l.Model, Stream: !l.NoStream, Simulated: true, Predicted: true}
 		asked.Run, asked.Rate = p.RunIndex, rate
-		rows[i] = benchkit.NewRequest(asked, it.Prompt, p.result(i, intended[i], sent[i], it.Prompt, pr), l.AllowEOS)
+		rows[i] = benchkit.NewRequest(asked, it.Prompt, p.result(i, intended[i], sent[i], it.Prompt, pr, l.Model, !l.NoStream), l.AllowEOS)
 	}
 	slices.SortStableFunc(rows, func(a, b benchkit.Request) int { return cmp.Compare(a.DoneS, b.DoneS) })
 	sums := benchkit.Summarize(rows, benchkit.ByRun, slo)
@@ -258,13 +258,14 @@ func (p *Predictor) send(ctx context.Context, sched []time.Duration, items []ben
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // result is what a client with no network would have measured of request
-// i, meant for intended and sent at at: the request written at its arrival, a chunk at each
+// i to model, meant for intended and sent at at, streamed or not: the
+// request written at its arrival, a chunk at each
 // predicted token (StreamChunk tokens a chunk, at the last one's
 // instant), the response read at the last token.
-func (p *Predictor) result(i int, intended, at time.Duration, pr promptsize.Prompt, r sim.Predicted) concurrency.Result[engine.Result] {
-	res := engine.Result{Model: p.Load.Model, FinishReason: r.FinishReason}
+func (p *Predictor) result(i int, intended, at time.Duration, pr promptsize.Prompt, r sim.Predicted, model string, stream bool) concurrency.Result[engine.Result] {
+	res := engine.Result{Model: model, FinishReason: r.FinishReason, Text: r.Text}
 	res.Trace.Start, res.Trace.Headers, res.Trace.End = epoch.Add(at), epoch.Add(at), epoch.Add(r.Last)
-	if !p.Load.NoStream {
+	if stream {
 		k := max(p.Options.StreamChunk, 1)
 		for c := 0; c < len(r.Tokens); c += k {
 			last := min(c+k, len(r.Tokens))

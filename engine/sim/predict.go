@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/promptsize"
@@ -90,6 +91,10 @@ type Predicted struct {
 	// PromptTPS and GenerationTPS are the server's rates (see the
 	// package documentation's Cost model).
 	PromptTPS, GenerationTPS float64
+	// Text is the reply's content as the live server writes it: its
+	// generated words, the reasoning's left out. A conversation's next
+	// turn carries it in its history, as a chat client does.
+	Text string
 }
 
 // ErrPredict wraps every refusal of Predict: options or a request that no
@@ -146,7 +151,7 @@ func PredictDynamic(ctx context.Context, opts Options, first []PredictRequest, n
 	s.mu.Unlock()
 	v.in = in
 
-	rec := &predictions{out: make([]Predicted, 0, len(first)), index: make(map[*job]int, len(first))}
+	rec := &predictions{out: make([]Predicted, 0, len(first)), index: make(map[*job]int, len(first)), vocab: s.vocab}
 	// add numbers r on and returns its arrival at the queue: a live
 	// request waits Options.RequestOverhead, in parallel with the
 	// others, before it reaches the scheduler (Server.admit).
@@ -313,6 +318,8 @@ func (v *virtualClock) next() bool {
 type predictions struct {
 	out   []Predicted
 	index map[*job]int
+	// vocab is the server's vocabulary, of the replies' words.
+	vocab []string
 	// next, when set, is told of each request's end (PredictDynamic);
 	// err is the first request it could not add.
 	next func(i int, p Predicted)
@@ -331,6 +338,13 @@ func (p *predictions) done(j *job, f *finalStats) {
 	o.PromptTokens, o.CachedTokens, o.GeneratedTokens = f.promptTokens, f.cached, f.generated
 	o.FinishReason, o.PrefixCacheHit, o.MaxBatch = f.reason, f.hit, f.maxBatch
 	o.PromptTPS, o.GenerationTPS = f.promptTPS, f.generationTPS
+	var text strings.Builder
+	for i := range f.generated {
+		if j.think.kind(i) == tokAnswer {
+			text.WriteString(j.think.word(p.vocab, j.seed, i))
+		}
+	}
+	o.Text = text.String()
 	if p.next != nil {
 		i := p.index[j]
 		p.next(i, p.out[i])
