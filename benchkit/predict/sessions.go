@@ -22,7 +22,9 @@ import (
 // one takes the slot the first session to end frees, at its start or at
 // that end, whichever is later. Turn k+1 is sent when turn k's reply ends
 // plus its think time (ThinkTimes); its intended instant is that, the
-// first turn's the session's start.
+// first turn's the session's start. Sessions that start together (no
+// Rate) reach the server BurstGap apart, session i at i × BurstGap, as a
+// burst's requests do (see BurstGap).
 //
 // s.Nonce is set when empty (a live run with the same Sessions then sends
 // the same prompts). Its Engine is not used. A Trace, a Barrier and a
@@ -46,6 +48,13 @@ func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]bench
 		s.Nonce = promptsize.NewNonce(nil)
 	}
 	starts := s.SessionStarts()
+	if s.Rate == 0 {
+		// Sessions that start together reach the server BurstGap apart,
+		// as a burst's requests do.
+		for i := range starts {
+			starts[i] += time.Duration(i) * p.BurstGap
+		}
+	}
 	type session struct {
 		turns   int
 		thinks  []time.Duration
