@@ -328,3 +328,24 @@ func (p *Predictor) FindCapacity(ctx context.Context, w benchkit.Workload, traff
 		return q.Run(ctx, w, t, slo)
 	})
 }
+
+// FindMaxRate predicts the Load's search of the highest rate that meets
+// slo at attainment (Load.FindMaxRate: the same bracketing and bisection
+// of concurrency.SearchRate, the same test of each run), each run
+// predicted by Run instead of sent, numbered from RunIndex in the order
+// made; its runs' rows are marked Predicted.
+func (p *Predictor) FindMaxRate(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic, slo timing.SLO, attainment float64, opts *concurrency.SearchOptions) (benchkit.MaxRate, []benchkit.LoadRun, error) {
+	if p.Load == nil {
+		return benchkit.MaxRate{}, nil, fmt.Errorf("%w: a Load is required", ErrUnpredictable)
+	}
+	if v, ok := w.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return benchkit.MaxRate{}, nil, err
+		}
+	}
+	return p.Load.FindMaxRateBy(ctx, traffic, slo, attainment, opts, func(ctx context.Context, index int, t benchkit.Traffic) (benchkit.LoadRun, error) {
+		q := *p
+		q.RunIndex = p.RunIndex + index
+		return q.Run(ctx, w, t, slo)
+	})
+}
