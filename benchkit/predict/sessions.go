@@ -3,6 +3,8 @@ package predict
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,16 +29,20 @@ import (
 // burst's requests do (see BurstGap).
 //
 // s.Nonce is set when empty (a live run with the same Sessions then sends
-// the same prompts). Its Engine is not used. A Trace, a Barrier and a
-// Request.Thinking are refused (ErrUnpredictable).
+// the same prompts). Its Engine is not used. With Barrier, every
+// session's turn k+1 waits until every session has ended turn k (or all
+// its turns), then goes at that instant plus its think time, BurstGap
+// apart in session order. A Trace, a Request.Thinking, and a Barrier with
+// MaxActive below Count (whose live sessions wait on sessions that cannot
+// start) are refused (ErrUnpredictable).
 func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]benchkit.Request, error) {
 	switch {
 	case s == nil || s.Builder == nil || s.Builder.Counter == nil || s.Model == "":
 		return nil, fmt.Errorf("%w: sessions with a Model and a Builder with a Counter are required", ErrUnpredictable)
 	case s.Trace != nil:
 		return nil, fmt.Errorf("%w: sessions from a trace or a dataset are not predicted", ErrUnpredictable)
-	case s.Barrier:
-		return nil, fmt.Errorf("%w: a round barrier is not predicted", ErrUnpredictable)
+	case s.Barrier && s.MaxActive > 0 && s.MaxActive < s.Count:
+		return nil, fmt.Errorf("%w: a round barrier with fewer slots (MaxActive %d) than sessions (%d) waits for sessions that cannot start", ErrUnpredictable, s.MaxActive, s.Count)
 	case s.Request.Thinking != nil:
 		return nil, fmt.Errorf("%w: a thinking control is not predicted", ErrUnpredictable)
 	case s.Count <= 0 || s.Turns <= 0 || s.UserTokens <= 0 || s.Output <= 0:
@@ -102,6 +108,31 @@ func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]bench
 	if buildErr != nil {
 		return nil, buildErr
 	}
+	// With a round barrier, progress is each session's last ended turn
+	// (math.MaxInt once it has ended them all) and waiting the turn a
+	// session ended and waits on the round of (0: none). When the last
+	// session ends round k, every session waiting on it sends its next
+	// turn at that instant plus its think time, BurstGap apart in
+	// session order.
+	progress, waiting := make([]int, s.Count), make([]int, s.Count)
+	barrier := func(i, k int, now time.Duration) []sim.PredictRequest {
+		progress[i] = k
+		if k < sess[i].turns {
+			waiting[i] = k
+		} else {
+			progress[i] = math.MaxInt
+		}
+		low := slices.Min(progress)
+		var out []sim.PredictRequest
+		for j, w := range waiting {
+			if w > 0 && low >= w {
+				waiting[j] = 0
+				at := now + sess[j].thinks[w] + time.Duration(len(out))*p.BurstGap
+				out = append(out, send(j, w+1, at, at)...)
+			}
+		}
+		return out
+	}
 	pred, err := sim.PredictDynamic(ctx, p.Options, first, func(n int, r sim.Predicted) []sim.PredictRequest {
 		if buildErr != nil {
 			return nil
@@ -113,6 +144,9 @@ func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]bench
 		}
 		se := &sess[t.i]
 		se.history = append(t.prompt.Messages, promptsize.Message{Role: "assistant", Content: reply})
+		if s.Barrier {
+			return barrier(t.i, t.k, r.Last)
+		}
 		if t.k < se.turns {
 			at := r.Last + se.thinks[t.k]
 			return send(t.i, t.k+1, at, at)

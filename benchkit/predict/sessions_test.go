@@ -16,44 +16,72 @@ import (
 )
 
 // TestPredictSessions runs multi-turn sessions live against the embedded
-// engine (5 sessions of 3 turns starting at 40/s, at most 3 under way,
-// 10 ms of thought between turns, a shared system prompt) and predicts
-// the same Sessions: the same rows in the same order, each turn's prompt,
-// cached tokens (the history the prefix cache serves, which holds only if
-// the predicted replies are the live ones; first turns: their sum) and
-// reply text equal, and the
-// timing within agree's tolerances; each turn's send instant within two
-// steps and 2 ms, plus 2 ms a turn (the client's own time per turn,
-// which the prediction does not have).
+// engine and predicts the same Sessions: 5 sessions of 3 turns starting
+// at 40/s, at most 3 under way, 10 ms of thought between turns, a shared
+// system prompt; and 3 sessions of 3 turns held by a round barrier. The
+// same rows in the same order, each turn's prompt, cached tokens (the
+// history the prefix cache serves, which holds only if the predicted
+// replies are the live ones; first turns: their sum) and reply text
+// equal, and the timing within agree's tolerances; each turn's send
+// instant within two steps and 2 ms, plus 2 ms a turn (the client's own
+// time per turn, which the prediction does not have).
 func TestPredictSessions(t *testing.T) {
 	opts := slowSteps()
-	step := opts.Preset.DecodeStep([]int{1024})
-	mk := func(e *openai.Client, counter promptsize.Counter, model string) *benchkit.Sessions {
-		return &benchkit.Sessions{Engine: e, Model: model, Nonce: "n1",
-			Builder: &promptsize.Builder{Counter: counter, System: "You are a careful assistant who answers briefly."},
-			Count:   5, Turns: 3, UserTokens: 60, Output: 16, MaxActive: 3, Rate: 40, Seed: 2, Think: 10 * time.Millisecond}
+	system := "You are a careful assistant who answers briefly."
+	for name, shape := range map[string]func() *benchkit.Sessions{
+		"rate": func() *benchkit.Sessions {
+			return &benchkit.Sessions{Count: 5, Turns: 3, UserTokens: 60, Output: 16, MaxActive: 3, Rate: 40, Seed: 2, Think: 10 * time.Millisecond}
+		},
+		"barrier": func() *benchkit.Sessions {
+			return &benchkit.Sessions{Count: 3, Turns: 3, UserTokens: 40, Output: 12, Barrier: true, Think: 5 * time.Millisecond, OutputMax: 24, Seed: 3}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := sim.NewServer(opts)
+			defer srv.Close()
+			c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseIdleConnections()
+			mk := func(e *openai.Client) *benchkit.Sessions {
+				s := shape()
+				s.Engine, s.Model, s.Nonce = e, srv.Model(), "n1"
+				s.Builder = &promptsize.Builder{Counter: srv.Counter(), System: system}
+				return s
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			liveRows, err := mk(c).Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			got, err := (&Predictor{Options: opts, BurstGap: time.Microsecond}).Sessions(ctx, mk(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("predicted %d turns in %v", len(got), time.Since(start))
+			compareSessions(t, got, liveRows, shape().Count*shape().Turns, opts.Preset.DecodeStep([]int{1024}))
+		})
 	}
-	srv := sim.NewServer(opts)
-	defer srv.Close()
-	c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
-	if err != nil {
-		t.Fatal(err)
+	for name, s := range map[string]*benchkit.Sessions{
+		"trace":            {Model: "m", Builder: &promptsize.Builder{Counter: sim.Counter{}}, Count: 1, Turns: 1, UserTokens: 8, Output: 2, Trace: &benchkit.Trace{}},
+		"barrier and slot": {Model: "m", Builder: &promptsize.Builder{Counter: sim.Counter{}}, Count: 3, Turns: 1, UserTokens: 8, Output: 2, Barrier: true, MaxActive: 2},
+		"no model":         {Builder: &promptsize.Builder{Counter: sim.Counter{}}, Count: 1, Turns: 1, UserTokens: 8, Output: 2},
+	} {
+		if _, err := (&Predictor{Options: opts}).Sessions(context.Background(), s); !errors.Is(err, ErrUnpredictable) {
+			t.Errorf("%s: error %v, want ErrUnpredictable", name, err)
+		}
 	}
-	defer c.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	liveRows, err := mk(c, srv.Counter(), srv.Model()).Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	got, err := (&Predictor{Options: opts}).Sessions(ctx, mk(nil, srv.Counter(), srv.Model()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("predicted %d turns in %v", len(got), time.Since(start))
-	if len(got) != 15 || len(liveRows) != 15 {
-		t.Fatalf("%d predicted rows, %d live; want 15", len(got), len(liveRows))
+}
+
+// compareSessions holds predicted session rows against live ones (n of
+// each, in the same order).
+func compareSessions(t *testing.T, got, liveRows []benchkit.Request, n int, step time.Duration) {
+	t.Helper()
+	if len(got) != n || len(liveRows) != n {
+		t.Fatalf("%d predicted rows, %d live; want %d", len(got), len(liveRows), n)
 	}
 	var sent []time.Duration
 	// Sessions that start together may reach the live server in either
@@ -98,15 +126,6 @@ func TestPredictSessions(t *testing.T) {
 		check("send instants differ by %v (less 2 ms a turn) at the median, want at most %v", med, 2*step+slack)
 	}
 	t.Logf("|Δ send| less 2 ms a turn: median %v, largest %v", sent[len(sent)/2], sent[len(sent)-1])
-	for name, s := range map[string]*benchkit.Sessions{
-		"trace":    {Model: "m", Builder: &promptsize.Builder{Counter: sim.Counter{}}, Count: 1, Turns: 1, UserTokens: 8, Output: 2, Trace: &benchkit.Trace{}},
-		"barrier":  {Model: "m", Builder: &promptsize.Builder{Counter: sim.Counter{}}, Count: 1, Turns: 1, UserTokens: 8, Output: 2, Barrier: true},
-		"no model": {Builder: &promptsize.Builder{Counter: sim.Counter{}}, Count: 1, Turns: 1, UserTokens: 8, Output: 2},
-	} {
-		if _, err := (&Predictor{Options: opts}).Sessions(ctx, s); !errors.Is(err, ErrUnpredictable) {
-			t.Errorf("%s: error %v, want ErrUnpredictable", name, err)
-		}
-	}
 }
 
 func cmpOr(p *int) int {

@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.barrier, "round-barrier", false, "hold every session's next turn until every session has ended the current one")
 	fs.BoolVar(&o.trim, "trim-replies", false, "carry each reply into the history without the white space around it, for a server whose chat template keeps what the tokenizer's trims (Ollama with Llama 3)")
 	o.thinking.AddFlags(fs, false)
-	fs.BoolVar(&o.predict, "predict", false, "predict the sessions "+cli.PredictUsage+"; not with --trace, --dataset, --round-barrier or thinking controls")
+	fs.BoolVar(&o.predict, "predict", false, "predict the sessions "+cli.PredictUsage+"; not with --trace, --dataset or thinking controls")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -129,8 +129,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := tg.CheckPredict(); err != nil {
 			return err
 		}
-		if o.source.Set() || o.barrier || o.thinking.Setting() != nil {
-			return cli.Usagef("--predict predicts synthetic sessions, without --trace, --dataset, --round-barrier or thinking controls")
+		if o.source.Set() || o.thinking.Setting() != nil {
+			return cli.Usagef("--predict predicts synthetic sessions, without --trace, --dataset or thinking controls")
+		}
+		if o.barrier && o.maxActive > 0 && o.maxActive < o.sessions {
+			return cli.Usagef("--predict with --round-barrier needs --max-active 0 or at least --sessions: the barrier waits for sessions that cannot start")
 		}
 	}
 	if err := tg.Check(ctx, args, 0); err != nil {

@@ -194,9 +194,14 @@ func TestPredict(t *testing.T) {
 	if radix[4] > 1.5*radix[0] || naive[4] < 2*naive[0] {
 		t.Errorf("TTFT p50 by turn: radix %v, naive %v; want radix near flat, naive growing", radix, naive)
 	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"--predict", "--round-barrier", "--turns", "2", "--prefix-cache", "radix", "--plot", "", "--json-out", ""}, &stdout, &stderr); err != nil ||
+		!strings.Contains(stdout.String(), "PREDICTED, prefix cache radix: 4 sessions × 2 turns") {
+		t.Errorf("--predict --round-barrier: %v\n%s", err, stdout.String())
+	}
 	for _, args := range [][]string{
 		{"--predict", "--base-url", "http://127.0.0.1:1"},
-		{"--predict", "--round-barrier"},
+		{"--predict", "--round-barrier", "--max-active", "2"},
 		{"--predict", "--thinking", "on"},
 	} {
 		err := run(context.Background(), append(args, "--plot", "", "--json-out", ""), &stdout, &stderr)
