@@ -85,6 +85,23 @@ type MaxRate struct {
 // expectation, because the schedule at each rate is the same seeded
 // draws scaled by 1/rate.
 func (l *Load) FindMaxRate(ctx context.Context, w Workload, traffic Traffic, slo timing.SLO, attainment float64, opts *concurrency.SearchOptions) (MaxRate, []LoadRun, error) {
+	if v, ok := w.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return MaxRate{}, nil, err
+		}
+	}
+	return l.FindMaxRateBy(ctx, traffic, slo, attainment, opts, func(ctx context.Context, index int, t Traffic) (LoadRun, error) {
+		return l.run(ctx, index, w, t, slo)
+	})
+}
+
+// FindMaxRateBy is FindMaxRate's search (the same bracketing and
+// bisection, the same test of each run against slo at attainment) with
+// each run made by runAt instead of sent: runAt is called with the run's
+// number, from 0 in the order made, and traffic at the rate to run; it
+// returns the run as Load.Run would (a prediction of it, for package
+// benchkit/predict).
+func (l *Load) FindMaxRateBy(ctx context.Context, traffic Traffic, slo timing.SLO, attainment float64, opts *concurrency.SearchOptions, runAt func(ctx context.Context, index int, traffic Traffic) (LoadRun, error)) (MaxRate, []LoadRun, error) {
 	if slo == (timing.SLO{}) {
 		return MaxRate{}, nil, fmt.Errorf("%w: finding the highest rate needs at least one SLO objective (TTFT, TPOT, ITL or E2E)", ErrBadLoad)
 	}
@@ -102,16 +119,11 @@ func (l *Load) FindMaxRate(ctx context.Context, w Workload, traffic Traffic, slo
 	if err := probe.Validate(); err != nil {
 		return MaxRate{}, nil, err
 	}
-	if v, ok := w.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return MaxRate{}, nil, err
-		}
-	}
 	var runs []LoadRun
 	measure := func(ctx context.Context, rate float64) (Summary, error) {
 		t := traffic
 		t.Rate = rate
-		run, err := l.run(ctx, len(runs), w, t, slo)
+		run, err := runAt(ctx, len(runs), t)
 		if len(run.Requests) > 0 || err == nil {
 			runs = append(runs, run)
 		}

@@ -218,17 +218,7 @@ func (s *Sessions) run(ctx context.Context) ([]Request, error) {
 	}
 	ctx, s.stop = context.WithCancelCause(ctx)
 	defer s.stop(nil)
-	starts := make([]time.Duration, s.Count)
-	if s.Rate > 0 {
-		rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x5e5510e5))
-		var at time.Duration
-		for i := range starts {
-			if i > 0 {
-				at += time.Duration(rng.ExpFloat64() / s.Rate * float64(time.Second))
-			}
-			starts[i] = at
-		}
-	}
+	starts := s.SessionStarts()
 	var slots chan struct{}
 	if s.MaxActive > 0 {
 		slots = make(chan struct{}, s.MaxActive)
@@ -249,6 +239,63 @@ func (s *Sessions) run(ctx context.Context) ([]Request, error) {
 	return out, stopped(ctx)
 }
 
+// SessionStarts is each synthetic session's start, from the run's start:
+// all 0, or with Rate a Poisson process of Rate sessions per second seeded
+// with Seed (the first at 0). A session waiting for a MaxActive slot
+// starts later than this.
+func (s *Sessions) SessionStarts() []time.Duration {
+	starts := make([]time.Duration, max(s.Count, 0))
+	if s.Rate > 0 {
+		rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x5e5510e5))
+		var at time.Duration
+		for i := range starts {
+			if i > 0 {
+				at += time.Duration(rng.ExpFloat64() / s.Rate * float64(time.Second))
+			}
+			starts[i] = at
+		}
+	}
+	return starts
+}
+
+// SessionTurns is the number of turns of synthetic session i: Turns, or
+// its draw from [Turns, TurnsMax].
+func (s *Sessions) SessionTurns(i int) int { return s.draw(s.Turns, s.TurnsMax, i, 0, 0) }
+
+// ThinkTimes is session i's pause before each of its turns, turn k's at
+// k−1 (the first turn's is drawn and not used): Think, or with ThinkExp
+// exponential pauses of mean Think drawn from Seed.
+func (s *Sessions) ThinkTimes(i, turns int) []time.Duration {
+	rng := rand.New(rand.NewPCG(s.Seed^uint64(i+1), uint64(i)))
+	out := make([]time.Duration, max(turns, 0))
+	for k := range out {
+		out[k] = s.Think
+		if s.ThinkExp {
+			out[k] = time.Duration(rng.ExpFloat64() * float64(s.Think))
+		}
+	}
+	return out
+}
+
+// Turn is synthetic session i's turn k (from 1) after history (the
+// system prompt, then each earlier turn's messages and reply): its prompt
+// (history's count plus the turn's new user tokens, turn 1's user message
+// salted with the session's salt of nonce), its max_tokens and its row's
+// Index, as Run sends it.
+func (s *Sessions) Turn(ctx context.Context, nonce string, i, k int, history []promptsize.Message) (p promptsize.Prompt, output, index int, err error) {
+	if s.builder == nil {
+		s.builder, _ = thinkingBuilder(s.Builder, s.Request.Thinking)
+	}
+	p, err = s.turnPrompt(ctx, history, i, k, promptsize.RunSalt(nonce, 0, i))
+	return p, s.turnOutput(i, k), s.turnIndex(i, k), err
+}
+
+// turnOutput is synthetic session i's turn k's max_tokens.
+func (s *Sessions) turnOutput(i, k int) int { return s.draw(s.Output, s.OutputMax, i, k, 2) }
+
+// turnIndex is synthetic session i's turn k's row Index.
+func (s *Sessions) turnIndex(i, k int) int { return i*max(s.Turns, s.TurnsMax) + k - 1 }
+
 // A turnSource gives a session's turns: how many, and turn k's prompt,
 // output, index and earliest instant (from the run's start; 0 for none)
 // after the history so far.
@@ -267,12 +314,12 @@ type turnSource struct {
 
 // session runs session i from its start offset, returning its rows.
 func (s *Sessions) session(ctx context.Context, t0 time.Time, i int, start time.Duration, slots chan struct{}, salt string) []Request {
-	src := turnSource{id: fmt.Sprintf("s%d", i), turns: s.draw(s.Turns, s.TurnsMax, i, 0, 0), carry: true,
+	src := turnSource{id: fmt.Sprintf("s%d", i), turns: s.SessionTurns(i), carry: true,
 		build: func(ctx context.Context, h []promptsize.Message, k int) (promptsize.Prompt, error) {
 			return s.turnPrompt(ctx, h, i, k, salt)
 		},
-		output: func(k int) int { return s.draw(s.Output, s.OutputMax, i, k, 2) },
-		index:  func(k int) int { return i*max(s.Turns, s.TurnsMax) + k - 1 },
+		output: func(k int) int { return s.turnOutput(i, k) },
+		index:  func(k int) int { return s.turnIndex(i, k) },
 		at:     func(int) time.Duration { return 0 }}
 	return s.runSession(ctx, t0, i, start, slots, src)
 }
@@ -308,12 +355,9 @@ func (s *Sessions) runSession(ctx context.Context, t0 time.Time, i int, start ti
 		history = append(history, promptsize.Message{Role: "system", Content: sys})
 	}
 	intended := start
-	rng := rand.New(rand.NewPCG(s.Seed^uint64(i+1), uint64(i)))
+	thinks := s.ThinkTimes(i, src.turns)
 	for k := 1; k <= src.turns; k++ {
-		think := s.Think
-		if s.ThinkExp {
-			think = time.Duration(rng.ExpFloat64() * float64(s.Think))
-		}
+		think := thinks[k-1]
 		if k > 1 && s.barrier != nil {
 			s.barrier.wait(ctx, k-1)
 		}

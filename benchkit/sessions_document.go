@@ -23,6 +23,9 @@ type SessionsDocument struct {
 type SessionsMeta struct {
 	RunInfo
 	Sessions SessionsSettings `json:"sessions"`
+	// Predicted says the sessions were computed on the embedded engine's
+	// virtual clock (package benchkit/predict), never sent.
+	Predicted bool `json:"predicted,omitempty"`
 }
 
 // SessionsSettings are the settings of a Sessions in results: the fields

@@ -34,9 +34,8 @@ import (
 	"github.com/inferbench/inferbench/timing"
 )
 
-// ErrUnpredictable wraps every refusal: a plan whose sending depends on
-// the replies (a closed loop, a cap on requests in flight, probes) or on
-// what this package does not model.
+// ErrUnpredictable wraps every refusal: a plan this package does not
+// model (probes, a split segment, a shared prefix, a thinking control).
 var ErrUnpredictable = errors.New("predict: the plan cannot be predicted")
 
 // A Predictor predicts the runs of a Load against the embedded engine.
@@ -69,9 +68,21 @@ type Predictor struct {
 
 // Run predicts one run of the Load with workload w and traffic, its
 // summary against slo: what Load.Run would return, its rows marked
-// Predicted and Simulated, in the order they end. The traffic must be an
-// open loop (a rate, a ramp, all at once, a replay) or a burst, without a
-// cap on requests in flight and without probes.
+// Predicted and Simulated, in the order they end. The traffic is an open
+// loop (a rate, a ramp, all at once, a replay), capped by MaxConcurrency
+// or not, a burst, or a closed loop (Users), without probes.
+//
+// Where the sending waits on replies the virtual clock sends as the live
+// loops do (sim.PredictDynamic): a capped open loop (concurrency's
+// StartOpenLoop) sends its requests in order, each at its intended
+// instant or, when MaxConcurrency are in flight, at the instant a reply
+// ends and frees a slot, whichever is later; a closed loop
+// (StartClosedLoop) sends each user's first request at the start and its
+// next when its previous reply ends plus Think, numbered in the order
+// sent, NumRequests in all (none intended at or after a Duration). A row's
+// intended_send_s is the instant the loop meant (a closed loop's: the
+// previous reply's end plus Think) and its send_offset_s the instant it
+// left; their difference is the lag a live run records.
 func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic, slo timing.SLO) (benchkit.LoadRun, error) {
 	l := p.Load
 	if l == nil || l.Builder == nil || l.Model == "" || w == nil {
@@ -81,10 +92,6 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 		return benchkit.LoadRun{}, err
 	}
 	switch {
-	case traffic.Users > 0:
-		return benchkit.LoadRun{}, fmt.Errorf("%w: a closed loop sends each request when a reply comes", ErrUnpredictable)
-	case traffic.MaxConcurrency > 0:
-		return benchkit.LoadRun{}, fmt.Errorf("%w: a cap on requests in flight holds requests until replies come", ErrUnpredictable)
 	case traffic.ProbeRate > 0:
 		return benchkit.LoadRun{}, fmt.Errorf("%w: head-of-line probes are not predicted", ErrUnpredictable)
 	case l.Segment.Split():
@@ -98,26 +105,22 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 	if err != nil {
 		return benchkit.LoadRun{}, err
 	}
-	reqs := make([]sim.PredictRequest, len(items))
-	for i, it := range items {
-		reqs[i] = sim.PredictRequest{At: sched[i], API: p.API, Messages: it.Prompt.Messages, TokenIDs: it.Prompt.TokenIDs,
-			MaxTokens: it.MaxTokens, IgnoreEOS: !l.AllowEOS, Seed: l.Request.Seed}
-	}
-	pred, err := sim.Predict(ctx, p.Options, reqs)
+	pred, intended, sent, err := p.send(ctx, sched, items, traffic)
 	if err != nil {
 		return benchkit.LoadRun{}, err
 	}
 	var rate *float64
-	if traffic.Burst == 0 && !traffic.Replay && !math.IsInf(traffic.Rate, 1) && traffic.RampShape == "" {
+	if traffic.Burst == 0 && traffic.Users == 0 && !traffic.Replay && !math.IsInf(traffic.Rate, 1) && traffic.RampShape == "" {
 		r := traffic.Rate
 		rate = &r
 	}
-	rows := make([]benchkit.Request, len(items))
-	for i, it := range items {
+	rows := make([]benchkit.Request, len(pred))
+	for i, pr := range pred {
+		it := items[i]
 		asked := benchkit.Request{Labels: it.Labels, Index: i, PPTarget: it.PPTarget, TGTarget: it.MaxTokens,
 			Model: l.Model, Stream: !l.NoStream, Simulated: true, Predicted: true}
 		asked.Run, asked.Rate = p.RunIndex, rate
-		rows[i] = benchkit.NewRequest(asked, it.Prompt, p.result(i, sched[i], it.Prompt, pred[i]), l.AllowEOS)
+		rows[i] = benchkit.NewRequest(asked, it.Prompt, p.result(i, intended[i], sent[i], it.Prompt, pr, l.Model, !l.NoStream), l.AllowEOS)
 	}
 	slices.SortStableFunc(rows, func(a, b benchkit.Request) int { return cmp.Compare(a.DoneS, b.DoneS) })
 	sums := benchkit.Summarize(rows, benchkit.ByRun, slo)
@@ -125,7 +128,7 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 		return benchkit.LoadRun{}, fmt.Errorf("predict: %d summaries of one run", len(sums))
 	}
 	s := sums[0]
-	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = traffic.String(), rate, len(items), peakInFlight(sched, pred)
+	s.Traffic, s.RequestRate, s.Scheduled, s.PeakInFlight = traffic.String(), rate, len(items), peakInFlight(sent, pred)
 	if th, ok := w.(interface{ TheoreticalHitRate([]int) (float64, bool) }); ok {
 		all := make([]int, len(items))
 		for i := range all {
@@ -194,18 +197,75 @@ func (p *Predictor) plan(ctx context.Context, w benchkit.Workload, traffic bench
 	return sched, items, nil
 }
 
+// send predicts the plan as the Load's loop would send it: the
+// predictions, numbered as the rows (a closed loop's in the order sent, at
+// most len(items)), each one's intended instant and the instant it is
+// sent.
+func (p *Predictor) send(ctx context.Context, sched []time.Duration, items []benchkit.Item, traffic benchkit.Traffic) (pred []sim.Predicted, intended, sent []time.Duration, err error) {
+	l := p.Load
+	req := func(i int, at time.Duration) sim.PredictRequest {
+		sent = append(sent, at)
+		it := items[i]
+		return sim.PredictRequest{At: at, API: p.API, Messages: it.Prompt.Messages, TokenIDs: it.Prompt.TokenIDs,
+			MaxTokens: it.MaxTokens, IgnoreEOS: !l.AllowEOS, Seed: l.Request.Seed}
+	}
+	n := len(items)
+	intended = slices.Clone(sched)
+	var first []sim.PredictRequest
+	var next func(int, sim.Predicted) []sim.PredictRequest
+	switch {
+	case traffic.Users > 0:
+		// Each reply's end (plus Think) is its user's next request.
+		intended = intended[:0]
+		for i := range min(traffic.Users, n) {
+			first = append(first, req(i, 0))
+			intended = append(intended, 0)
+		}
+		next = func(_ int, r sim.Predicted) []sim.PredictRequest {
+			at := r.Last + traffic.Think
+			k := len(intended)
+			if k >= n || (traffic.Duration > 0 && at >= traffic.Duration) {
+				return nil
+			}
+			intended = append(intended, at)
+			return []sim.PredictRequest{req(k, at)}
+		}
+	case traffic.MaxConcurrency > 0 && traffic.Burst == 0:
+		// Each reply frees a slot for the next request in order, sent at
+		// its instant or at once if that has passed.
+		k := min(traffic.MaxConcurrency, n)
+		for i := range k {
+			first = append(first, req(i, sched[i]))
+		}
+		next = func(_ int, r sim.Predicted) []sim.PredictRequest {
+			if k >= n {
+				return nil
+			}
+			k++
+			return []sim.PredictRequest{req(k-1, max(sched[k-1], r.Last))}
+		}
+	default:
+		for i := range n {
+			first = append(first, req(i, sched[i]))
+		}
+	}
+	pred, err = sim.PredictDynamic(ctx, p.Options, first, next)
+	return pred, intended, sent, err
+}
+
 // epoch anchors the predicted traces: every instant is epoch plus a
 // schedule offset.
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // result is what a client with no network would have measured of request
-// i, sent at at: the request written at its arrival, a chunk at each
+// i to model, meant for intended and sent at at, streamed or not: the
+// request written at its arrival, a chunk at each
 // predicted token (StreamChunk tokens a chunk, at the last one's
 // instant), the response read at the last token.
-func (p *Predictor) result(i int, at time.Duration, pr promptsize.Prompt, r sim.Predicted) concurrency.Result[engine.Result] {
-	res := engine.Result{Model: p.Load.Model, FinishReason: r.FinishReason}
+func (p *Predictor) result(i int, intended, at time.Duration, pr promptsize.Prompt, r sim.Predicted, model string, stream bool) concurrency.Result[engine.Result] {
+	res := engine.Result{Model: model, FinishReason: r.FinishReason, Text: r.Text}
 	res.Trace.Start, res.Trace.Headers, res.Trace.End = epoch.Add(at), epoch.Add(at), epoch.Add(r.Last)
-	if !p.Load.NoStream {
+	if stream {
 		k := max(p.Options.StreamChunk, 1)
 		for c := 0; c < len(r.Tokens); c += k {
 			last := min(c+k, len(r.Tokens))
@@ -227,7 +287,7 @@ func (p *Predictor) result(i int, at time.Duration, pr promptsize.Prompt, r sim.
 			PromptTokens: r.PromptTokens, GenerationTokens: r.GeneratedTokens, PrefixCacheHit: engine.PrefixCacheHit(r.PrefixCacheHit)}
 	}
 	return concurrency.Result[engine.Result]{Index: i, User: -1, Value: res, Dispatched: true,
-		Intended: at, Dispatch: at, Sent: at, Marked: true, Done: r.Last}
+		Intended: intended, Dispatch: at, Sent: at, Marked: true, Done: r.Last}
 }
 
 func (p *Predictor) vllm() bool { return p.API == "" || p.API == sim.PredictVLLM }
@@ -263,6 +323,27 @@ func (p *Predictor) FindCapacity(ctx context.Context, w benchkit.Workload, traff
 		return capacity.Result{}, nil, fmt.Errorf("%w: a Load is required", ErrUnpredictable)
 	}
 	return p.Load.FindCapacityBy(ctx, traffic, slo, opts, func(ctx context.Context, index int, t benchkit.Traffic) (benchkit.LoadRun, error) {
+		q := *p
+		q.RunIndex = p.RunIndex + index
+		return q.Run(ctx, w, t, slo)
+	})
+}
+
+// FindMaxRate predicts the Load's search of the highest rate that meets
+// slo at attainment (Load.FindMaxRate: the same bracketing and bisection
+// of concurrency.SearchRate, the same test of each run), each run
+// predicted by Run instead of sent, numbered from RunIndex in the order
+// made; its runs' rows are marked Predicted.
+func (p *Predictor) FindMaxRate(ctx context.Context, w benchkit.Workload, traffic benchkit.Traffic, slo timing.SLO, attainment float64, opts *concurrency.SearchOptions) (benchkit.MaxRate, []benchkit.LoadRun, error) {
+	if p.Load == nil {
+		return benchkit.MaxRate{}, nil, fmt.Errorf("%w: a Load is required", ErrUnpredictable)
+	}
+	if v, ok := w.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return benchkit.MaxRate{}, nil, err
+		}
+	}
+	return p.Load.FindMaxRateBy(ctx, traffic, slo, attainment, opts, func(ctx context.Context, index int, t benchkit.Traffic) (benchkit.LoadRun, error) {
 		q := *p
 		q.RunIndex = p.RunIndex + index
 		return q.Run(ctx, w, t, slo)

@@ -172,6 +172,74 @@ func TestPredictAgreesWithLiveLoad(t *testing.T) {
 	}
 }
 
+// TestPredictAgreesOnRepliedLoops: loops whose sending waits on replies,
+// sent live and predicted: a closed loop of 4 users thinking 5 ms, and an
+// open loop at 60/s capped at 4 in flight, more than the engine serves at
+// that cap (so requests wait for slots and their lag grows). Besides
+// agree's checks, each request's lag agrees within two steps and 2 ms at
+// the median, and so does its send instant, plus, in the closed loop, 2 ms
+// a turn: each live turn starts after the client's own time on the
+// previous one (reading the reply's end, writing the next request), which
+// the prediction does not have, so a user's live sends drift later turn
+// by turn.
+func TestPredictAgreesOnRepliedLoops(t *testing.T) {
+	opts := slowSteps()
+	step := opts.Preset.DecodeStep([]int{1024})
+	w := benchkit.Lengths{Input: 200, Output: 24}
+	for name, traffic := range map[string]benchkit.Traffic{
+		"closed": {Users: 4, Think: 5 * time.Millisecond, NumRequests: 40},
+		"capped": {Rate: 60, NumRequests: 60, Seed: 3, MaxConcurrency: 4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want, l := live(t, opts, w, traffic)
+			start := time.Now()
+			got, err := (&Predictor{Load: l, Options: opts}).Run(context.Background(), w, traffic, timing.SLO{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("predicted %d requests in %v; peak in flight predicted %d, live %d", len(got.Requests), time.Since(start),
+				got.Summary.PeakInFlight, want.Summary.PeakInFlight)
+			if got.Summary.PeakInFlight != 4 {
+				t.Errorf("peak in flight %d predicted, want the 4 the loop allows", got.Summary.PeakInFlight)
+			}
+			agree(t, got, want, step)
+			live := map[int]benchkit.Request{}
+			for _, r := range want.Requests {
+				live[r.Index] = r
+			}
+			var sent, lag []time.Duration
+			var maxLag float64
+			for _, p := range got.Requests {
+				l := live[p.Index]
+				sent = append(sent, time.Duration(math.Abs(p.SendOffsetS-l.SendOffsetS)*1e9))
+				lag = append(lag, time.Duration(math.Abs((p.SendOffsetS-p.IntendedSendS)-(l.SendOffsetS-l.IntendedSendS))*1e9))
+				maxLag = max(maxLag, p.SendOffsetS-p.IntendedSendS)
+			}
+			slices.Sort(sent)
+			slices.Sort(lag)
+			check := t.Errorf
+			if raceEnabled {
+				check = t.Logf
+			}
+			within := 2*step + slack
+			if traffic.Users > 0 {
+				within += time.Duration(traffic.NumRequests/traffic.Users) * slack
+			}
+			if med := sent[len(sent)/2]; med > within {
+				check("send instants differ by %v at the median, want at most %v", med, within)
+			}
+			if med := lag[len(lag)/2]; med > 2*step+slack {
+				check("lags differ by %v at the median, want at most %v", med, 2*step+slack)
+			}
+			if name == "capped" && maxLag < 0.1 {
+				t.Errorf("largest predicted lag %.3f s: the cap should hold requests back", maxLag)
+			}
+			t.Logf("|Δ send| median %v, |Δ lag| median %v, largest predicted lag %.1f ms; wall: live %.2f s", sent[len(sent)/2], lag[len(lag)/2],
+				maxLag*1e3, want.Summary.DurationS)
+		})
+	}
+}
+
 // TestPredictAgreesOnMooncakeReplay replays the repository's synthetic
 // Mooncake-format trace (shared 512-token blocks, long prompts) as token
 // ids, its rows 40 ms apart and their outputs capped at 48 tokens, live and
@@ -215,14 +283,12 @@ func TestPredictAgreesOnMooncakeReplay(t *testing.T) {
 	agree(t, got, want, opts.Preset.DecodeStep([]int{1024}))
 }
 
-// TestPredictRefuses: plans whose sending waits on replies are refused.
+// TestPredictRefuses: plans this package does not model are refused.
 func TestPredictRefuses(t *testing.T) {
 	l := &benchkit.Load{Model: "sim/tiny-1b-8bit", Builder: &promptsize.Builder{Counter: sim.Counter{}}}
 	w := benchkit.Lengths{Input: 50, Output: 4}
 	for name, tr := range map[string]benchkit.Traffic{
-		"closed loop": {Users: 2, NumRequests: 4},
-		"cap":         {Rate: 10, NumRequests: 4, MaxConcurrency: 2},
-		"probes":      {Rate: 10, NumRequests: 4, ProbeRate: 1},
+		"probes": {Rate: 10, NumRequests: 4, ProbeRate: 1},
 	} {
 		if _, err := (&Predictor{Load: l, Options: sim.Options{Preset: sim.Fast()}}).Run(context.Background(), w, tr, timing.SLO{}); !errors.Is(err, ErrUnpredictable) {
 			t.Errorf("%s: error %v, want ErrUnpredictable", name, err)

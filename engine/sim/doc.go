@@ -557,6 +557,9 @@
 // order (TestPredictMatchesLiveSchedule holds them equal to the
 // nanosecond); package benchkit/predict turns them into a load test's
 // rows. The LlamaCpp profile's slots and remote prefill are not predicted.
+// PredictDynamic adds requests while the clock runs, each when an earlier
+// reply ends (a closed loop, a cap on requests in flight, a conversation's
+// next turn, whose history carries the predicted reply's Text).
 //
 // # What is not modelled
 //

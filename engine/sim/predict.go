@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/inferbench/inferbench/promptsize"
@@ -90,6 +91,10 @@ type Predicted struct {
 	// PromptTPS and GenerationTPS are the server's rates (see the
 	// package documentation's Cost model).
 	PromptTPS, GenerationTPS float64
+	// Text is the reply's content as the live server writes it: its
+	// generated words, the reasoning's left out. A conversation's next
+	// turn carries it in its history, as a chat client does.
+	Text string
 }
 
 // ErrPredict wraps every refusal of Predict: options or a request that no
@@ -112,6 +117,24 @@ var ErrPredict = errors.New("sim: cannot predict")
 // and remote prefill (instance links) are not predicted; the metrics a
 // live server keeps are off.
 func Predict(ctx context.Context, opts Options, reqs []PredictRequest) ([]Predicted, error) {
+	return PredictDynamic(ctx, opts, reqs, nil)
+}
+
+// PredictDynamic is Predict for a workload whose requests depend on the
+// replies (a closed loop, a cap on requests in flight, a conversation's
+// next turn): first are the requests known from the start; each time
+// request i ends (at its p.Last, the instant of its last token), next,
+// when not nil, is called with i and its schedule and returns the requests
+// that reply lets a client send, each arriving at or after p.Last. The
+// virtual clock queues them in order of arrival among those still to
+// arrive (at one instant, after those already known); they are numbered
+// on from the requests known so far, in the order returned. The result
+// holds one Predicted per request, first's then the added ones in their
+// numbering. next runs in the calling goroutine, inside the scheduler's
+// loop: it must not call Predict. A request that next returns arriving
+// before p.Last, or that cannot be predicted, ends the prediction with an
+// error.
+func PredictDynamic(ctx context.Context, opts Options, first []PredictRequest, next func(i int, p Predicted) []PredictRequest) ([]Predicted, error) {
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPredict, err)
 	}
@@ -128,23 +151,55 @@ func Predict(ctx context.Context, opts Options, reqs []PredictRequest) ([]Predic
 	s.mu.Unlock()
 	v.in = in
 
-	rec := &predictions{out: make([]Predicted, len(reqs)), index: make(map[*job]int, len(reqs))}
-	v.arrivals = make([]arrival, len(reqs))
-	for i, r := range reqs {
+	rec := &predictions{out: make([]Predicted, 0, len(first)), index: make(map[*job]int, len(first)), vocab: s.vocab}
+	// add numbers r on and returns its arrival at the queue: a live
+	// request waits Options.RequestOverhead, in parallel with the
+	// others, before it reaches the scheduler (Server.admit).
+	add := func(r PredictRequest) (arrival, error) {
+		i := len(rec.out)
 		j, err := s.predictJob(ctx, in, r)
 		if err != nil {
-			return nil, fmt.Errorf("%w: request %d: %w", ErrPredict, i, err)
+			return arrival{}, fmt.Errorf("%w: request %d: %w", ErrPredict, i, err)
 		}
 		rec.index[j] = i
-		rec.out[i].Tokens = make([]time.Duration, 0, j.target)
-		// A live request waits Options.RequestOverhead, in parallel with
-		// the others, before it reaches the scheduler (Server.admit).
-		v.arrivals[i] = arrival{at: r.At + opts.RequestOverhead, j: j}
+		rec.out = append(rec.out, Predicted{Tokens: make([]time.Duration, 0, j.target)})
+		return arrival{at: r.At + opts.RequestOverhead, j: j}, nil
+	}
+	v.arrivals = make([]arrival, 0, len(first))
+	for _, r := range first {
+		a, err := add(r)
+		if err != nil {
+			return nil, err
+		}
+		v.arrivals = append(v.arrivals, a)
 	}
 	slices.SortStableFunc(v.arrivals, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
+	if next != nil {
+		rec.next = func(i int, p Predicted) {
+			if rec.err != nil {
+				return
+			}
+			for _, r := range next(i, p) {
+				if r.At < p.Last {
+					rec.err = fmt.Errorf("%w: request %d arrives at %v, before the reply of request %d it follows ended (%v)",
+						ErrPredict, len(rec.out), r.At, i, p.Last)
+					return
+				}
+				a, err := add(r)
+				if err != nil {
+					rec.err = err
+					return
+				}
+				v.insert(a)
+			}
+		}
+	}
 	var t tracer = rec
 	s.trace.Store(&t)
 	in.run()
+	if rec.err != nil {
+		return nil, rec.err
+	}
 	for i := range rec.out {
 		if rec.out[i].FinishReason == "" {
 			return nil, fmt.Errorf("%w: request %d did not finish (the scheduler stopped early)", ErrPredict, i)
@@ -236,6 +291,19 @@ func (v *virtualClock) advance(t time.Duration) {
 	v.now = max(v.now, t)
 }
 
+// insert adds a request still to arrive, at or after the present: after
+// every one that arrives by its instant.
+func (v *virtualClock) insert(a arrival) {
+	rest := v.arrivals[v.pos:]
+	k, _ := slices.BinarySearchFunc(rest, a.at, func(b arrival, t time.Duration) int {
+		if b.at <= t {
+			return -1
+		}
+		return 1
+	})
+	v.arrivals = slices.Insert(v.arrivals, v.pos+k, a)
+}
+
 // next moves the clock to the next arrival; it reports false when no
 // request is left to arrive.
 func (v *virtualClock) next() bool {
@@ -250,6 +318,12 @@ func (v *virtualClock) next() bool {
 type predictions struct {
 	out   []Predicted
 	index map[*job]int
+	// vocab is the server's vocabulary, of the replies' words.
+	vocab []string
+	// next, when set, is told of each request's end (PredictDynamic);
+	// err is the first request it could not add.
+	next func(i int, p Predicted)
+	err  error
 }
 
 func (p *predictions) token(j *job, at time.Duration) {
@@ -264,4 +338,15 @@ func (p *predictions) done(j *job, f *finalStats) {
 	o.PromptTokens, o.CachedTokens, o.GeneratedTokens = f.promptTokens, f.cached, f.generated
 	o.FinishReason, o.PrefixCacheHit, o.MaxBatch = f.reason, f.hit, f.maxBatch
 	o.PromptTPS, o.GenerationTPS = f.promptTPS, f.generationTPS
+	var text strings.Builder
+	for i := range f.generated {
+		if j.think.kind(i) == tokAnswer {
+			text.WriteString(j.think.word(p.vocab, j.seed, i))
+		}
+	}
+	o.Text = text.String()
+	if p.next != nil {
+		i := p.index[j]
+		p.next(i, p.out[i])
+	}
 }

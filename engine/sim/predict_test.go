@@ -257,3 +257,64 @@ func TestPredictRequestOverhead(t *testing.T) {
 		t.Errorf("two requests sent together arrive at %v and %v, want both at %v: the overhead is waited side by side", both[0].Arrival, both[1].Arrival, d)
 	}
 }
+
+// TestPredictDynamic predicts a closed loop of three users on the virtual
+// clock (each sends its next request 3 ms after its previous reply ends,
+// 12 requests in all, mixed lengths sharing a prefix), then predicts the
+// same requests as a fixed list arriving at the instants the loop sent
+// them: every request's schedule is the same, so requests added while the
+// clock runs are queued as if they had been known from the start. A
+// request added before the reply it follows ended is refused.
+func TestPredictDynamic(t *testing.T) {
+	const users, total, think = 3, 12, 3 * time.Millisecond
+	mk := func(n int, at time.Duration) PredictRequest {
+		return PredictRequest{At: at, Messages: []promptsize.Message{{Role: "user", Content: prompt(40 + 37*n)}}, MaxTokens: 4 + n%7}
+	}
+	var sent []PredictRequest
+	user := map[int]int{}
+	for u := range users {
+		sent = append(sent, mk(u, 0))
+		user[u] = u
+	}
+	opts := Options{Preset: Fast(), RequestOverhead: time.Millisecond}
+	got, err := PredictDynamic(context.Background(), opts, slices.Clone(sent), func(i int, p Predicted) []PredictRequest {
+		if len(sent) >= total {
+			return nil
+		}
+		r := mk(len(sent), p.Last+think)
+		user[len(sent)] = user[i]
+		sent = append(sent, r)
+		return []PredictRequest{r}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != total {
+		t.Fatalf("%d requests predicted, want %d", len(got), total)
+	}
+	fixed, err := Predict(context.Background(), opts, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		a, b := got[i], fixed[i]
+		if a.Arrival != b.Arrival || a.Admitted != b.Admitted || !slices.Equal(a.Tokens, b.Tokens) || a.CachedTokens != b.CachedTokens {
+			t.Errorf("request %d: added while running %+v, known from the start %+v", i, a, b)
+		}
+	}
+	// Each user's requests follow one another.
+	last := map[int]time.Duration{}
+	for i, p := range got {
+		u := user[i]
+		if p.Arrival < last[u] {
+			t.Errorf("request %d of user %d arrives at %v, before its previous reply ended at %v", i, u, p.Arrival, last[u])
+		}
+		last[u] = p.Last
+	}
+	_, err = PredictDynamic(context.Background(), opts, sent[:1], func(i int, p Predicted) []PredictRequest {
+		return []PredictRequest{mk(1, p.Last-time.Microsecond)}
+	})
+	if !errors.Is(err, ErrPredict) {
+		t.Errorf("a request added before its reply ended: error %v, want ErrPredict", err)
+	}
+}

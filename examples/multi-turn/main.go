@@ -18,6 +18,11 @@
 //	multi-turn --base-url http://127.0.0.1:8000 --sessions 16 --max-active 8 --turns 5 \
 //	    --user-tokens 512 --output-len 64 --think 1s
 //
+// --predict computes the synthetic sessions on the embedded engine's
+// virtual clock instead of sending them (benchkit/predict), in a fraction
+// of their time: the tables and the document are labelled predicted
+// (docs/PREDICT.md).
+//
 // Each request names its session in the X-Session-ID header (--session-header;
 // "-" sends none) for routers that keep a session on one replica. A session
 // whose turn fails stops there: its later turns are rows of kind not_sent

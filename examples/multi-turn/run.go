@@ -14,6 +14,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
+	"github.com/inferbench/inferbench/benchkit/predict"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -46,6 +47,7 @@ type options struct {
 	noted              bool // the rows the source skipped were said
 	thinking           cli.ThinkingFlags
 	thinkNoted         bool // the counter's note on the thinking control was said
+	predict            bool // --predict: the sessions computed, not sent
 }
 
 // arm is one run of the sessions: the cache mode it ran with ("" for a
@@ -86,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.barrier, "round-barrier", false, "hold every session's next turn until every session has ended the current one")
 	fs.BoolVar(&o.trim, "trim-replies", false, "carry each reply into the history without the white space around it, for a server whose chat template keeps what the tokenizer's trims (Ollama with Llama 3)")
 	o.thinking.AddFlags(fs, false)
+	fs.BoolVar(&o.predict, "predict", false, "predict the sessions "+cli.PredictUsage+"; not with --trace, --dataset or thinking controls")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -122,6 +125,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("--prefix-cache sets the embedded engine's cache; a server's is its own")
 	}
 	tg := &o.target
+	if o.predict {
+		if err := tg.CheckPredict(); err != nil {
+			return err
+		}
+		if o.source.Set() || o.thinking.Setting() != nil {
+			return cli.Usagef("--predict predicts synthetic sessions, without --trace, --dataset or thinking controls")
+		}
+		if o.barrier && o.maxActive > 0 && o.maxActive < o.sessions {
+			return cli.Usagef("--predict with --round-barrier needs --max-active 0 or at least --sessions: the barrier waits for sessions that cannot start")
+		}
+	}
 	if err := tg.Check(ctx, args, 0); err != nil {
 		return err
 	}
@@ -154,19 +168,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	failed, mismatched, total := report(stdout, arms)
+	if o.predict {
+		fmt.Fprintln(stdout, "PREDICTED: every figure below was computed on the embedded engine's virtual clock (nothing was sent), not measured.")
+	}
+	failed, mismatched, total := report(stdout, arms, o.predict)
 	if o.jsonOut != "" {
 		info := tg.Info
 		if note := o.source.Skipped(); note != "" {
 			info.Warnings = append(info.Warnings, note)
 		}
 		doc := document(info, arms, started, ctx.Err() != nil)
+		doc.Meta.Predicted = o.predict
 		if err := cli.WriteResults(o.jsonOut, doc); err != nil {
 			return errors.Join(runErr, err)
 		}
 		fmt.Fprintf(stderr, "multi-turn: results in %s\n", o.jsonOut)
 	}
-	if err := writePlot(o.plot, arms, o.target.Info.Simulated); err != nil {
+	if err := writePlot(o.plot, arms, o.target.Info.Simulated, o.predict); err != nil {
 		fmt.Fprintf(stderr, "multi-turn: plot not written: %v\n", err)
 	} else if o.plot != "" {
 		fmt.Fprintf(stderr, "multi-turn: TTFT by turn in %s\n", o.plot)
@@ -232,6 +250,22 @@ func runArm(ctx context.Context, o *options, mode string, stderr io.Writer) (arm
 			o.noted = true
 		}
 	}
+	if o.predict {
+		// The sessions computed on the embedded engine's virtual clock
+		// (benchkit/predict), not sent.
+		opts, ok := tg.SimOptions()
+		if !ok {
+			return arm{mode: mode}, errors.New("--predict: the embedded engine is not started")
+		}
+		s.ServerMetrics = nil
+		rows, err := (&predict.Predictor{Options: opts, BurstGap: time.Microsecond}).Sessions(ctx, s)
+		for _, r := range rows {
+			if o.rows != nil {
+				err = errors.Join(err, o.rows.Add(r))
+			}
+		}
+		return arm{mode: mode, s: s, rows: rows}, err
+	}
 	rows, err := s.Run(ctx)
 	return arm{mode: mode, s: s, rows: rows}, err
 }
@@ -256,7 +290,7 @@ func document(info benchkit.RunInfo, arms []arm, started string, interrupted boo
 
 // report prints each arm's per-turn table and, for two arms, their TTFT
 // side by side; it returns the failed and mismatched turns of all arms.
-func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
+func report(w io.Writer, arms []arm, predicted bool) (failed, mismatched, total int) {
 	for _, a := range arms {
 		if a.s == nil {
 			continue
@@ -272,6 +306,9 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 		title := "server"
 		if a.mode != "" {
 			title = "prefix cache " + a.mode
+		}
+		if predicted {
+			title = "PREDICTED, " + title
 		}
 		if a.s.Trace != nil {
 			fmt.Fprintf(w, "\n%s: the sessions of %s (%d rows)\n", title, a.s.Trace.Name, len(a.s.Trace.Rows))
@@ -314,7 +351,11 @@ func report(w io.Writer, arms []arm) (failed, mismatched, total int) {
 		all[len(all)-1].WriteServerView(w)
 	}
 	if len(arms) == 2 && arms[0].s != nil && arms[1].s != nil {
-		fmt.Fprintf(w, "\nTTFT p50 per turn, prefix cache %s against %s\n", arms[0].mode, arms[1].mode)
+		label := ""
+		if predicted {
+			label = "PREDICTED "
+		}
+		fmt.Fprintf(w, "\n%sTTFT p50 per turn, prefix cache %s against %s\n", label, arms[0].mode, arms[1].mode)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "turn\t%s ms\t%s ms\t%s/%s\t%s vs turn 1\t%s vs turn 1\t\n", arms[0].mode, arms[1].mode, arms[1].mode, arms[0].mode, arms[0].mode, arms[1].mode)
 		on := arms[0].s.Summarize(arms[0].rows, benchkit.ByTurn, timing.SLO{})
@@ -388,7 +429,7 @@ func (f *rowsFile) Add(r benchkit.Request) error {
 }
 
 // writePlot draws each arm's TTFT p50 against the turn to path.
-func writePlot(path string, arms []arm, simulated bool) error {
+func writePlot(path string, arms []arm, simulated, predicted bool) error {
 	if path == "" {
 		return nil
 	}
@@ -404,7 +445,10 @@ func writePlot(path string, arms []arm, simulated bool) error {
 		series[name] = a.s.Summarize(a.rows, benchkit.ByTurn, timing.SLO{})
 	}
 	title := "TTFT by turn"
-	if simulated {
+	switch {
+	case predicted:
+		title += " (predicted)"
+	case simulated:
 		title += " (simulated)"
 	}
 	p, err := plot.TTFTByTurn(title, series)

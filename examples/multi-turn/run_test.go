@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"image"
 	_ "image/png"
 	"os"
@@ -145,5 +146,71 @@ func TestJSONOut(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), path) {
 		t.Errorf("stderr does not name the results file:\n%s", errb.String())
+	}
+}
+
+// TestPredict: --predict computes the default exercise (4 sessions of 5
+// turns, prefix cache on and off) on the virtual clock: the tables are
+// labelled predicted, the document and every row say so, and the shape
+// the live exercise shows holds (with the cache off TTFT grows with the
+// history, with it on it stays near the first turn's).
+func TestPredict(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "multi-turn.json")
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"--predict", "--plot", "", "--json-out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"PREDICTED, prefix cache radix: 4 sessions × 5 turns", "PREDICTED, prefix cache naive", "PREDICTED TTFT p50 per turn", "20/20"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc benchkit.SessionsDocument
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Meta.Predicted || len(doc.Runs) != 2 {
+		t.Fatalf("meta predicted %v, %d runs; want true and 2", doc.Meta.Predicted, len(doc.Runs))
+	}
+	ttft := map[string][]float64{}
+	for _, r := range doc.Runs {
+		if len(r.Requests) != 20 {
+			t.Fatalf("%s: %d rows, want 20", r.PrefixCache, len(r.Requests))
+		}
+		for _, row := range r.Requests {
+			if !row.Predicted || row.Failed() || row.TTFTS == nil {
+				t.Fatalf("%s: row %+v: want a predicted turn with a TTFT", r.PrefixCache, row)
+			}
+		}
+		for _, s := range r.Turns {
+			ttft[r.PrefixCache] = append(ttft[r.PrefixCache], *s.TTFT.P50)
+		}
+	}
+	radix, naive := ttft["radix"], ttft["naive"]
+	if len(radix) != 5 || len(naive) != 5 {
+		t.Fatalf("turn summaries: radix %v, naive %v; want 5 each", radix, naive)
+	}
+	if radix[4] > 1.5*radix[0] || naive[4] < 2*naive[0] {
+		t.Errorf("TTFT p50 by turn: radix %v, naive %v; want radix near flat, naive growing", radix, naive)
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"--predict", "--round-barrier", "--turns", "2", "--prefix-cache", "radix", "--plot", "", "--json-out", ""}, &stdout, &stderr); err != nil ||
+		!strings.Contains(stdout.String(), "PREDICTED, prefix cache radix: 4 sessions × 2 turns") {
+		t.Errorf("--predict --round-barrier: %v\n%s", err, stdout.String())
+	}
+	for _, args := range [][]string{
+		{"--predict", "--base-url", "http://127.0.0.1:1"},
+		{"--predict", "--round-barrier", "--max-active", "2"},
+		{"--predict", "--thinking", "on"},
+	} {
+		err := run(context.Background(), append(args, "--plot", "", "--json-out", ""), &stdout, &stderr)
+		var ue *cli.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--predict") {
+			t.Errorf("%v: error %v, want a usage error about --predict", args, err)
+		}
 	}
 }

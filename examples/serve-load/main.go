@@ -55,10 +55,11 @@
 //
 // With no flags it starts the embedded simulated engine on 127.0.0.1 and
 // measures that; its figures are simulated. --predict sends nothing: it
-// computes the plan (a rate, a rate list, a burst or a trace replay) on
-// the embedded engine's scheduler run on a virtual clock, in a fraction
-// of the schedule's time, and labels the table, the results and every
-// row predicted (docs/PREDICT.md).
+// computes the plan (a rate, a rate list, a burst, a trace replay, a closed
+// loop, a capped open loop, or a search for the capacity or the highest
+// rate meeting the SLO) on the embedded engine's scheduler run on a
+// virtual clock, in a fraction of the schedule's time, and labels the
+// table, the results and every row predicted (docs/PREDICT.md).
 //
 //	serve-load --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct \
 //	    --input-len 1024 --output-len 128 --range-ratio 0.5 --num-requests 200 --rate 4 \

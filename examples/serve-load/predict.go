@@ -10,13 +10,14 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/predict"
+	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/timing"
 )
 
 // checkPredict refuses --predict where a prediction cannot stand for the
-// run: another server than the embedded engine's vLLM API, and plans
-// whose sending waits on replies or that search.
+// run: another server than the embedded engine's vLLM API, probes, and
+// plans the engine's prediction does not model.
 func (o options) checkPredict(settings int) error {
 	if !o.predict {
 		return nil
@@ -25,10 +26,8 @@ func (o options) checkPredict(settings int) error {
 		return err
 	}
 	switch {
-	case o.findMaxRate:
-		return cli.Usagef("--predict predicts a rate, a rate list, a burst, a replay or --find-capacity; not --find-max-rate")
-	case o.users > 0 || o.maxConcurrency > 0 || o.probeRate > 0:
-		return cli.Usagef("--predict cannot predict --users, --max-concurrency or --probe-rate: their requests wait on replies")
+	case o.probeRate > 0:
+		return cli.Usagef("--predict cannot predict --probe-rate: head-of-line probes are not modelled")
 	case o.split.seg.Split() || o.sharedPrefix > 0 || settings > 0:
 		return cli.Usagef("--predict predicts a whole plan without --segment, --shared-prefix or thinking controls")
 	}
@@ -51,6 +50,9 @@ func predictPlan(ctx context.Context, tg *cli.Target, load *benchkit.Load, meta 
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
 	if plan.Capacity != nil {
 		return predictCapacity(ctx, load, opts, meta, plan)
+	}
+	if plan.Search != nil {
+		return predictMaxRate(ctx, load, opts, meta, plan)
 	}
 	rates := plan.Rates
 	if len(rates) == 0 {
@@ -115,6 +117,26 @@ func predictCapacity(ctx context.Context, load *benchkit.Load, opts sim.Options,
 		doc.Capacity = &res
 	}
 	return doc, err
+}
+
+// predictMaxRate predicts plan's search for the highest rate meeting its
+// SLO (Load.FindMaxRate's search, each run predicted) and lays the
+// document out as a measured search's.
+func predictMaxRate(ctx context.Context, load *benchkit.Load, opts sim.Options, meta benchkit.LoadMeta, plan benchkit.LoadPlan) (benchkit.LoadDocument, error) {
+	mr, runs, err := (&predict.Predictor{Load: load, Options: opts}).FindMaxRate(ctx, plan.Workload, plan.Traffic, plan.SLO, plan.Attainment, plan.Search)
+	for _, run := range runs {
+		for _, row := range run.Requests {
+			for _, s := range load.Sinks {
+				err = errors.Join(err, s.Add(row))
+			}
+		}
+	}
+	meta.Finished = time.Now().UTC().Format(time.RFC3339)
+	var maxRate *benchkit.MaxRate
+	if err == nil || errors.Is(err, concurrency.ErrProbeLimit) || errors.Is(err, concurrency.ErrNoPassingRate) {
+		maxRate = &mr
+	}
+	return benchkit.NewLoadDocument(meta, runs, maxRate), err
 }
 
 // rateString is a rate as a document's meta writes it ("inf" for all at

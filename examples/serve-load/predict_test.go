@@ -48,14 +48,101 @@ func TestPredictFlag(t *testing.T) {
 	}
 }
 
+// TestPredictRepliedLoops: --predict computes a closed loop (--users)
+// and a capped open loop (--max-concurrency), whose requests wait on
+// replies, on the virtual clock: a closed loop of 2 users has 2 requests
+// in flight, and a cap of 2 at a rate the engine does not keep up with
+// holds requests back (their lag grows) where the uncapped run sends
+// each at its instant.
+func TestPredictRepliedLoops(t *testing.T) {
+	base := []string{"--predict", "--num-requests", "40", "--input-len", "200", "--output-len", "32", "--seed", "1"}
+	for name, c := range map[string]struct {
+		args    []string
+		lagging bool
+	}{
+		"closed":   {args: []string{"--users", "2", "--think", "5ms"}},
+		"capped":   {args: []string{"--rate", "200", "--max-concurrency", "2"}, lagging: true},
+		"uncapped": {args: []string{"--rate", "200"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			var stdout, stderr bytes.Buffer
+			if err := run(context.Background(), append(append(base, c.args...), "--json-out", out), &stdout, &stderr); err != nil {
+				t.Fatalf("run: %v; stderr:\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "PREDICTED") || !strings.Contains(stdout.String(), "40/40") {
+				t.Errorf("stdout lacks the PREDICTED label or 40/40 requests:\n%s", stdout.String())
+			}
+			doc := readDoc(t, out)
+			if !doc.Meta.Predicted || doc.Summary == nil || len(doc.Requests) != 40 {
+				t.Fatalf("meta predicted %v, summary %v, %d rows; want a predicted run of 40", doc.Meta.Predicted, doc.Summary != nil, len(doc.Requests))
+			}
+			var lag float64
+			for _, r := range doc.Requests {
+				lag = max(lag, r.SendOffsetS-r.IntendedSendS)
+			}
+			switch {
+			case c.lagging && lag < 0.05:
+				t.Errorf("largest lag %.4f s: the cap should hold requests back", lag)
+			case !c.lagging && lag != 0:
+				t.Errorf("largest lag %.4f s: want each request sent when it was meant", lag)
+			}
+			if name != "uncapped" && doc.Summary.PeakInFlight != 2 {
+				t.Errorf("peak in flight %d, want 2", doc.Summary.PeakInFlight)
+			}
+		})
+	}
+}
+
+// TestPredictFindMaxRate: --predict --find-max-rate runs the search for
+// the highest rate meeting the SLO on the virtual clock: the document
+// holds the result beside its predicted runs, the table is labelled
+// predicted, and the result is the search's bracket: the run at the rate
+// found meets the SLO at the attainment, the run at the next probe up
+// does not.
+func TestPredictFindMaxRate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"--predict", "--find-max-rate", "--slo-e2e", "150", "--search-start", "16", "--num-requests", "60",
+		"--input-len", "512", "--output-len", "64", "--seed", "1", "--json-out", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v; stderr:\n%s", err, stderr.String())
+	}
+	for _, s := range []string{"PREDICTED", "search for the highest rate", "highest rate meeting e2e≤150ms"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
+		}
+	}
+	doc := readDoc(t, out)
+	mr := doc.MaxRate
+	if !doc.Meta.Predicted || mr == nil || mr.Probes != len(doc.Runs) || mr.RateRPS <= 0 || mr.Hi <= mr.RateRPS {
+		t.Fatalf("meta predicted %v, max rate %+v, %d runs; want a predicted search with a bracket", doc.Meta.Predicted, mr, len(doc.Runs))
+	}
+	found := map[float64]bool{}
+	for _, r := range doc.Runs {
+		if len(r.Requests) == 0 || !r.Requests[0].Predicted || r.Summary.RequestRate == nil {
+			t.Fatalf("run %+v: want predicted rows at a rate", r.Summary)
+		}
+		rate := *r.Summary.RequestRate
+		switch rate {
+		case mr.RateRPS, mr.Hi:
+			found[rate] = true
+			if meets := r.Summary.Meets(mr.Attainment); meets != (rate == mr.RateRPS) {
+				t.Errorf("the run at %.4g/s meets the SLO: %v (the search found %.4g/s, next up %.4g/s)", rate, meets, mr.RateRPS, mr.Hi)
+			}
+		}
+	}
+	if len(found) != 2 {
+		t.Errorf("the runs at %.4g/s and %.4g/s are not both in the document", mr.RateRPS, mr.Hi)
+	}
+}
+
 // TestPredictFlagRefuses: --predict with what it cannot predict is a
 // usage error.
 func TestPredictFlagRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"--predict", "--base-url", "http://127.0.0.1:1"},
-		{"--predict", "--users", "2"},
-		{"--predict", "--max-concurrency", "2", "--rate", "5"},
-		{"--predict", "--find-max-rate", "--slo-ttft", "100"},
+		{"--predict", "--probe-rate", "1", "--rate", "5"},
 		{"--predict", "--sim-profile", "llamacpp"},
 	} {
 		var stdout, stderr bytes.Buffer

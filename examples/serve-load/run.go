@@ -111,7 +111,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	fs.IntVar(&o.warmup, "warmup", 0, "before each run, send N warm-up requests of the workload's kind (own salts, at most --max-concurrency at once) and drop them: in no row and no figure")
-	fs.BoolVar(&o.predict, "predict", false, "predict the plan on the embedded engine's virtual clock instead of sending it, in a fraction of its time (no --base-url; a rate or a rate list, a burst, a trace replay or --find-capacity): rows and table labelled predicted (docs/PREDICT.md)")
+	fs.BoolVar(&o.predict, "predict", false, "predict the plan on the embedded engine's virtual clock instead of sending it, in a fraction of its time (no --base-url; a rate or a rate list, a burst, a trace replay, --users, --max-concurrency, --find-capacity or --find-max-rate): rows and table labelled predicted (docs/PREDICT.md)")
 	addSplitFlags(fs, &o.split)
 	o.thinking.AddFlags(fs, true)
 	var slo timing.SLO
