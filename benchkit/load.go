@@ -778,6 +778,18 @@ func (r *loadRun) collect(ctx context.Context, run *concurrency.Run[engine.Resul
 	return rows, lags, sinkErr
 }
 
+// Items is the requests own of a plan of n that run runIdx of the Load
+// would send of w, as Run builds them (its Builder's prompts, the shared
+// prefix, the salts of its nonce, which it draws when empty), before
+// anything is sent: what a prediction of the run sends on its virtual
+// clock. A thinking control's Builder is not applied.
+func (l *Load) Items(ctx context.Context, runIdx int, w Workload, n int, own []int) ([]Item, error) {
+	if l.Builder == nil {
+		return nil, fmt.Errorf("%w: a Builder is required", ErrBadLoad)
+	}
+	return l.items(ctx, l.Builder, runIdx, w, n, own)
+}
+
 // items takes the requests own of a plan of n from w, their prompts built
 // by b, salted with the nonce, the run and the index (after any shared
 // prefix) unless NoSalt, before anything is sent.

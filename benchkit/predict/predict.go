@@ -35,15 +35,18 @@ import (
 )
 
 // ErrUnpredictable wraps every refusal: a plan this package does not
-// model (probes, a split segment, a shared prefix, a thinking control).
+// model (probes, a split segment, a thinking control).
 var ErrUnpredictable = errors.New("predict: the plan cannot be predicted")
 
 // A Predictor predicts the runs of a Load against the embedded engine.
 type Predictor struct {
 	// Load is the load test as it would be sent; its Engine is not used.
 	// Model, Builder, NoStream, AllowEOS, NoSalt, Nonce and Request.Seed
-	// shape the requests as they shape the sent ones. A split Segment, a
-	// SharedPrefix and a Request.Thinking are refused; Warmup requests
+	// shape the requests as they shape the sent ones, and so do SharedPrefix
+	// (every prompt opens with the same text, which the engine's prefix
+	// cache, where Options has one, serves as the live server's does) and
+	// Request.UsePrefixCache (exo's bench API). A split Segment and a
+	// Request.Thinking are refused; Warmup requests
 	// are left out (their salted prompts share nothing with the run's,
 	// and the engine is idle again before the run starts).
 	Load *benchkit.Load
@@ -96,8 +99,6 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 		return benchkit.LoadRun{}, fmt.Errorf("%w: head-of-line probes are not predicted", ErrUnpredictable)
 	case l.Segment.Split():
 		return benchkit.LoadRun{}, fmt.Errorf("%w: a split plan's segment is not predicted: predict the whole plan", ErrUnpredictable)
-	case l.SharedPrefix > 0:
-		return benchkit.LoadRun{}, fmt.Errorf("%w: a shared prefix is not predicted", ErrUnpredictable)
 	case l.Request.Thinking != nil:
 		return benchkit.LoadRun{}, fmt.Errorf("%w: a thinking control is not predicted", ErrUnpredictable)
 	}
@@ -168,23 +169,14 @@ func (p *Predictor) plan(ctx context.Context, w benchkit.Workload, traffic bench
 	if n == 0 {
 		return nil, nil, fmt.Errorf("%w: the schedule of %s holds no request", benchkit.ErrBadLoad, traffic)
 	}
-	var salt func(int) string
-	if !l.NoSalt {
-		if l.Nonce == "" {
-			l.Nonce = promptsize.NewNonce(nil)
-		}
-		salt = func(i int) string { return promptsize.RunSalt(l.Nonce, p.RunIndex, i) }
-	}
 	own := make([]int, n)
 	for i := range own {
 		own[i] = i
 	}
-	items, err := w.Requests(ctx, l.Builder, n, own, salt)
+	// Load.Run's prompts: the shared prefix, then the salt.
+	items, err := l.Items(ctx, p.RunIndex, w, n, own)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(items) != n {
-		return nil, nil, fmt.Errorf("predict: the workload gave %d requests for %d", len(items), n)
 	}
 	if traffic.Replay {
 		for i, it := range items {
@@ -207,7 +199,7 @@ func (p *Predictor) send(ctx context.Context, sched []time.Duration, items []ben
 		sent = append(sent, at)
 		it := items[i]
 		return sim.PredictRequest{At: at, API: p.API, Messages: it.Prompt.Messages, TokenIDs: it.Prompt.TokenIDs,
-			MaxTokens: it.MaxTokens, IgnoreEOS: !l.AllowEOS, Seed: l.Request.Seed}
+			MaxTokens: it.MaxTokens, IgnoreEOS: !l.AllowEOS, Seed: l.Request.Seed, UsePrefixCache: l.Request.UsePrefixCache}
 	}
 	n := len(items)
 	intended = slices.Clone(sched)

@@ -55,6 +55,12 @@ func slowSteps() sim.Options {
 // engine, and returns the run and the Load (its Nonce set).
 func live(t *testing.T, opts sim.Options, w benchkit.Workload, traffic benchkit.Traffic) (benchkit.LoadRun, *benchkit.Load) {
 	t.Helper()
+	return liveWith(t, opts, w, traffic, nil)
+}
+
+// liveWith is live with the Load set by set (when not nil) before it runs.
+func liveWith(t *testing.T, opts sim.Options, w benchkit.Workload, traffic benchkit.Traffic, set func(*benchkit.Load)) (benchkit.LoadRun, *benchkit.Load) {
+	t.Helper()
 	srv := sim.NewServer(opts)
 	defer srv.Close()
 	c, err := openai.New(srv.VLLMURL, &openai.Options{Counter: srv.Counter()})
@@ -63,6 +69,9 @@ func live(t *testing.T, opts sim.Options, w benchkit.Workload, traffic benchkit.
 	}
 	defer c.CloseIdleConnections()
 	l := &benchkit.Load{Engine: c, Model: srv.Model(), Builder: &promptsize.Builder{Counter: srv.Counter()}, Simulated: true, RequestTimeout: 30 * time.Second}
+	if set != nil {
+		set(l)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run, err := l.Run(ctx, w, traffic, timing.SLO{})
