@@ -28,8 +28,8 @@ func (o options) checkPredict(settings int) error {
 	switch {
 	case o.probeRate > 0:
 		return cli.Usagef("--predict cannot predict --probe-rate: head-of-line probes are not modelled")
-	case o.split.seg.Split() || o.sharedPrefix > 0 || settings > 0:
-		return cli.Usagef("--predict predicts a whole plan without --segment, --shared-prefix or thinking controls")
+	case o.split.seg.Split() || settings > 0:
+		return cli.Usagef("--predict predicts a whole plan without --segment or thinking controls")
 	}
 	return nil
 }

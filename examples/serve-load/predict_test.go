@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/twin"
@@ -215,5 +219,45 @@ func TestPredictRefusesLlamaCppTwin(t *testing.T) {
 	var ue *cli.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "llama-server") {
 		t.Errorf("error %v, want a usage error about a twin of llama-server", err)
+	}
+}
+
+// TestPredictSharedPrefixFlag: --predict --shared-prefix 128 predicts
+// prompts that open with the same 128 tokens, which the engine's prefix
+// cache serves: every request after the first (at 10/s, each after the
+// last has ended) finds at least the shared tokens' whole blocks cached,
+// and the same plan without the flag finds none.
+func TestPredictSharedPrefixFlag(t *testing.T) {
+	base := []string{"--predict", "--rate", "10", "--num-requests", "12", "--input-len", "200", "--output-len", "8", "--seed", "1"}
+	for _, shared := range []int{0, 128} {
+		out := filepath.Join(t.TempDir(), "r.json")
+		args := append(slices.Clone(base), "--json-out", out)
+		if shared > 0 {
+			args = append(args, "--shared-prefix", fmt.Sprint(shared))
+		}
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+			t.Fatalf("shared prefix %d: run: %v; stderr:\n%s", shared, err, stderr.String())
+		}
+		doc := readDoc(t, out)
+		if !doc.Meta.Predicted || len(doc.Requests) != 12 {
+			t.Fatalf("shared prefix %d: meta predicted %v, %d rows: want one predicted run of 12 rows", shared, doc.Meta.Predicted, len(doc.Requests))
+		}
+		rows := slices.Clone(doc.Requests)
+		slices.SortFunc(rows, func(a, b benchkit.Request) int { return cmp.Compare(a.IntendedSendS, b.IntendedSendS) })
+		for k, r := range rows {
+			c := 0
+			if r.CachedTokens != nil {
+				c = *r.CachedTokens
+			}
+			switch {
+			case !r.Predicted:
+				t.Errorf("shared prefix %d: request %d is not marked predicted", shared, r.Index)
+			case (shared == 0 || k == 0) && c != 0:
+				t.Errorf("shared prefix %d: request %d (sent %d-th) found %d cached tokens, want none", shared, r.Index, k+1, c)
+			case shared > 0 && k > 0 && c < shared-16:
+				t.Errorf("shared prefix %d: request %d found %d cached tokens, want the shared prefix's blocks (at least %d)", shared, r.Index, c, shared-16)
+			}
+		}
 	}
 }
