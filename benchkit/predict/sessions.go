@@ -36,54 +36,15 @@ import (
 // MaxActive below Count (whose live sessions wait on sessions that cannot
 // start) are refused (ErrUnpredictable).
 func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]benchkit.Request, error) {
-	switch {
-	case s == nil || s.Builder == nil || s.Builder.Counter == nil || s.Model == "":
-		return nil, fmt.Errorf("%w: sessions with a Model and a Builder with a Counter are required", ErrUnpredictable)
-	case s.Trace != nil:
-		return nil, fmt.Errorf("%w: sessions from a trace or a dataset are not predicted", ErrUnpredictable)
-	case s.Barrier && s.MaxActive > 0 && s.MaxActive < s.Count:
-		return nil, fmt.Errorf("%w: a round barrier with fewer slots (MaxActive %d) than sessions (%d) waits for sessions that cannot start", ErrUnpredictable, s.MaxActive, s.Count)
-	case s.Request.Thinking != nil:
-		return nil, fmt.Errorf("%w: a thinking control is not predicted", ErrUnpredictable)
-	case s.Count <= 0 || s.Turns <= 0 || s.UserTokens <= 0 || s.Output <= 0:
-		return nil, fmt.Errorf("%w: sessions need positive Count, Turns, UserTokens and Output, got %d, %d, %d and %d", benchkit.ErrBadLoad, s.Count, s.Turns, s.UserTokens, s.Output)
-	case s.MaxActive < 0 || s.Rate < 0 || s.Think < 0:
-		return nil, fmt.Errorf("%w: MaxActive, Rate and Think must not be negative", benchkit.ErrBadLoad)
+	if err := checkSessions(s); err != nil {
+		return nil, err
 	}
 	if s.Nonce == "" {
 		s.Nonce = promptsize.NewNonce(nil)
 	}
-	starts := s.SessionStarts()
-	if s.Rate == 0 {
-		// Sessions that start together reach the server BurstGap apart,
-		// as a burst's requests do.
-		for i := range starts {
-			starts[i] += time.Duration(i) * p.BurstGap
-		}
-	}
-	type session struct {
-		turns   int
-		thinks  []time.Duration
-		history []promptsize.Message
-		rows    []benchkit.Request
-	}
-	sess := make([]session, s.Count)
-	var sys []promptsize.Message
-	if s.Builder.System != "" {
-		sys = []promptsize.Message{{Role: "system", Content: s.Builder.System}}
-	}
-	for i := range sess {
-		t := s.SessionTurns(i)
-		sess[i] = session{turns: t, thinks: s.ThinkTimes(i, t), history: sys}
-	}
-	// turn is request n of the prediction: session i's turn k, its prompt,
-	// output and index, meant for intended and sent at sent.
-	type turn struct {
-		i, k, out, index int
-		prompt           promptsize.Prompt
-		intended, sentAt time.Duration
-	}
-	var turns []turn
+	starts := p.sessionStarts(s)
+	sess := newPredSessions(s)
+	var turns []predTurn
 	var buildErr error
 	send := func(i, k int, intended, at time.Duration) []sim.PredictRequest {
 		pr, out, index, err := s.Turn(ctx, s.Nonce, i, k, sess[i].history)
@@ -91,7 +52,7 @@ func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]bench
 			buildErr = fmt.Errorf("predict: session s%d's turn %d: %w", i, k, err)
 			return nil
 		}
-		turns = append(turns, turn{i: i, k: k, out: out, index: index, prompt: pr, intended: intended, sentAt: at})
+		turns = append(turns, predTurn{i: i, k: k, out: out, index: index, prompt: pr, intended: intended, sentAt: at})
 		return []sim.PredictRequest{{At: at, API: p.API, Messages: pr.Messages, TokenIDs: pr.TokenIDs,
 			MaxTokens: out, IgnoreEOS: !s.AllowEOS, Seed: s.Request.Seed}}
 	}
@@ -164,6 +125,12 @@ func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]bench
 	if err != nil {
 		return nil, err
 	}
+	return p.sessionRows(s, sess, turns, pred), nil
+}
+
+// sessionRows makes each predicted turn its row, as a live Sessions run
+// records it, session by session.
+func (p *Predictor) sessionRows(s *benchkit.Sessions, sess []predSession, turns []predTurn, pred []sim.Predicted) []benchkit.Request {
 	for n, r := range pred {
 		t := turns[n]
 		asked := benchkit.Request{Labels: benchkit.Labels{Session: fmt.Sprintf("s%d", t.i), Turn: t.k}, Index: t.index,
@@ -179,5 +146,69 @@ func (p *Predictor) Sessions(ctx context.Context, s *benchkit.Sessions) ([]bench
 	for _, se := range sess {
 		rows = append(rows, se.rows...)
 	}
-	return rows, nil
+	return rows
+}
+
+// sessionStarts are the sessions' start instants; sessions that start
+// together reach the server BurstGap apart, as a burst's requests do.
+func (p *Predictor) sessionStarts(s *benchkit.Sessions) []time.Duration {
+	starts := s.SessionStarts()
+	if s.Rate == 0 {
+		for i := range starts {
+			starts[i] += time.Duration(i) * p.BurstGap
+		}
+	}
+	return starts
+}
+
+// newPredSessions readies each session: its turns, think times and the
+// system message that opens its history.
+func newPredSessions(s *benchkit.Sessions) []predSession {
+	sess := make([]predSession, s.Count)
+	var sys []promptsize.Message
+	if s.Builder.System != "" {
+		sys = []promptsize.Message{{Role: "system", Content: s.Builder.System}}
+	}
+	for i := range sess {
+		t := s.SessionTurns(i)
+		sess[i] = predSession{turns: t, thinks: s.ThinkTimes(i, t), history: sys}
+	}
+	return sess
+}
+
+// predSession is one session of a prediction: its turns, think times,
+// history so far and rows.
+type predSession struct {
+	turns   int
+	thinks  []time.Duration
+	history []promptsize.Message
+	rows    []benchkit.Request
+}
+
+// predTurn is request n of a prediction: session i's turn k, its prompt,
+// output and index, meant for intended and sent at sentAt.
+type predTurn struct {
+	i, k, out, index int
+	prompt           promptsize.Prompt
+	intended, sentAt time.Duration
+}
+
+// checkSessions refuses what a prediction of sessions cannot follow, and
+// sessions that are no load.
+func checkSessions(s *benchkit.Sessions) error {
+	switch {
+	case s == nil || s.Builder == nil || s.Builder.Counter == nil || s.Model == "":
+		return fmt.Errorf("%w: sessions with a Model and a Builder with a Counter are required", ErrUnpredictable)
+	case s.Trace != nil:
+		return fmt.Errorf("%w: sessions from a trace or a dataset are not predicted", ErrUnpredictable)
+	case s.Barrier && s.MaxActive > 0 && s.MaxActive < s.Count:
+		return fmt.Errorf("%w: a round barrier with fewer slots (MaxActive %d) than sessions (%d) waits for sessions that cannot start", ErrUnpredictable, s.MaxActive, s.Count)
+	case s.Request.Thinking != nil:
+		return fmt.Errorf("%w: a thinking control is not predicted", ErrUnpredictable)
+	case s.Count <= 0 || s.Turns <= 0 || s.UserTokens <= 0 || s.Output <= 0:
+		return fmt.Errorf("%w: sessions need positive Count, Turns, UserTokens and Output, got %d, %d, %d and %d", benchkit.ErrBadLoad, s.Count, s.Turns, s.UserTokens, s.Output)
+	case s.MaxActive < 0 || s.Rate < 0 || s.Think < 0:
+		return fmt.Errorf("%w: MaxActive, Rate and Think must not be negative", benchkit.ErrBadLoad)
+	}
+	return nil
 }
