@@ -126,7 +126,7 @@ func buildPage(doc benchkit.LoadDocument, opts Options) (page, error) {
 		{"Engine", orNone(m.Engine)},
 		{"Target", orNone(m.BaseURL)},
 		{"Measured on", kind},
-		{"Traffic", m.Traffic.String()},
+		{"Traffic", traffic(m)},
 		{"Started", orNone(m.Started)},
 		{"Finished", orNone(m.Finished)},
 		{"Streamed", fmt.Sprint(m.Stream)},
@@ -199,8 +199,8 @@ func buildRun(i int, r benchkit.LoadRun, nruns, budget int) (runView, error) {
 	v.Whole = latencyRows(s)
 	if st := s.Steady; st != nil {
 		v.Steady = latencyRows(*st)
-		if s.WindowStartS != nil && s.WindowEndS != nil {
-			v.Window = fmt.Sprintf("[%s, %s) s from the run's start, rule %q, %d requests", num(*s.WindowStartS, 1), num(*s.WindowEndS, 1), s.SteadyRule, st.Requests)
+		if st.WindowStartS != nil && st.WindowEndS != nil {
+			v.Window = fmt.Sprintf("[%s, %s) s from the run's start (rule %s, %d requests)", num(*st.WindowStartS, 2), num(*st.WindowEndS, 2), orNone(st.SteadyRule), st.Requests)
 		}
 	}
 	v.Errors = errorCounts(r.Requests)
@@ -227,7 +227,8 @@ func latencyRows(s benchkit.Summary) []latencyRow {
 		name string
 		q    benchkit.Quantiles
 	}{{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2E", s.E2E}, {"TTFA", s.TTFA}} {
-		if f.name == "TTFA" && f.q.N == 0 {
+		// TTFA is TTFT's but for a model that reasons.
+		if f.name == "TTFA" && (f.q.N == 0 || s.LastReasoning.N == 0) {
 			continue
 		}
 		q := f.q
@@ -319,4 +320,14 @@ func errorCounts(reqs []benchkit.Request) []errorCount {
 	}
 	slices.SortStableFunc(out, func(a, b errorCount) int { return b.Count - a.Count })
 	return out[:min(len(out), maxErrors)]
+}
+
+// traffic is the load as asked for: the offered rates where the meta
+// lists them (each run's heading says its own traffic in full), else the
+// traffic's own description.
+func traffic(m benchkit.LoadMeta) string {
+	if len(m.Rates) > 0 {
+		return "offered rate " + strings.Join(m.Rates, ", ") + " requests/s (each run below says its arrivals)"
+	}
+	return m.Traffic.String()
 }
