@@ -110,7 +110,26 @@ func (s segments) DataRange() (xmin, xmax, ymin, ymax float64) {
 		xmin, xmax = min(xmin, g.x0), max(xmax, g.x1)
 		ymin, ymax = min(ymin, g.y), max(ymax, g.y)
 	}
-	return xmin, xmax, ymin - 0.5, ymax + 0.5
+	// Room above the last row for the legend, so that it covers no bar.
+	return xmin, xmax, ymin - 0.5, ymax + 0.5 + max(3, 0.15*(ymax-ymin))
+}
+
+// rowTicks label the rows with whole numbers ("25", not "25.00"),
+// and no row between two.
+type rowTicks struct{}
+
+func (rowTicks) Ticks(lo, hi float64) []gplot.Tick {
+	ts := gplot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		switch {
+		case ts[i].Label == "":
+		case ts[i].Value != math.Round(ts[i].Value):
+			ts[i].Label = ""
+		default:
+			ts[i].Label = fmt.Sprint(ts[i].Value)
+		}
+	}
+	return ts
 }
 
 // key is a legend entry's sample line.
@@ -162,6 +181,7 @@ func timelineFigure(reqs []benchkit.Request, limit int) (*figure, error) {
 	p.Legend.Add("first token to end", key(streamColor))
 	p.Legend.Add("failed", key(failColor))
 	p.Legend.Top = true
+	p.Y.Tick.Marker = rowTicks{}
 	desc := fmt.Sprintf("each of %d requests as a row in send order: grey from its send to its first token, blue from the first token to its end, red for a failed request", len(order))
 	caption := fmt.Sprintf("All %d requests.", len(order))
 	if k > 1 {
