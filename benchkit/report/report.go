@@ -294,10 +294,7 @@ func inlineSVG(svg []byte, title, desc string) template.HTML {
 	if end < 0 {
 		return ""
 	}
-	open := s[:end]
-	if strings.HasSuffix(open, "/") {
-		open = open[:len(open)-1]
-	}
+	open := strings.TrimSuffix(s[:end], "/")
 	head := open + ` role="img" aria-label="` + html.EscapeString(title) + `">` +
 		"<title>" + html.EscapeString(title) + "</title><desc>" + html.EscapeString(desc) + "</desc>"
 	return template.HTML(head + s[end+1:]) // #nosec: drawn here, every text escaped by the SVG backend
