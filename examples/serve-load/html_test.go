@@ -104,3 +104,45 @@ func TestHTMLSweep(t *testing.T) {
 		t.Error("a sweep's page lacks its rate plot or a run's timeline")
 	}
 }
+
+// TestHTMLClaimed: --html is claimed like --json-out: a page another run
+// holds is refused (exit 2) and left as it was; a previous page is gone
+// as soon as a run starts, so that a run that fails never leaves it
+// looking current.
+func TestHTMLClaimed(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "r.html")
+	if err := os.WriteFile(page, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := cli.LockOutputs("other-serve-load", page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"--num-requests", "2", "--html", page}, &stdout, &stderr)
+	holder.Release()
+	if code := cli.ExitCode(err); code != cli.ExitUsage || !strings.Contains(err.Error(), page) {
+		t.Fatalf("exit %d (%v), want %d naming %s", code, err, cli.ExitUsage, page)
+	}
+	if b, _ := os.ReadFile(page); string(b) != "old" {
+		t.Errorf("the held page was changed: %q", b)
+	}
+	// Claimed, then the run fails at once: no server answers.
+	err = run(context.Background(), []string{"--num-requests", "2", "--html", page, "--base-url", "http://127.0.0.1:1", "--model", "m"}, &stdout, &stderr)
+	if err == nil {
+		t.Fatal("a run against no server succeeded")
+	}
+	if _, statErr := os.Stat(page); !errors.Is(statErr, os.ErrNotExist) && !strings.Contains(readFile(t, page), "<!DOCTYPE html>") {
+		t.Errorf("the previous page is still there after a failed run (%v)", err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
