@@ -194,7 +194,15 @@ func buildRun(i int, r benchkit.LoadRun, nruns, budget int) (runView, error) {
 		{"Input / output tokens", fmt.Sprintf("%d / %d", s.TotalInputTokens, s.TotalOutputTokens)},
 	}
 	if s.Goodput != nil {
-		v.Counts = append(v.Counts, [2]string{"Goodput", fmt.Sprintf("%+v", *s.Goodput)})
+		g := s.Goodput
+		frac := "none"
+		if g.Fraction != nil {
+			frac = num(*g.Fraction*100, 1) + "%"
+		}
+		v.Counts = append(v.Counts, [2]string{"Goodput (requests meeting " + g.SLO + ")", fmt.Sprintf("%d of %d (%s), %s requests/s", g.Good, g.Total, frac, ptr(g.RateRPS, 2, "none"))})
+		if s.MeetsSLO != nil {
+			v.Counts = append(v.Counts, [2]string{"Meets the SLO", fmt.Sprint(*s.MeetsSLO)})
+		}
 	}
 	v.Whole = latencyRows(s)
 	if st := s.Steady; st != nil {

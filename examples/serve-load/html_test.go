@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,7 +75,7 @@ func TestHTMLPage(t *testing.T) {
 	if !strings.Contains(help.String(), "-html") || !strings.Contains(help.String(), "self-contained HTML page") {
 		t.Errorf("help does not describe --html:\n%s", help.String())
 	}
-	page, doc := runHTML(t, "--num-requests", "30", "--rate", "200")
+	page, doc := runHTML(t, "--num-requests", "30", "--rate", "200", "--slo-ttft", "60000")
 	if doc.Summary == nil || doc.Summary.TTFT.P50 == nil || doc.Summary.Failed != 0 {
 		t.Fatalf("results have failures or no TTFT p50: %+v", doc.Summary)
 	}
@@ -83,7 +84,11 @@ func TestHTMLPage(t *testing.T) {
 	if p50 := htmlreport.FormatMS(*s.TTFT.P50); !strings.Contains(row, "<td class=\"num\">"+p50) {
 		t.Errorf("TTFT row does not show the JSON's p50 %s ms: %s", p50, row)
 	}
-	for _, want := range []string{"SIMULATED", doc.Meta.Provenance.Nonce, "Per-request timeline", "All 30 requests."} {
+	g := doc.Summary.Goodput
+	if g == nil {
+		t.Fatal("results have no goodput under --slo-ttft")
+	}
+	for _, want := range []string{"SIMULATED", doc.Meta.Provenance.Nonce, "Per-request timeline", "All 30 requests.", fmt.Sprintf("%d of %d (", g.Good, g.Total)} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
