@@ -75,6 +75,14 @@
 // removed when the run starts. Both paths are locked for the run: a
 // second run given either is refused, naming the run that holds it.
 //
+// --html FILE writes the results as one self-contained HTML page (package
+// benchkit/report): what was measured and its provenance, the summary
+// tables with every figure's interval, the steady state beside the whole
+// run, the server's view, the warnings, the latency against the offered
+// rate of a sweep (knee and capacity marked) and a per-request timeline,
+// as inline SVG. The page fetches nothing. Like --json-out it is claimed
+// when the run starts and written whole at the end (docs/REPORT.md).
+//
 // --warmup N sends N requests of the workload's kind before each run and
 // drops them (each salted apart, sharing no prefix with a measured one):
 // they are in no row and no figure, and the summary counts them. Every

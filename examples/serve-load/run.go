@@ -13,6 +13,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
+	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
@@ -45,7 +46,7 @@ type options struct {
 	attainment                                      float64
 	findMaxRate                                     bool
 	searchStart, searchMax, searchFactor, searchTol float64
-	jsonOut, jsonl, format, plotPath                string
+	jsonOut, jsonl, format, plotPath, htmlPath      string
 	grace                                           time.Duration
 	split                                           splitFlags
 	thinking                                        cli.ThinkingFlags
@@ -107,6 +108,7 @@ func parse(args []string, stderr io.Writer) (options, []float64, timing.SLO, err
 	fs.StringVar(&o.jsonl, "jsonl", "", "append each request's row to this file as one JSON line as soon as it ends, after a run header line ({\"run_header\": ...}), so an interrupted run keeps every row")
 	fs.StringVar(&o.format, "format", "table", "stdout format: table, markdown or json")
 	fs.StringVar(&o.plotPath, "plot", "", "write a PNG plot to this file (TTFT by prompt length; p99 latency by rate for sweeps)")
+	fs.StringVar(&o.htmlPath, "html", "", "write the results as one self-contained HTML page to this file: tables with intervals, the server's view, warnings, inline plots; it fetches nothing (docs/REPORT.md)")
 	fs.BoolVar(&o.allowEOS, "allow-eos", false, "let the server stop at an end of sequence before the drawn output length (no ignore_eos; Ollama has none, and a real model may stop early)")
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
@@ -503,6 +505,11 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 	if o.jsonOut != "" {
 		errs = append(errs, cli.WriteResults(o.jsonOut, doc))
 	}
+	if o.htmlPath != "" {
+		errs = append(errs, cli.WriteFileAtomic(o.htmlPath, func(w io.Writer) error {
+			return htmlreport.WriteLoad(w, doc, htmlreport.Options{Title: title, SLO: slo})
+		}))
+	}
 	if o.plotPath != "" && len(runs) > 0 {
 		var p plot.Drawing
 		var err error
@@ -523,12 +530,12 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 	return errors.Join(errs...)
 }
 
-// lockOutputs claims --json-out and --jsonl for this run: another run
+// lockOutputs claims --json-out, --html and --jsonl for this run: another run
 // holding either is refused with a message naming it (exit 2), and the
 // previous results JSON goes now, so that a run that dies never leaves it
 // looking current; --jsonl keeps the earlier runs' rows.
 func lockOutputs(o options) (*cli.OutputLock, error) {
-	return cli.ClaimOutputs("serve-load", cli.Output{Flag: "json-out", Path: o.jsonOut}, cli.Output{Flag: "jsonl", Path: o.jsonl, Append: true})
+	return cli.ClaimOutputs("serve-load", cli.Output{Flag: "json-out", Path: o.jsonOut}, cli.Output{Flag: "html", Path: o.htmlPath}, cli.Output{Flag: "jsonl", Path: o.jsonl, Append: true})
 }
 
 // jsonlFile is a benchkit.Sink that appends each row as one line as soon
