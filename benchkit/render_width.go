@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	"github.com/inferbench/inferbench/internal/termwidth"
@@ -16,8 +17,9 @@ const termWidth = termwidth.Width
 func wrapText(s string) string { return termwidth.Wrap(s) }
 
 // columnGroups splits a grid's columns into groups that each fit termWidth
-// when written with a two-space gap: every group after the first repeats
-// column 0 so that a line still names its run. A grid that fits is one
+// when written with a two-space gap: every group repeats the columns that
+// name a line (the traffic, and the thinking setting before it) so that a
+// line still names its run. A grid that fits is one
 // group; a column too wide alone still gets a group of its own.
 func columnGroups(head []string, lines [][]string) [][]int {
 	width := make([]int, len(head))
@@ -33,15 +35,26 @@ func columnGroups(head []string, lines [][]string) [][]int {
 	for _, w := range width {
 		total += w + 2
 	}
-	if len(head) < 2 || total-2 <= termWidth {
+	// The columns that name a line: the traffic, after the thinking
+	// setting where the grid has one.
+	lead := 1
+	if head[0] == "thinking" {
+		lead = 2
+	}
+	if len(head) <= lead || total-2 <= termWidth {
 		return [][]int{allColumns(len(head))}
 	}
+	keys := allColumns(lead)
+	keyWidth := 0
+	for _, c := range keys {
+		keyWidth += width[c] + 2
+	}
 	var groups [][]int
-	group, used := []int{0}, width[0]
-	for c := 1; c < len(head); c++ {
-		if len(group) > 1 && used+2+width[c] > termWidth {
+	group, used := slices.Clone(keys), keyWidth-2
+	for c := lead; c < len(head); c++ {
+		if len(group) > lead && used+2+width[c] > termWidth {
 			groups = append(groups, group)
-			group, used = []int{0}, width[0]
+			group, used = slices.Clone(keys), keyWidth-2
 		}
 		group = append(group, c)
 		used += 2 + width[c]
