@@ -146,7 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := tw.Save(c.out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "twin: wrote %s (run it: --sim-preset %s)\n", c.out, c.out)
+	fmt.Fprintln(stderr, termwidth.Wrap(fmt.Sprintf("twin: wrote %s (run it: --sim-preset %s)", c.out, c.out)))
 	return nil
 }
 
