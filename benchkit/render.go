@@ -486,6 +486,9 @@ func writeLines(w io.Writer, opts TableOptions, header []string, lines [][]strin
 		row(l)
 	}
 	if legend != "" && len(lines) > 0 {
+		if start == "" {
+			legend = wrapText(legend)
+		}
 		b.WriteString("\n" + legend + "\n")
 	}
 	if len(notes) > 0 {
@@ -646,6 +649,9 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		if len(lines) == 0 {
 			continue
 		}
+		if !md {
+			legend = wrapText(legend)
+		}
 		b.WriteString("\n" + legend + "\n")
 		if md {
 			b.WriteString("\n")
@@ -659,6 +665,9 @@ func writeLoadGrid(w io.Writer, sums []Summary, opts TableOptions) error {
 		for _, n := range notes {
 			if md {
 				b.WriteString("- ")
+			}
+			if !md {
+				n = wrapText(n)
 			}
 			b.WriteString(n + "\n")
 		}
@@ -759,12 +768,20 @@ func writeRows(b *strings.Builder, md bool, head []string, lines [][]string) err
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, l := range lines {
-		fmt.Fprintln(tw, strings.Join(l, "\t"))
+	for g, cols := range columnGroups(head, lines) {
+		if g > 0 {
+			b.WriteString("\n")
+		}
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(cellsAt(head, cols), "\t"))
+		for _, l := range lines {
+			fmt.Fprintln(tw, strings.Join(cellsAt(l, cols), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
 }
 
 // WriteCSV writes one line per request with the columns of csvHeader,

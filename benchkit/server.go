@@ -535,7 +535,7 @@ func (s Summary) WriteServerView(w io.Writer) error {
 			b.WriteString(serverNote + wn + "\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, wrapText(b.String()))
 	return err
 }
 

@@ -272,7 +272,8 @@ func TestServerViewRefusals(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, w := range v.Warnings {
-					if n := strings.Count(out.String(), w); n != 1 {
+					// Compared with the lines unwrapped: a terminal's width wraps a long warning.
+					if n := strings.Count(unwrapped(out.String()), unwrapped(w)); n != 1 {
 						t.Errorf("warning %q printed %d times:\n%s", w, n, out.String())
 					}
 				}
@@ -570,7 +571,7 @@ func TestServerViewLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"llama.cpp", "wait for a free slot", "~", fmt.Sprintf("%.2f", *rt.Total.Mean*1000)} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(unwrapped(out.String()), want) {
 			t.Errorf("server view lacks %q:\n%s", want, out.String())
 		}
 	}

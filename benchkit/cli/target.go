@@ -537,8 +537,10 @@ func (t *Target) startSim(ctx context.Context, stderr io.Writer) error {
 	if t.SimProfile != "" && t.SimProfile != SimVLLM && !t.Exo {
 		as = ", as " + t.SimProfile
 	}
+	// The reasoning mode on a line of its own: the engine's line stays
+	// within a terminal's 120 columns.
 	if opts.Reasoning.Enabled {
-		as += ", in its reasoning mode (the model thinks before it answers)"
+		as += "\n" + t.Program + ": the embedded engine is in its reasoning mode (the model thinks before it answers)"
 	}
 	fmt.Fprintf(stderr, "%s: no %s: measuring the embedded simulated engine; every figure is simulated\n%s: the embedded engine at %s, preset %s%s\n", t.Program, flag, t.Program, t.URL, opts.Preset.Name, as)
 	return nil

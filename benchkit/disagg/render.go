@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/inferbench/inferbench/internal/termwidth"
 )
 
 // WriteTable writes d for a terminal, or as Markdown when markdown
@@ -13,6 +15,20 @@ import (
 // phase's remote-prefill check and the warnings. The layout is for people
 // and may change: parse the JSON instead.
 func WriteTable(w io.Writer, d Document, markdown bool) error {
+	if markdown {
+		return writeTable(w, d, true)
+	}
+	// For a terminal: the lines wrapped within its width.
+	var b strings.Builder
+	if err := writeTable(&b, d, false); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, termwidth.Wrap(b.String()))
+	return err
+}
+
+// writeTable is WriteTable without the wrapping.
+func writeTable(w io.Writer, d Document, markdown bool) error {
 	ew := &errWriter{w: w}
 	title := "prefill/decode disaggregation"
 	if d.Meta.Simulated {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/termwidth"
 )
 
 // document is --json-out: every scale run so far, in order.
@@ -140,7 +141,7 @@ func scaleTable(b *strings.Builder, r scaleRun) {
 		fmt.Fprintf(b, "  mini-sglang's figures leave out %d requests without streamed timing (failed ones would have stopped their run)\n", m.LeftOut)
 	}
 	for _, w := range s.Warnings {
-		fmt.Fprintf(b, "  note: %s\n", w)
+		b.WriteString(termwidth.Wrap("  note: "+w) + "\n")
 	}
 }
 
@@ -169,8 +170,13 @@ func short(x float64) string {
 // theirs | ours.
 func headlines(b *strings.Builder, runs []scaleRun) {
 	b.WriteString("every scale, mini-sglang's figure | ours (beside their pooled TPOT, our per-token ITL)\n")
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scale\tTTFT p50 ms\tTTFT p90 ms\tTPOT|ITL avg ms\tTPOT|ITL p90 ms\tE2E avg s\ttoken/s\treq/s\t")
+	// Two grids, latency then the rest, so that each fits a terminal's
+	// 120 columns.
+	latency := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(latency, "scale\tTTFT p50 ms\tTTFT p90 ms\tTPOT|ITL avg ms\tTPOT|ITL p90 ms\t")
+	var rest strings.Builder
+	tw := tabwriter.NewWriter(&rest, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scale\tE2E avg s\ttoken/s\treq/s\t")
 	for _, r := range runs {
 		s, m := summary(r.Load), r.Mini
 		if m == nil {
@@ -192,13 +198,16 @@ func headlines(b *strings.Builder, runs []scaleRun) {
 			}
 			return short(theirs) + " | " + o
 		}
-		fmt.Fprintf(tw, "%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scale,
+		fmt.Fprintf(latency, "%g\t%s\t%s\t%s\t%s\t\n", r.Scale,
 			pair(m.TTFTms.P50, s.TTFT.P50, s.TTFT.P50CI, 1000, true), pair(m.TTFTms.P90, s.TTFT.P90, s.TTFT.P90CI, 1000, true),
-			pair(m.TPOTms.Avg, s.ITL.Mean, s.ITL.MeanCI, 1000, true), pair(m.TPOTms.P90, s.ITL.P90, s.ITL.P90CI, 1000, true),
+			pair(m.TPOTms.Avg, s.ITL.Mean, s.ITL.MeanCI, 1000, true), pair(m.TPOTms.P90, s.ITL.P90, s.ITL.P90CI, 1000, true))
+		fmt.Fprintf(tw, "%g\t%s\t%s\t%s\t\n", r.Scale,
 			pair(m.E2Es.Avg, s.E2E.Mean, s.E2E.MeanCI, 1, true), pair(m.TokensPS, s.OutputThroughput, nil, 1, false),
 			pair(m.ReqPS, s.RequestThroughput, nil, 1, false))
 	}
+	latency.Flush()
 	tw.Flush()
+	b.WriteString("\n" + rest.String())
 	b.WriteString("ours: ± is the larger side of a 95 % interval (means Student-t, percentiles order statistics; the ITL's pools\n" +
 		"the gaps of each request, correlated, so it is too narrow); token/s and req/s count one whole run: no interval\n")
 }

@@ -90,6 +90,8 @@ func TestReplayScales(t *testing.T) {
 			t.Errorf("scale %g: mini-sglang's figures (-recomputed +written):\n%s", r.Scale, diff)
 		}
 	}
+	progtest.Fits(t, "stdout", stdout.String())
+	progtest.Fits(t, "stderr", stderr.String())
 	for _, want := range []string{"scale 0.05: 40/40", "scale 0.1: 40/40", "every scale, mini-sglang's figure | ours", "Why mini-sglang's figures and ours differ", "SIMULATED"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())

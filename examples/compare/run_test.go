@@ -16,6 +16,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/predict"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/progtest"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -120,10 +121,8 @@ func TestGateExitStatus(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(out, "tpot_mean") {
 		t.Fatalf("no gate: exit %d, want 0\n%s%s", code, out, errOut)
 	}
+	progtest.Fits(t, "stdout", out)
 	for _, line := range strings.Split(out, "\n") {
-		if len(line) > 120 {
-			t.Errorf("line of %d columns, want at most 120: %q", len(line), line)
-		}
 		if strings.HasPrefix(line, "tpot_mean") && !strings.Contains(line, "worse") {
 			t.Errorf("tpot_mean: %q, want worse", line)
 		}

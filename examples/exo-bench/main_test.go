@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/progtest"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -38,6 +39,8 @@ func TestDefaultRunWritesExactRows(t *testing.T) {
 	if !strings.HasPrefix(out, "exo-bench: no --host: measuring the embedded simulated engine") || !strings.Contains(out, "every figure is simulated") {
 		t.Errorf("stdout does not start by saying the engine is simulated:\n%s", out)
 	}
+	progtest.Fits(t, "stdout", out)
+	progtest.Fits(t, "stderr", errOut)
 	b, err := os.ReadFile(filepath.Join(dir, "out.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -482,7 +482,7 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, st
 		}
 		fmt.Fprintf(info, "results: %s", c.jsonOut)
 		if c.jsonl != "" {
-			fmt.Fprintf(info, ", rows as measured: %s", c.jsonl)
+			fmt.Fprintf(info, "\nrows as measured: %s", c.jsonl)
 		}
 		fmt.Fprintln(info)
 	}

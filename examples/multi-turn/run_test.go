@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 // TestDefaultExercise: with no flags the program runs the sessions against
@@ -37,6 +38,8 @@ func TestDefaultExercise(t *testing.T) {
 		t.Errorf("the plot is not a PNG: %s %v", format, err)
 	}
 	text := out.String()
+	progtest.Fits(t, "stdout", text)
+	progtest.Fits(t, "stderr", errb.String())
 	for _, want := range []string{"prefix cache radix: 4 sessions × 5 turns", "prefix cache naive", "20/20"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

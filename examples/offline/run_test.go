@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 func TestNoFlags(t *testing.T) {
@@ -29,6 +30,8 @@ func TestNoFlags(t *testing.T) {
 	if !strings.Contains(stdout.String(), "Output throughput:") || !strings.Contains(stdout.String(), "(simulated)") {
 		t.Errorf("stdout lacks a simulated output throughput:\n%s", stdout.String())
 	}
+	progtest.Fits(t, "stdout", stdout.String())
+	progtest.Fits(t, "stderr", stderr.String())
 }
 
 // TestThroughput recomputes the output throughput from the rows:

@@ -24,6 +24,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/disagg"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 // embedded returns an env whose embedded engine starts with the options
@@ -101,6 +102,15 @@ func TestNoFlags(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out.String())
 		}
 	}
+	progtest.Fits(t, "stdout", out.String())
+	// stderr less its log records (level=…), which are one structured line each.
+	var prose []string
+	for _, l := range strings.Split(errOut.String(), "\n") {
+		if !strings.HasPrefix(l, "level=") && !strings.HasPrefix(l, "time=") {
+			prose = append(prose, l)
+		}
+	}
+	progtest.Fits(t, "stderr", strings.Join(prose, "\n"))
 	doc := readDoc(t, filepath.Join("results", "prefill-decode.json"))
 	// The embedded defaults: pp 4096, tg 128, 2 repeats, three phases.
 	if len(doc.Runs) != 6 || !doc.Meta.Simulated || !doc.Meta.CompareBaseline || doc.Meta.LinkID == "" {

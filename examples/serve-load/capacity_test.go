@@ -13,6 +13,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 func TestFindCapacityBadFlags(t *testing.T) {
@@ -59,6 +60,7 @@ func TestFindCapacityOutputs(t *testing.T) {
 	if err := run(context.Background(), append(common, "--json-out", out), &stdout, &stderr); err != nil && !errors.Is(err, cli.ErrRequestsFailed) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
+	progtest.Fits(t, "stdout", stdout.String())
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

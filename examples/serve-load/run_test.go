@@ -19,6 +19,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
 
 func TestNoFlags(t *testing.T) {
@@ -36,6 +37,8 @@ func TestNoFlags(t *testing.T) {
 	if !strings.Contains(stdout.String(), "simulated") || !strings.Contains(stdout.String(), "32/32") {
 		t.Errorf("stdout lacks the simulated label or 32/32 completed requests:\n%s", stdout.String())
 	}
+	progtest.Fits(t, "stdout", stdout.String())
+	progtest.Fits(t, "stderr", stderr.String())
 }
 
 // TestBadFlags checks that every bad command line is a usage error (exit

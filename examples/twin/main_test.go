@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/progtest"
 	"github.com/inferbench/inferbench/twin"
 )
 
@@ -62,6 +63,8 @@ func TestFitsEmbedded(t *testing.T) {
 	if tw.Fidelity == nil || tw.Fidelity.Runs != 3 || !tw.Server.Simulated {
 		t.Errorf("the twin file's fidelity %+v, server %+v; want 3 held-out runs of a simulated server", tw.Fidelity, tw.Server)
 	}
+	progtest.Fits(t, "stdout", stdout.String())
+	progtest.Fits(t, "stderr", stderr.String())
 	if !strings.Contains(stdout.String(), "ttft_mean") || !strings.Contains(stdout.String(), "decode base") {
 		t.Errorf("stdout has no coefficients or fidelity table:\n%s", stdout.String())
 	}

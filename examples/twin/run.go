@@ -11,6 +11,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/termwidth"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/twin"
 )
@@ -145,7 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := tw.Save(c.out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "twin: wrote %s (run it: --sim-preset %s)\n", c.out, c.out)
+	fmt.Fprintln(stderr, termwidth.Wrap(fmt.Sprintf("twin: wrote %s (run it: --sim-preset %s)", c.out, c.out)))
 	return nil
 }
 
@@ -162,7 +163,7 @@ func fidelity(ctx context.Context, c *config, tw twin.Twin, probe []benchkit.Req
 			Traffic: benchkit.Traffic{Rate: rate, NumRequests: c.heldRequests, Seed: 1}}},
 		RequestTimeout: c.target.Timeout, Simulated: c.target.Info.Simulated,
 	}
-	fmt.Fprintf(stderr, "twin: held-out runs on %s, then on the twin: %v\n", c.target.Model, h.Describe())
+	fmt.Fprintln(stderr, termwidth.Wrap(fmt.Sprintf("twin: held-out runs on %s, then on the twin: %v", c.target.Model, h.Describe())))
 	measured, err := twin.Measure(ctx, client, c.target.Model, b, h)
 	if err != nil {
 		return twin.Fidelity{}, err
@@ -222,7 +223,7 @@ func writeFit(w io.Writer, tw twin.Twin) {
 		fmt.Fprintf(w, "  fit residuals %-14s n=%d MAPE %.2f %% max %.2f %% bias %+.2f %% (on the fitted records: not its accuracy)\n", r.Kind, r.N, r.MAPE, r.Max, r.Bias)
 	}
 	for _, n := range tw.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		fmt.Fprintln(w, termwidth.Wrap("  note: "+n))
 	}
 }
 

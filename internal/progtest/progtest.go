@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/inferbench/inferbench/internal/termwidth"
 	"github.com/inferbench/inferbench/internal/testkit"
 )
 
@@ -60,4 +62,15 @@ func OnTerminal(t testing.TB, bin string, args ...string) []byte {
 		t.Fatalf("script -qec %q: %v\n%s", cmd, err, out)
 	}
 	return out
+}
+
+// Fits fails t for every line of out (what a program printed for a
+// terminal) wider than termwidth.Width runes.
+func Fits(t testing.TB, what, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > termwidth.Width {
+			t.Errorf("%s: a line of %d columns, over %d: %q", what, n, termwidth.Width, line)
+		}
+	}
 }
