@@ -135,7 +135,7 @@ func scaleTable(b *strings.Builder, r scaleRun) {
 	fmt.Fprintf(b, "  ours also: schedule lag p99 %s ms, peak in flight %d, prefix cache hits %s%% (server) of %s%% (the trace's own)\n",
 		ours(s.ScheduleLag.P99, 1000), s.PeakInFlight, pct(s.PrefixHitRate), pct(s.TheoreticalHitRate))
 	if r.Load.Meta.ClientSaturated {
-		fmt.Fprintf(b, "  CLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", r.Load.Meta.Saturation())
+		b.WriteString(termwidth.Wrap("  CLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: "+r.Load.Meta.Saturation()) + "\n")
 	}
 	if m.LeftOut > 0 {
 		fmt.Fprintf(b, "  mini-sglang's figures leave out %d requests without streamed timing (failed ones would have stopped their run)\n", m.LeftOut)

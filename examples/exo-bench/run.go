@@ -22,6 +22,7 @@ import (
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
+	"github.com/inferbench/inferbench/internal/termwidth"
 	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/promptsize"
 )
@@ -397,7 +398,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return err
 	}
 	if meta.ClientSaturated {
-		fmt.Fprintf(info, "\nCLIENT SATURATED: the client could not release every burst at once, so those bursts' latencies include its own queueing: %s\n", meta.Saturation())
+		fmt.Fprintf(info, "\n%s\n", termwidth.Wrap("CLIENT SATURATED: the client could not release every burst at once, so those bursts' latencies include its own queueing: "+meta.Saturation()))
 	}
 	if err := writePowerPlot(c, meta, res, info); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/internal/termwidth"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
 )
@@ -233,11 +234,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		return errors.Join(runErr, err)
 	}
 	for _, w := range s.Warnings {
-		fmt.Fprintln(stdout, "warning:", w)
+		fmt.Fprintln(stdout, termwidth.Wrap("warning: "+w))
 	}
 	meta.Judge([]benchkit.LoadRun{res}, false)
 	if meta.ClientSaturated {
-		fmt.Fprintf(stdout, "CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: %s\n", meta.Saturation())
+		fmt.Fprintln(stdout, termwidth.Wrap("CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: "+meta.Saturation()))
 	}
 	if *jsonOut != "" {
 		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
+	"github.com/inferbench/inferbench/internal/termwidth"
 	"github.com/inferbench/inferbench/precision"
 	"github.com/inferbench/inferbench/promptsize"
 	"github.com/inferbench/inferbench/timing"
@@ -485,7 +486,7 @@ func report(o options, doc benchkit.LoadDocument, slo timing.SLO, stdout, stderr
 		writeProbes(stdout, runs)
 	}
 	if meta.ClientSaturated && o.format != "json" {
-		fmt.Fprintf(stdout, "\nCLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: %s\n", meta.Saturation())
+		fmt.Fprintf(stdout, "\n%s\n", termwidth.Wrap("CLIENT SATURATED: the load generator could not keep its schedule, so latencies include its own queueing: "+meta.Saturation()))
 	}
 	if maxRate != nil && o.format != "json" {
 		switch {
