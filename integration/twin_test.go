@@ -88,7 +88,7 @@ func TestTwin(t *testing.T) {
 	// Held out: a prompt longer than any probed (two of the runner's
 	// 512-token batches), a burst larger than any, and a Poisson load
 	// above the request rate of the probe's largest burst.
-	rate := 1.25 * burstRate(rows)
+	rate := 1.25 * twin.LargestBurstRate(rows)
 	h := twin.HeldOut{
 		Bursts: []benchkit.Plan{{PP: []int{128, 1024}, TG: []int{tgLen}, AllCombinations: true, Concurrency: []int{1, 6, 12},
 			Repeat: 2, Stream: true, Salt: true}},
@@ -170,24 +170,4 @@ func TestTwin(t *testing.T) {
 	if !bytes.Equal(a, z) {
 		t.Errorf("the twin file does not round-trip:\nsaved  %s\nloaded %s", a, z)
 	}
-}
-
-// burstRate is the request rate of the probe's largest burst: its size
-// over its requests' mean E2E.
-func burstRate(rows []benchkit.Request) float64 {
-	conc, sum, n := 0, 0.0, 0
-	for _, r := range rows {
-		if r.Failed() || r.E2ES == nil || r.Concurrency < conc {
-			continue
-		}
-		if r.Concurrency > conc {
-			conc, sum, n = r.Concurrency, 0, 0
-		}
-		sum += *r.E2ES
-		n++
-	}
-	if n == 0 || sum <= 0 {
-		return 1
-	}
-	return float64(conc) / (sum / float64(n))
 }

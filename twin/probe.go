@@ -299,3 +299,26 @@ func Measure(ctx context.Context, eng engine.Engine, model string, b *promptsize
 	}
 	return out, nil
 }
+
+// LargestBurstRate is the request rate, in requests per second, of the
+// largest burst among rows (a probe's): its concurrency over its
+// completed requests' mean E2E, c / mean(e2e_s). Held-out loads take
+// their rates from it, to be sent above what the probe measured. It is 1
+// when no request of a burst completed.
+func LargestBurstRate(rows []benchkit.Request) float64 {
+	conc, sum, n := 0, 0.0, 0
+	for _, r := range rows {
+		if r.Failed() || r.E2ES == nil || r.Concurrency < conc {
+			continue
+		}
+		if r.Concurrency > conc {
+			conc, sum, n = r.Concurrency, 0, 0
+		}
+		sum += *r.E2ES
+		n++
+	}
+	if n == 0 || sum <= 0 {
+		return 1
+	}
+	return float64(conc) / (sum / float64(n))
+}

@@ -186,3 +186,21 @@ func TestFitRecoversHiddenPreset(t *testing.T) {
 		t.Logf("%s", b)
 	}
 }
+
+// LargestBurstRate is the largest burst's size over its completed
+// requests' mean E2E; smaller bursts and failed requests do not count.
+func TestLargestBurstRate(t *testing.T) {
+	e := func(v float64) *float64 { return &v }
+	rows := []benchkit.Request{
+		{Labels: benchkit.Labels{Concurrency: 2}, E2ES: e(0.1)},
+		{Labels: benchkit.Labels{Concurrency: 4}, E2ES: e(0.2)},
+		{Labels: benchkit.Labels{Concurrency: 4}, E2ES: e(0.6)},
+		{Labels: benchkit.Labels{Concurrency: 4}, Error: "boom"},
+	}
+	if got := twin.LargestBurstRate(rows); math.Abs(got-10) > 1e-9 {
+		t.Errorf("rate %v, want 4 / 0.4 s = 10", got)
+	}
+	if got := twin.LargestBurstRate(nil); got != 1 {
+		t.Errorf("rate of no rows %v, want 1", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferbench/inferbench/internal/clock"
 	"github.com/inferbench/inferbench/internal/testkit"
 	"github.com/inferbench/inferbench/promptsize"
 )
@@ -46,7 +47,7 @@ func TestPredictMatchesLiveSchedule(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			time.Sleep(offs[i] - time.Since(start))
+			clock.SleepUntil(context.Background(), start.Add(offs[i])) // the schedule's instant, not a wait on a condition
 			body := chatBody(s.Model(), reqs[i].Messages[0].Content, reqs[i].MaxTokens, `,"ignore_eos":true`)
 			errs[i] = postErr(s.VLLMURL+"/v1/chat/completions", body)
 		})

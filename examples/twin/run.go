@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func fidelity(ctx context.Context, c *config, tw twin.Twin, probe []benchkit.Request, client cli.Client, b *promptsize.Builder, stderr io.Writer) (twin.Fidelity, error) {
 	rate := c.heldRate
 	if rate == 0 {
-		rate = probeRate(probe) / 2
+		rate = twin.LargestBurstRate(probe) / 2
 	}
 	h := twin.HeldOut{
 		Bursts: []benchkit.Plan{{PP: c.heldPP, TG: []int{c.tg}, AllCombinations: true, Concurrency: c.heldConc, Repeat: c.repeat, Stream: true, Salt: true}},
@@ -185,26 +185,6 @@ func fidelity(ctx context.Context, c *config, tw twin.Twin, probe []benchkit.Req
 	f := twin.Compare(predicted, measured)
 	f.Plans = h.Describe()
 	return f, nil
-}
-
-// probeRate is the request rate of the probe's largest burst: its size
-// over its requests' mean E2E.
-func probeRate(rows []benchkit.Request) float64 {
-	conc, sum, n := 0, 0.0, 0
-	for _, r := range rows {
-		if r.Failed() || r.E2ES == nil || r.Concurrency < conc {
-			continue
-		}
-		if r.Concurrency > conc {
-			conc, sum, n = r.Concurrency, 0, 0
-		}
-		sum += *r.E2ES
-		n++
-	}
-	if n == 0 || sum <= 0 {
-		return 1
-	}
-	return float64(conc) / (sum / float64(n))
 }
 
 func writeFit(w io.Writer, tw twin.Twin) {
