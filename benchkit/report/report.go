@@ -43,46 +43,11 @@ type Options struct {
 // WriteLoad writes doc, a load test's results, to w as one HTML page.
 // It fails only when w does or when a plot cannot be drawn.
 func WriteLoad(w io.Writer, doc benchkit.LoadDocument, opts Options) error {
-	p, err := buildPage(doc, opts)
+	v, err := buildPage(doc, opts)
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, p); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write: %w", err)
-	}
-	return nil
-}
-
-// page is what the template shows.
-type page struct {
-	Title     string
-	Simulated bool
-	Predicted bool
-	About     [][2]string
-	Command   string
-	Runs      []runView
-	Capacity  []string
-	Warnings  []string
-	Sweep     *figure
-}
-
-// runView is one run's tables and timeline.
-type runView struct {
-	Name     string
-	Counts   [][2]string
-	Whole    []latencyRow
-	Steady   []latencyRow
-	Window   string
-	Server   string
-	Timeline *figure
-	Warnings []string
-	// Errors are the failed requests' distinct errors with their
-	// counts, most frequent first, at most maxErrors of them.
-	Errors []errorCount
+	return v.write(w)
 }
 
 // errorCount is one distinct error and how many requests failed with it.
@@ -98,48 +63,36 @@ const maxErrors = 20
 // with its interval ("none" where absent).
 type latencyRow struct {
 	Name                     string
+	Key                      string
 	N                        int
 	Mean, P50, P90, P99, Max string
 }
 
-// figure is an inline SVG plot with its caption.
-type figure struct {
-	SVG     template.HTML
-	Caption string
-}
-
-func buildPage(doc benchkit.LoadDocument, opts Options) (page, error) {
-	m := doc.Meta
-	p := page{Title: opts.Title, Simulated: m.Simulated, Predicted: m.Predicted}
-	if p.Title == "" {
-		p.Title = "Load test of " + orNone(m.Model) + " on " + orNone(m.Engine)
-	}
+// about is the "what was measured" rows every page shares: the model,
+// engine, target, simulated or real, the run's times and its provenance.
+// It also returns the command line.
+func about(m benchkit.RunInfo, predicted bool) (rows [][2]string, command string) {
 	kind := "real server"
 	if m.Simulated {
 		kind = "simulated (embedded engine, preset " + orNone(m.Preset) + "): every figure is a model's, not a machine's"
 	}
-	if m.Predicted {
+	if predicted {
 		kind += "; predicted on a virtual clock, never sent"
 	}
-	p.About = [][2]string{
+	rows = [][2]string{
 		{"Model", orNone(m.Model)},
 		{"Engine", orNone(m.Engine)},
 		{"Target", orNone(m.BaseURL)},
 		{"Measured on", kind},
-		{"Traffic", traffic(m)},
 		{"Started", orNone(m.Started)},
 		{"Finished", orNone(m.Finished)},
-		{"Streamed", fmt.Sprint(m.Stream)},
-	}
-	if m.SLO != "" {
-		p.About = append(p.About, [2]string{"SLO", m.SLO})
 	}
 	if m.Interrupted {
-		p.About = append(p.About, [2]string{"Interrupted", "yes: the run stopped before it was done"})
+		rows = append(rows, [2]string{"Interrupted", "yes: the run stopped before it was done"})
 	}
 	if pv := m.Provenance; pv != nil {
-		p.Command = strings.Join(pv.Command, " ")
-		p.About = append(p.About,
+		command = strings.Join(pv.Command, " ")
+		rows = append(rows,
 			[2]string{"Nonce", orNone(pv.Nonce)},
 			[2]string{"Seed", fmt.Sprintf("%d (given: %v)", pv.Seed, pv.Seeded)},
 			[2]string{"Host", orNone(pv.Host)},
@@ -147,42 +100,67 @@ func buildPage(doc benchkit.LoadDocument, opts Options) (page, error) {
 			[2]string{"Platform", fmt.Sprintf("%s/%s, %d CPUs %s, %s", pv.OS, pv.Arch, pv.CPUs, pv.CPUModel, pv.GoVersion)},
 		)
 	}
-	p.Warnings = append(p.Warnings, m.Warnings...)
-	if m.ClientSaturated {
-		p.Warnings = append(p.Warnings, "client saturated: the load generator could not keep its schedule, so latencies include its own queueing: "+m.Saturation())
+	return rows, command
+}
+
+func buildPage(doc benchkit.LoadDocument, opts Options) (view, error) {
+	m := doc.Meta
+	p := view{Title: opts.Title, Simulated: m.Simulated, Predicted: m.Predicted, Kind: "Load test"}
+	if p.Title == "" {
+		p.Title = "Load test of " + orNone(m.Model) + " on " + orNone(m.Engine)
 	}
+	p.About, p.Command = about(m.RunInfo, m.Predicted)
+	p.About = append(p.About, [2]string{"Traffic", traffic(m)}, [2]string{"Streamed", fmt.Sprint(m.Stream)})
+	if m.SLO != "" {
+		p.About = append(p.About, [2]string{"SLO", m.SLO})
+	}
+	warns := slices.Clone(m.Warnings)
+	if m.ClientSaturated {
+		warns = append(warns, "client saturated: the load generator could not keep its schedule, so latencies include its own queueing: "+m.Saturation())
+	}
+	p.Warnings = warningsOf(warns)
+	var capa []string
 	if c := doc.Capacity; c != nil {
-		p.Capacity = append(p.Capacity, "knee: "+c.Knee.String(), "capacity at the SLO: "+c.Capacity.String())
+		capa = append(capa, "knee: "+c.Knee.String(), "capacity at the SLO: "+c.Capacity.String())
 	}
 	if r := doc.MaxRate; r != nil {
-		p.Capacity = append(p.Capacity, fmt.Sprintf("highest rate meeting %s for %.0f%% of requests: %.3g requests/s (next probe up %.3g/s; %d probes)", r.SLO, r.Attainment*100, r.RateRPS, r.Hi, r.Probes))
+		capa = append(capa, fmt.Sprintf("highest rate meeting %s for %.0f%% of requests: %.3g requests/s (next probe up %.3g/s; %d probes)", r.SLO, r.Attainment*100, r.RateRPS, r.Hi, r.Probes))
+	}
+	if capa != nil {
+		p.Sections = append(p.Sections, section{ID: "capacity", Heading: "Capacity", Blocks: []block{{List: capa}}})
 	}
 	runs := doc.AllRuns()
+	if len(runs) > 1 {
+		f, err := sweepFigure(doc, runs, opts.SLO)
+		if err != nil {
+			return view{}, err
+		}
+		if f != nil {
+			p.Sections = append(p.Sections, section{ID: "sweep", Heading: "Latency against offered rate", Blocks: []block{{Figure: f}}})
+		}
+	}
 	budget := opts.MaxTimeline
 	if budget == 0 {
 		budget = DefaultMaxTimeline
 	}
 	for i, r := range runs {
-		v, err := buildRun(i, r, len(runs), budget)
+		sec, err := buildRun(i, r, len(runs), budget)
 		if err != nil {
-			return page{}, err
+			return view{}, err
 		}
-		p.Runs = append(p.Runs, v)
-	}
-	if len(runs) > 1 {
-		f, err := sweepFigure(doc, runs, opts.SLO)
-		if err != nil {
-			return page{}, err
-		}
-		p.Sweep = f
+		p.Sections = append(p.Sections, sec)
 	}
 	return p, nil
 }
 
-func buildRun(i int, r benchkit.LoadRun, nruns, budget int) (runView, error) {
+// runKey is the data-key prefix of run i's figures.
+func runKey(i int) string { return fmt.Sprintf("run%d.", i) }
+
+func buildRun(i int, r benchkit.LoadRun, nruns, budget int) (section, error) {
 	s := r.Summary
-	v := runView{Name: fmt.Sprintf("Run %d: %s", i+1, s.Traffic), Warnings: s.Warnings}
-	v.Counts = [][2]string{
+	sec := section{ID: fmt.Sprintf("run-%d", i), Heading: fmt.Sprintf("Run %d: %s", i+1, s.Traffic)}
+	k := runKey(i)
+	counts := [][2]string{
 		{"Offered rate (requests/s)", ptr(s.RequestRate, 1, "inf")},
 		{"Achieved rate (requests/s)", ptr(s.AchievedRate, 1, "none")},
 		{"Requests (scheduled / measured / completed / failed)", fmt.Sprintf("%d / %d / %d / %d", s.Scheduled, s.Requests, s.Completed, s.Failed)},
@@ -193,43 +171,80 @@ func buildRun(i int, r benchkit.LoadRun, nruns, budget int) (runView, error) {
 		{"Total throughput (tokens/s)", ptr(s.TotalThroughput, 1, "none")},
 		{"Input / output tokens", fmt.Sprintf("%d / %d", s.TotalInputTokens, s.TotalOutputTokens)},
 	}
+	keys := []string{k + "request_rate", k + "achieved_rate", k + "requests", k + "duration_s", k + "peak_in_flight",
+		k + "request_throughput", k + "output_throughput", k + "total_throughput", k + "tokens"}
 	if s.Goodput != nil {
 		g := s.Goodput
 		frac := "none"
 		if g.Fraction != nil {
 			frac = num(*g.Fraction*100, 1) + "%"
 		}
-		v.Counts = append(v.Counts, [2]string{"Goodput (requests meeting " + g.SLO + ")", fmt.Sprintf("%d of %d (%s), %s requests/s", g.Good, g.Total, frac, ptr(g.RateRPS, 2, "none"))})
+		counts = append(counts, [2]string{"Goodput (requests meeting " + g.SLO + ")", fmt.Sprintf("%d of %d (%s), %s requests/s", g.Good, g.Total, frac, ptr(g.RateRPS, 2, "none"))})
+		keys = append(keys, k+"goodput")
 		if s.MeetsSLO != nil {
-			v.Counts = append(v.Counts, [2]string{"Meets the SLO", fmt.Sprint(*s.MeetsSLO)})
+			counts = append(counts, [2]string{"Meets the SLO", fmt.Sprint(*s.MeetsSLO)})
+			keys = append(keys, k+"meets_slo")
 		}
 	}
-	v.Whole = latencyRows(s)
+	sec.Blocks = append(sec.Blocks, block{Table: pairsTable("Counts and throughput", "Figure (unit)", "Value", counts, keys)})
+	pair := []table{latencyTable("Latency over the whole run", latencyRows(s, k))}
+	var steadyNote string
 	if st := s.Steady; st != nil {
-		v.Steady = latencyRows(*st)
+		caption := "Latency over the steady state"
 		if st.WindowStartS != nil && st.WindowEndS != nil {
-			v.Window = fmt.Sprintf("[%s, %s) s from the run's start (rule %s, %d requests)", num(*st.WindowStartS, 2), num(*st.WindowEndS, 2), orNone(st.SteadyRule), st.Requests)
+			caption += fmt.Sprintf(" [%s, %s) s from the run's start (rule %s, %d requests)", num(*st.WindowStartS, 2), num(*st.WindowEndS, 2), orNone(st.SteadyRule), st.Requests)
 		}
+		pair = append(pair, latencyTable(caption, latencyRows(*st, k+"steady.")))
+	} else {
+		steadyNote = "Steady state: none (no window that means anything)."
 	}
-	v.Errors = errorCounts(r.Requests)
+	sec.Blocks = append(sec.Blocks, block{Pair: pair})
+	if steadyNote != "" {
+		sec.Blocks = append(sec.Blocks, block{Note: steadyNote})
+	}
+	if len(s.Warnings) > 0 {
+		sec.Blocks = append(sec.Blocks, block{Sub: "Warnings of this run"}, block{Warnings: warningsOf(s.Warnings)})
+	}
+	if errs := errorCounts(r.Requests); len(errs) > 0 {
+		t := &table{Caption: "Errors of the failed requests (most frequent first)", Head: []string{"Error", "Requests"}}
+		for _, e := range errs {
+			t.Rows = append(t.Rows, row{Head: e.Error, Cells: []cell{numCell(fmt.Sprint(e.Count), "")}})
+		}
+		sec.Blocks = append(sec.Blocks, block{Table: t})
+	}
 	if s.Server != nil {
 		var b bytes.Buffer
 		if err := s.WriteServerView(&b); err == nil {
-			v.Server = b.String()
+			sec.Blocks = append(sec.Blocks, block{Sub: "The server's view"}, block{Pre: b.String()})
 		}
 	}
 	if budget > 0 && len(r.Requests) > 0 {
 		f, err := timelineFigure(r.Requests, max(1, budget/nruns))
 		if err != nil {
-			return runView{}, err
+			return section{}, err
 		}
-		v.Timeline = f
+		if f != nil {
+			f.Caption = "Per-request timeline. " + f.Caption
+			sec.Blocks = append(sec.Blocks, block{Figure: f})
+		}
 	}
-	return v, nil
+	return sec, nil
+}
+
+// latencyTable is a latency table: n, mean, p50, p90, p99 each with its
+// interval, and the max, in ms.
+func latencyTable(caption string, rows []latencyRow) table {
+	t := table{Caption: caption, Head: []string{"Figure", "n", "mean (ms) [interval]", "p50 (ms) [interval]", "p90 (ms) [interval]", "p99 (ms) [interval]", "max (ms)"}}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, row{Head: r.Name, Cells: []cell{
+			numCell(fmt.Sprint(r.N), r.Key+".n"), numCell(r.Mean, r.Key+".mean"), numCell(r.P50, r.Key+".p50"),
+			numCell(r.P90, r.Key+".p90"), numCell(r.P99, r.Key+".p99"), numCell(r.Max, r.Key+".max")}})
+	}
+	return t
 }
 
 // latencyRows are a summary's latency figures in ms.
-func latencyRows(s benchkit.Summary) []latencyRow {
+func latencyRows(s benchkit.Summary, keyPrefix string) []latencyRow {
 	var rows []latencyRow
 	for _, f := range []struct {
 		name string
@@ -240,7 +255,7 @@ func latencyRows(s benchkit.Summary) []latencyRow {
 			continue
 		}
 		q := f.q
-		rows = append(rows, latencyRow{Name: f.name, N: q.N,
+		rows = append(rows, latencyRow{Name: f.name, Key: keyPrefix + strings.ToLower(f.name), N: q.N,
 			Mean: withCI(q.Mean, q.MeanCI), P50: withCI(q.P50, q.P50CI), P90: withCI(q.P90, q.P90CI), P99: withCI(q.P99, q.P99CI),
 			Max: ms(q.Max)})
 	}

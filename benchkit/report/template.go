@@ -2,10 +2,12 @@ package report
 
 import "html/template"
 
-// pageTemplate is the page. Its style is inline and it has no script:
-// it fetches nothing. Text is near-black on white and the links and
-// marks keep a contrast of at least 4.5:1 (WCAG AA).
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"lat": func(c string, rows []latencyRow) latencyTable { return latencyTable{c, rows} }}).Parse(`<!DOCTYPE html>
+// pageTemplate is the page of a view. Its style is inline and it has no
+// script: it fetches nothing. Text is near-black on white and the links
+// and marks keep a contrast of at least 4.5:1 (WCAG AA). Every warning is
+// drawn with its code and what to do, so that the markup around a
+// warning is the same whatever its text.
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -20,7 +22,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 th{background:#eaeaea}
 caption{text-align:left;font-weight:600;padding:.25rem 0}
 .banner{background:#fff3cd;color:#3d2e00;border:1px solid #8a6d00;padding:.5rem .75rem}
-.warn li{color:#6b1d00}
+.warn li{color:#6b1d00;margin-bottom:.25rem}.warn .todo{color:#1a1a1a;display:block;font-size:.9rem}
 .pair{display:flex;flex-wrap:wrap;gap:2rem}
 pre,code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9rem;white-space:pre-wrap;word-break:break-all}
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto}figcaption{font-size:.9rem}
@@ -32,53 +34,28 @@ figure{margin:1rem 0}figure svg{max-width:100%;height:auto}figcaption{font-size:
 {{if .Predicted}}<p class="banner"><strong>PREDICTED:</strong> computed on a virtual clock; nothing was sent.</p>{{end}}
 <h2 id="measured">What was measured</h2>
 <table>
-<caption>The run</caption>
+<caption>{{with .Kind}}{{.}}: {{end}}the run</caption>
 <tbody>
 {{range .About}}<tr><th scope="row">{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</tbody>
 </table>
 {{with .Command}}<p>Command: <code>{{.}}</code></p>{{end}}
 {{with .Warnings}}<h2 id="warnings">Warnings</h2>
-<ul class="warn">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{with .Capacity}}<h2 id="capacity">Capacity</h2>
-<ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{with .Sweep}}<h2 id="sweep">Latency against offered rate</h2>
-<figure>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}
-{{range $i, $r := .Runs}}<h2 id="run-{{$i}}">{{$r.Name}}</h2>
-<table>
-<caption>Counts and throughput</caption>
-<thead><tr><th scope="col">Figure (unit)</th><th scope="col">Value</th></tr></thead>
-<tbody>
-{{range $r.Counts}}<tr><th scope="row">{{index . 0}}</th><td class="num">{{index . 1}}</td></tr>
-{{end}}</tbody>
-</table>
-<div class="pair">
-{{template "latency" (lat "Latency over the whole run" $r.Whole)}}
-{{if $r.Steady}}{{template "latency" (lat (print "Latency over the steady state " $r.Window) $r.Steady)}}{{else}}<p>Steady state: none (no window that means anything).</p>{{end}}
-</div>
-{{with $r.Warnings}}<h3>Warnings of this run</h3><ul class="warn">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{with $r.Errors}}<table>
-<caption>Errors of the failed requests (most frequent first)</caption>
-<thead><tr><th scope="col">Error</th><th scope="col">Requests</th></tr></thead>
-<tbody>{{range .}}<tr><td>{{.Error}}</td><td class="num">{{.Count}}</td></tr>
-{{end}}</tbody>
-</table>{{end}}
-{{with $r.Server}}<h3>The server's view</h3><pre>{{.}}</pre>{{end}}
-{{with $r.Timeline}}<figure>{{.SVG}}<figcaption>Per-request timeline. {{.Caption}}</figcaption></figure>{{end}}
-{{end}}
+{{template "warnings" .}}{{end}}
+{{range .Sections}}<h2{{with .ID}} id="{{.}}"{{end}}>{{.Heading}}</h2>
+{{range .Blocks}}{{template "block" .}}
+{{end}}{{end}}
 <p><small>Intervals are confidence intervals of each figure; "none" where the sample cannot bound it (a p99 of fewer than 368 samples). Written by inferbench; this page fetches nothing.</small></p>
 </body>
 </html>
-{{define "latency"}}<table>
+{{define "block"}}{{if .Sub}}<h3>{{.Sub}}</h3>{{else if .Note}}<p>{{.Note}}</p>{{else if .List}}<ul>{{range .List}}<li>{{.}}</li>{{end}}</ul>{{else if .Warnings}}{{template "warnings" .Warnings}}{{else if .Table}}{{template "table" .Table}}{{else if .Pair}}<div class="pair">
+{{range .Pair}}{{template "table" .}}
+{{end}}</div>{{else if .Figure}}<figure>{{.Figure.SVG}}<figcaption>{{.Figure.Caption}}</figcaption></figure>{{else if .Pre}}<pre>{{.Pre}}</pre>{{end}}{{end}}
+{{define "warnings"}}<ul class="warn">{{range .}}<li><code>{{.Code}}</code> {{.Text}}<span class="todo">What to do: {{.Advice}}</span></li>{{end}}</ul>{{end}}
+{{define "table"}}<table>
 <caption>{{.Caption}}</caption>
-<thead><tr><th scope="col">Figure</th><th scope="col">n</th><th scope="col">mean (ms) [interval]</th><th scope="col">p50 (ms) [interval]</th><th scope="col">p90 (ms) [interval]</th><th scope="col">p99 (ms) [interval]</th><th scope="col">max (ms)</th></tr></thead>
-<tbody>
-{{range .Rows}}<tr><th scope="row">{{.Name}}</th><td class="num">{{.N}}</td><td class="num">{{.Mean}}</td><td class="num">{{.P50}}</td><td class="num">{{.P90}}</td><td class="num">{{.P99}}</td><td class="num">{{.Max}}</td></tr>
+{{with .Head}}<thead><tr>{{range .}}<th scope="col">{{.}}</th>{{end}}</tr></thead>
+{{end}}<tbody>
+{{range .Rows}}<tr><th scope="row">{{.Head}}</th>{{range .Cells}}<td{{if .Num}} class="num"{{end}}{{with .Key}} data-key="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>{{end}}`))
-
-// latencyTable is a latency table's caption and rows.
-type latencyTable struct {
-	Caption string
-	Rows    []latencyRow
-}

@@ -81,7 +81,7 @@ func TestHTMLPage(t *testing.T) {
 	}
 	s := doc.Summary
 	row := regexp.MustCompile(`<tr><th scope="row">TTFT</th>.*?</tr>`).FindString(page)
-	if p50 := htmlreport.FormatMS(*s.TTFT.P50); !strings.Contains(row, "<td class=\"num\">"+p50) {
+	if p50 := htmlreport.FormatMS(*s.TTFT.P50); !strings.Contains(row, `data-key="run0.ttft.p50">`+p50) {
 		t.Errorf("TTFT row does not show the JSON's p50 %s ms: %s", p50, row)
 	}
 	g := doc.Summary.Goodput
