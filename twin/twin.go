@@ -191,8 +191,9 @@ func (t Twin) Preset() sim.Preset {
 // Options are the embedded engine's options for the twin: its Preset,
 // its prefill chunk, ClientOverheadS as the engine's RequestOverhead (the
 // measured server's path outside its engine, which dominates the TTFT of
-// a small model on Ollama: the engine's own HTTP path, well under a
-// millisecond on loopback, adds to it), and for a twin of llama.cpp the LlamaCpp profile
+// a small model on Ollama; served live, the engine's handler counts its
+// own parsing toward it, and only the client's and loopback's fraction
+// of a millisecond adds), and for a twin of llama.cpp the LlamaCpp profile
 // with MaxRunning slots and batches of PrefillChunk tokens.
 func (t Twin) Options() sim.Options {
 	o := sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk,

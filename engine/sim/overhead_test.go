@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"sync"
@@ -40,6 +41,28 @@ func TestRequestOverhead(t *testing.T) {
 		}
 		if all := time.Since(start); all >= 4*d {
 			t.Errorf("profile %v: four requests took %v together: they waited the overhead in turn, not side by side", prof, all)
+		}
+	}
+}
+
+// TestRequestOverheadCountsTheHandler: the overhead runs from the
+// request's arrival at the server, so the time its handler already spent
+// counts toward it: a request that arrived 900 ms before admit waits
+// about 100 ms of a 1 s overhead, not all of it, and one that arrived
+// longer ago than the overhead waits nothing.
+func TestRequestOverheadCountsTheHandler(t *testing.T) {
+	s := &Server{opts: Options{RequestOverhead: time.Second}}
+	for _, c := range []struct {
+		ago      time.Duration
+		min, max time.Duration
+	}{{900 * time.Millisecond, 50 * time.Millisecond, 800 * time.Millisecond}, {2 * time.Second, 0, 800 * time.Millisecond}} {
+		ctx := context.WithValue(context.Background(), arrivedKey{}, time.Now().Add(-c.ago))
+		start := time.Now()
+		if !s.admit(ctx) {
+			t.Fatal("admit refused a live request")
+		}
+		if took := time.Since(start); took < c.min || took > c.max {
+			t.Errorf("arrived %v ago: admit waited %v, want within [%v, %v]", c.ago, took, c.min, c.max)
 		}
 	}
 }

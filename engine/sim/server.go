@@ -121,12 +121,17 @@ type Options struct {
 	// the batch, the slot choice, the served name and the vocabulary's
 	// BOS.
 	LlamaCpp LlamaCppOptions
-	// RequestOverhead is how long each generation request waits, once
-	// read, before it reaches the scheduler: a measured server's path
-	// outside its engine (Ollama renders the template, tokenizes the
-	// prompt and hands it to its runner over HTTP). Every request of
-	// every profile waits it, in parallel, so it adds to TTFT and E2E and
-	// holds no slot. 0 (the default) adds nothing.
+	// RequestOverhead is how long after a generation request reaches the
+	// server it reaches the scheduler: a measured server's path outside
+	// its engine (Ollama renders the template, tokenizes the prompt and
+	// hands it to its runner over HTTP). The handler's own reading and
+	// parsing of the request count toward it, so that a twin served live
+	// does not pay its fitted path and the embedded engine's on top of
+	// each other; only the client's and the loopback's own time (a
+	// fraction of a millisecond) still adds. Every request of every
+	// profile waits it, in parallel, so it adds to TTFT and E2E and holds
+	// no slot. A prediction (Predict) waits all of it. 0 (the default)
+	// adds nothing.
 	RequestOverhead time.Duration
 	// Reasoning turns on the reasoning mode, in which the served model
 	// thinks before it answers, and shapes it; the zero value is off. See
@@ -691,6 +696,9 @@ func (s *Server) track(h http.Handler) http.Handler {
 		s.handlers.Add(1)
 		defer s.handlers.Done()
 		w.Header().Set(SimHeader, "simulated; preset="+s.preset.Name)
+		if s.opts.RequestOverhead > 0 {
+			r = r.WithContext(context.WithValue(r.Context(), arrivedKey{}, time.Now()))
+		}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -737,10 +745,22 @@ func (s *Server) routes() http.Handler {
 	return s.track(mux)
 }
 
-// admit waits Options.RequestOverhead before a request reaches the
-// scheduler. It reports false when the request's context ended first.
+// arrivedKey keys the instant a request reached the server in its
+// context, where Options.RequestOverhead is set.
+type arrivedKey struct{}
+
+// admit waits until Options.RequestOverhead has passed since the request
+// reached the server (its handler's own reading and parsing count toward
+// it) before the request goes on to the scheduler. It reports false when
+// the request's context ended first.
 func (s *Server) admit(ctx context.Context) bool {
 	d := s.opts.RequestOverhead
+	if d <= 0 {
+		return true
+	}
+	if at, ok := ctx.Value(arrivedKey{}).(time.Time); ok {
+		d -= time.Since(at)
+	}
 	if d <= 0 {
 		return true
 	}
