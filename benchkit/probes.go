@@ -63,22 +63,63 @@ func (r *loadRun) planProbes(ctx context.Context) error {
 		span *= 2
 	}
 	n := int(math.Floor(span.Seconds()*t.ProbeRate)) + 1
-	over, err := r.builder.Overhead(ctx)
+	prompts, err := r.l.probePrompts(ctx, r.builder, r.runIdx, len(r.sched), n)
 	if err != nil {
-		return fmt.Errorf("benchkit: probes: %w", err)
+		return err
 	}
-	p := &probeRun{r: r, rate: t.ProbeRate, offs: make([]time.Duration, n), prompts: make([]promptsize.Prompt, n),
+	p := &probeRun{r: r, rate: t.ProbeRate, offs: make([]time.Duration, n), prompts: prompts,
 		prepared: make([]engine.Prepared, n), prepErrs: make([]error, n), done: make(chan struct{})}
 	for k := range n {
 		p.offs[k] = seconds(float64(k) / t.ProbeRate)
-		p.prompts[k], err = r.builder.BuildSalted(ctx, over+probeContent, promptsize.RunSalt(r.l.Nonce, r.runIdx, len(r.sched)+k))
-		if err != nil {
-			return fmt.Errorf("%w: probe %d: prompt of %d tokens: %w", ErrBadLoad, k, over+probeContent, err)
-		}
 		p.prepared[k], p.prepErrs[k] = engine.Prepare(ctx, r.l.Engine, r.l.request(p.prompts[k], 1))
 	}
 	r.probes = p
 	return nil
+}
+
+// ProbePrompts are the prompts of count head-of-line probes of run runIdx
+// beside a plan of n requests, as Load.Run builds them
+// (Traffic.ProbeRate): probeContent tokens after the chat template, each
+// salted with an index after the plan's. A prediction of the run
+// (benchkit/predict) sends the same.
+func (l *Load) ProbePrompts(ctx context.Context, runIdx, n, count int) ([]promptsize.Prompt, error) {
+	if l.Builder == nil {
+		return nil, fmt.Errorf("%w: a Builder is required", ErrBadLoad)
+	}
+	if l.Nonce == "" && !l.NoSalt {
+		l.Nonce = promptsize.NewNonce(nil)
+	}
+	return l.probePrompts(ctx, l.Builder, runIdx, n, count)
+}
+
+func (l *Load) probePrompts(ctx context.Context, b *promptsize.Builder, runIdx, n, count int) ([]promptsize.Prompt, error) {
+	over, err := b.Overhead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("benchkit: probes: %w", err)
+	}
+	out := make([]promptsize.Prompt, count)
+	for k := range out {
+		out[k], err = b.BuildSalted(ctx, over+probeContent, promptsize.RunSalt(l.Nonce, runIdx, n+k))
+		if err != nil {
+			return nil, fmt.Errorf("%w: probe %d: prompt of %d tokens: %w", ErrBadLoad, k, over+probeContent, err)
+		}
+	}
+	return out, nil
+}
+
+// SummarizeProbes is the summary of a run's head-of-line probes sent at
+// rate per second, peak of them in flight at once, as Load.Run writes it
+// in Summary.Probes.
+func (l *Load) SummarizeProbes(rows []Request, rate float64, peak int) *Summary {
+	s := summarize(rows, ByRun, timing.SLO{})
+	// One token is what a probe asks for: the note that tg=1 has no TPOT
+	// says nothing about it.
+	s.Warnings = slices.DeleteFunc(s.Warnings, func(w string) bool { return w == tg1Note })
+	s.Traffic = fmt.Sprintf("probes(constant rate=%g/s, max_tokens=1)", rate)
+	s.RequestRate = &rate
+	s.Scheduled = len(rows)
+	s.PeakInFlight = peak
+	return &s
 }
 
 // arm makes the probes' dispatch context from the main's, before the
@@ -172,20 +213,12 @@ func (p *probeRun) finish(sinks []Sink) (rows []Request, sum *Summary, sinkErr e
 			break
 		}
 	}
-	s := summarize(p.rows, ByRun, timing.SLO{})
-	// One token is what a probe asks for: the note that tg=1 has no TPOT
-	// says nothing about it.
-	s.Warnings = slices.DeleteFunc(s.Warnings, func(w string) bool { return w == tg1Note })
-	s.Traffic = fmt.Sprintf("probes(constant rate=%g/s, max_tokens=1)", p.rate)
-	rate := p.rate
-	s.RequestRate = &rate
-	s.Scheduled = len(p.rows)
-	s.PeakInFlight = p.run.Summary().PeakInFlight
+	s := p.r.l.SummarizeProbes(p.rows, p.rate, p.run.Summary().PeakInFlight)
 	last := time.Duration(p.lastMain.Load() - p.mainStart.Load())
 	if int(p.dispatched.Load()) == len(p.r.own) && len(p.rows) == len(p.offs) && last > p.offs[len(p.offs)-1]+seconds(1/p.rate) {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("the main dispatch went on to %.3gs, past the last of the %d probes planned (at %.3gs): the probes do not cover its end", last.Seconds(), len(p.offs), p.offs[len(p.offs)-1].Seconds()))
 	}
-	return p.rows, &s, sinkErr
+	return p.rows, s, sinkErr
 }
 
 // withoutProbes returns reqs without its probes (Request.Probe), unless

@@ -95,8 +95,6 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 		return benchkit.LoadRun{}, err
 	}
 	switch {
-	case traffic.ProbeRate > 0:
-		return benchkit.LoadRun{}, fmt.Errorf("%w: head-of-line probes are not predicted", ErrUnpredictable)
 	case l.Segment.Split():
 		return benchkit.LoadRun{}, fmt.Errorf("%w: a split plan's segment is not predicted: predict the whole plan", ErrUnpredictable)
 	case l.Request.Thinking != nil:
@@ -106,7 +104,11 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 	if err != nil {
 		return benchkit.LoadRun{}, err
 	}
-	pred, intended, sent, err := p.send(ctx, sched, items, traffic)
+	pr, err := p.planProbes(ctx, sched, len(items), traffic)
+	if err != nil {
+		return benchkit.LoadRun{}, err
+	}
+	pred, intended, sent, err := p.send(ctx, sched, items, traffic, pr)
 	if err != nil {
 		return benchkit.LoadRun{}, err
 	}
@@ -139,7 +141,9 @@ func (p *Predictor) Run(ctx context.Context, w benchkit.Workload, traffic benchk
 			s.TheoreticalHitRate = &v
 		}
 	}
-	return benchkit.LoadRun{Summary: s, Requests: rows}, nil
+	probeRows, probeSum := p.probeRows(pr, sent, rate)
+	s.Probes = probeSum
+	return benchkit.LoadRun{Summary: s, Requests: rows, Probes: probeRows}, nil
 }
 
 // plan is the Load's schedule and requests: its traffic's offsets (a
@@ -192,34 +196,65 @@ func (p *Predictor) plan(ctx context.Context, w benchkit.Workload, traffic bench
 // send predicts the plan as the Load's loop would send it: the
 // predictions, numbered as the rows (a closed loop's in the order sent, at
 // most len(items)), each one's intended instant and the instant it is
-// sent.
-func (p *Predictor) send(ctx context.Context, sched []time.Duration, items []benchkit.Item, traffic benchkit.Traffic) (pred []sim.Predicted, intended, sent []time.Duration, err error) {
+// sent. The head-of-line probes pr, when not nil, go beside them, and
+// their predictions are left in pr.
+func (p *Predictor) send(ctx context.Context, sched []time.Duration, items []benchkit.Item, traffic benchkit.Traffic, pr *probes) (pred []sim.Predicted, intended, sent []time.Duration, err error) {
+	for {
+		first, next, st := p.loop(sched, items, traffic, pr)
+		if pr == nil {
+			pred, err = sim.PredictDynamic(ctx, p.Options, first, next)
+			return pred, st.intended, st.sent, err
+		}
+		pr.first = len(first)
+		pred, err = sim.PredictDynamic(ctx, p.Options, append(first, pr.reqs...), next)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		intended, sent = st.intended, st.sent
+		// The probes go out until the last main request has: those after
+		// it are dropped and the plan predicted again, which leaves the
+		// main requests' instants as they were (nothing later moves them).
+		if !pr.keepUntil(slices.Max(sent)) {
+			break
+		}
+	}
+	pred, pr.pred = pr.split(pred)
+	return pred, intended, sent, nil
+}
+
+// sends are the main requests' intended instants and the instants they
+// were sent, in their numbering, as a prediction adds them.
+type sends struct{ intended, sent []time.Duration }
+
+// loop is the Load's loop as requests for the virtual clock: those known
+// from the start, the function that adds those the replies let go (nil for
+// none), and the requests' instants, which that function adds to as the
+// prediction runs. The probes pr are never a reply that frees a slot.
+func (p *Predictor) loop(sched []time.Duration, items []benchkit.Item, traffic benchkit.Traffic, pr *probes) (first []sim.PredictRequest, next func(int, sim.Predicted) []sim.PredictRequest, st *sends) {
 	l := p.Load
+	st = &sends{intended: slices.Clone(sched)}
 	req := func(i int, at time.Duration) sim.PredictRequest {
-		sent = append(sent, at)
+		st.sent = append(st.sent, at)
 		it := items[i]
 		return sim.PredictRequest{At: at, API: p.API, Messages: it.Prompt.Messages, TokenIDs: it.Prompt.TokenIDs,
 			MaxTokens: it.MaxTokens, IgnoreEOS: !l.AllowEOS, Seed: l.Request.Seed, UsePrefixCache: l.Request.UsePrefixCache}
 	}
 	n := len(items)
-	intended = slices.Clone(sched)
-	var first []sim.PredictRequest
-	var next func(int, sim.Predicted) []sim.PredictRequest
 	switch {
 	case traffic.Users > 0:
 		// Each reply's end (plus Think) is its user's next request.
-		intended = intended[:0]
+		st.intended = st.intended[:0]
 		for i := range min(traffic.Users, n) {
 			first = append(first, req(i, 0))
-			intended = append(intended, 0)
+			st.intended = append(st.intended, 0)
 		}
 		next = func(_ int, r sim.Predicted) []sim.PredictRequest {
 			at := r.Last + traffic.Think
-			k := len(intended)
+			k := len(st.intended)
 			if k >= n || (traffic.Duration > 0 && at >= traffic.Duration) {
 				return nil
 			}
-			intended = append(intended, at)
+			st.intended = append(st.intended, at)
 			return []sim.PredictRequest{req(k, at)}
 		}
 	case traffic.MaxConcurrency > 0 && traffic.Burst == 0:
@@ -229,8 +264,8 @@ func (p *Predictor) send(ctx context.Context, sched []time.Duration, items []ben
 		for i := range k {
 			first = append(first, req(i, sched[i]))
 		}
-		next = func(_ int, r sim.Predicted) []sim.PredictRequest {
-			if k >= n {
+		next = func(i int, r sim.Predicted) []sim.PredictRequest {
+			if k >= n || pr.isProbe(i) {
 				return nil
 			}
 			k++
@@ -241,8 +276,7 @@ func (p *Predictor) send(ctx context.Context, sched []time.Duration, items []ben
 			first = append(first, req(i, sched[i]))
 		}
 	}
-	pred, err = sim.PredictDynamic(ctx, p.Options, first, next)
-	return pred, intended, sent, err
+	return first, next, st
 }
 
 // epoch anchors the predicted traces: every instant is epoch plus a

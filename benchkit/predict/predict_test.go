@@ -296,12 +296,8 @@ func TestPredictAgreesOnMooncakeReplay(t *testing.T) {
 func TestPredictRefuses(t *testing.T) {
 	l := &benchkit.Load{Model: "sim/tiny-1b-8bit", Builder: &promptsize.Builder{Counter: sim.Counter{}}}
 	w := benchkit.Lengths{Input: 50, Output: 4}
-	for name, tr := range map[string]benchkit.Traffic{
-		"probes": {Rate: 10, NumRequests: 4, ProbeRate: 1},
-	} {
-		if _, err := (&Predictor{Load: l, Options: sim.Options{Preset: sim.Fast()}}).Run(context.Background(), w, tr, timing.SLO{}); !errors.Is(err, ErrUnpredictable) {
-			t.Errorf("%s: error %v, want ErrUnpredictable", name, err)
-		}
+	if _, err := (&Predictor{Load: &benchkit.Load{Model: "m", Builder: l.Builder, Segment: benchkit.Segment{Index: 0, Count: 2}}, Options: sim.Options{Preset: sim.Fast()}}).Run(context.Background(), w, benchkit.Traffic{Rate: 10, NumRequests: 4}, timing.SLO{}); !errors.Is(err, ErrUnpredictable) {
+		t.Errorf("a split segment: error %v, want ErrUnpredictable", err)
 	}
 	for name, plan := range map[string]benchkit.Plan{
 		"targets":               {PP: []int{50}, TG: []int{4}, Until: []precision.Target{{Figure: "gen_tps", Stat: "mean", Margin: 0.05}}, MaxRepeat: 4},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 )
 
 // checkPredict refuses --predict where a prediction cannot stand for the
-// run: another server than the embedded engine's vLLM API, probes, and
-// plans the engine's prediction does not model.
+// run: another server than the embedded engine's vLLM API, and plans the
+// engine's prediction does not model.
 func (o options) checkPredict(settings int) error {
 	if !o.predict {
 		return nil
@@ -26,8 +27,6 @@ func (o options) checkPredict(settings int) error {
 		return err
 	}
 	switch {
-	case o.probeRate > 0:
-		return cli.Usagef("--predict cannot predict --probe-rate: head-of-line probes are not modelled")
 	case o.split.seg.Split() || settings > 0:
 		return cli.Usagef("--predict predicts a whole plan without --segment or thinking controls")
 	}
@@ -71,7 +70,7 @@ func predictPlan(ctx context.Context, tg *cli.Target, load *benchkit.Load, meta 
 		if err != nil {
 			break
 		}
-		for _, row := range run.Requests {
+		for _, row := range slices.Concat(run.Requests, run.Probes) {
 			for _, s := range load.Sinks {
 				err = errors.Join(err, s.Add(row))
 			}
@@ -101,7 +100,7 @@ func predictCapacity(ctx context.Context, load *benchkit.Load, opts sim.Options,
 	}
 	res, runs, err := (&predict.Predictor{Load: load, Options: opts}).FindCapacity(ctx, plan.Workload, plan.Traffic, plan.SLO, &o)
 	for _, run := range runs {
-		for _, row := range run.Requests {
+		for _, row := range slices.Concat(run.Requests, run.Probes) {
 			for _, s := range load.Sinks {
 				err = errors.Join(err, s.Add(row))
 			}
@@ -125,7 +124,7 @@ func predictCapacity(ctx context.Context, load *benchkit.Load, opts sim.Options,
 func predictMaxRate(ctx context.Context, load *benchkit.Load, opts sim.Options, meta benchkit.LoadMeta, plan benchkit.LoadPlan) (benchkit.LoadDocument, error) {
 	mr, runs, err := (&predict.Predictor{Load: load, Options: opts}).FindMaxRate(ctx, plan.Workload, plan.Traffic, plan.SLO, plan.Attainment, plan.Search)
 	for _, run := range runs {
-		for _, row := range run.Requests {
+		for _, row := range slices.Concat(run.Requests, run.Probes) {
 			for _, s := range load.Sinks {
 				err = errors.Join(err, s.Add(row))
 			}

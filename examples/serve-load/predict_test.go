@@ -146,7 +146,6 @@ func TestPredictFindMaxRate(t *testing.T) {
 func TestPredictFlagRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"--predict", "--base-url", "http://127.0.0.1:1"},
-		{"--predict", "--probe-rate", "1", "--rate", "5"},
 		{"--predict", "--sim-profile", "llamacpp"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -258,6 +257,31 @@ func TestPredictSharedPrefixFlag(t *testing.T) {
 			case shared > 0 && k > 0 && c < shared-16:
 				t.Errorf("shared prefix %d: request %d found %d cached tokens, want the shared prefix's blocks (at least %d)", shared, r.Index, c, shared-16)
 			}
+		}
+	}
+}
+
+// TestPredictProbesFlag: --predict --probe-rate predicts the probes beside
+// the load: the probes' line under the table, and the results' probes
+// apart from the requests, each a predicted one-token probe.
+func TestPredictProbesFlag(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"--predict", "--rate", "60", "--num-requests", "40", "--pp", "64", "--tg", "8", "--probe-rate", "20", "--seed", "2", "--json-out", out}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if s := stdout.String(); !strings.Contains(s, "head-of-line probes beside") || !strings.Contains(s, "PREDICTED") {
+		t.Errorf("stdout lacks the probes' line or the predicted label:\n%s", s)
+	}
+	doc := readDoc(t, out)
+	s := doc.Summary
+	if s == nil || s.Probes == nil || len(doc.Probes) == 0 || s.Probes.Requests != len(doc.Probes) || s.Requests != len(doc.Requests) {
+		t.Fatalf("summary %+v, %d probes, %d requests: want the probes apart", s, len(doc.Probes), len(doc.Requests))
+	}
+	for _, p := range doc.Probes {
+		if !p.Probe || !p.Predicted || p.TGTarget != 1 {
+			t.Errorf("probe %d: %+v", p.Index, p)
 		}
 	}
 }
