@@ -32,10 +32,24 @@ func readLoadDoc(t *testing.T, path string) benchkit.LoadDocument {
 // output says predicted, every row is, and the tokens, the burst's length
 // and its latencies agree with a live run of the same seed within the
 // live path's own time (a few ms on the loopback, more on a loaded
-// machine).
+// machine). With --shared-prefix, the burst's cached prompt tokens are
+// the live run's: every request but the first to reach the engine finds
+// the prefix (which one that is, live, is the network's choice).
 func TestPredictBurst(t *testing.T) {
-	dir := t.TempDir()
 	args := []string{"--num-seqs", "16", "--min-input-len", "100", "--max-input-len", "400", "--min-output-len", "16", "--max-output-len", "64", "--seed", "3"}
+	t.Run("plain", func(t *testing.T) { predictBurst(t, args) })
+	t.Run("shared prefix", func(t *testing.T) {
+		p, l := predictBurst(t, append([]string{"--shared-prefix", "64"}, args...))
+		if pc, lc := p.Summary.CachedTokens, l.Summary.CachedTokens; pc != lc || pc == 0 {
+			t.Errorf("cached prompt tokens: %v predicted, %v live; want the same, and some", pc, lc)
+		}
+	})
+}
+
+// predictBurst runs args predicted and live and checks that they agree;
+// it returns both documents.
+func predictBurst(t *testing.T, args []string) (p, l benchkit.LoadDocument) {
+	dir := t.TempDir()
 	var pout, lout, stderr bytes.Buffer
 	if err := run(context.Background(), append([]string{"--predict", "--json-out", filepath.Join(dir, "p.json")}, args...), &pout, &stderr); err != nil {
 		t.Fatalf("predict: %v; stderr:\n%s", err, stderr.String())
@@ -47,7 +61,7 @@ func TestPredictBurst(t *testing.T) {
 	if !strings.Contains(pout.String(), "PREDICTED") || strings.Contains(lout.String(), "PREDICTED") {
 		t.Errorf("want PREDICTED in the prediction's output only")
 	}
-	p, l := readLoadDoc(t, filepath.Join(dir, "p.json")), readLoadDoc(t, filepath.Join(dir, "l.json"))
+	p, l = readLoadDoc(t, filepath.Join(dir, "p.json")), readLoadDoc(t, filepath.Join(dir, "l.json"))
 	if !p.Meta.Predicted || l.Meta.Predicted {
 		t.Errorf("meta predicted %v and %v, want true and false", p.Meta.Predicted, l.Meta.Predicted)
 	}
@@ -75,6 +89,7 @@ func TestPredictBurst(t *testing.T) {
 	near("burst duration", ps.DurationS, ls.DurationS)
 	near("E2E p50", *ps.E2E.P50, *ls.E2E.P50)
 	near("E2E p90", *ps.E2E.P90, *ls.E2E.P90)
+	return p, l
 }
 
 // TestPredictBurstRefuses: --predict with what it cannot predict is a
@@ -83,7 +98,6 @@ func TestPredictBurstRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"--predict", "--base-url", "http://127.0.0.1:1"},
 		{"--predict", "--sim-profile", "llamacpp"},
-		{"--predict", "--shared-prefix", "32"},
 		{"--predict", "--seed", "1", "--segment", "0/2"},
 		{"--predict", "--thinking", "on"},
 	} {

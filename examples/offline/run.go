@@ -86,8 +86,8 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 		if err := tg.CheckPredict(); err != nil {
 			return err
 		}
-		if *sharedPrefix > 0 || *segment != "" || *segments > 0 || *startAt != "" || thinking.Setting() != nil {
-			return cli.Usagef("--predict predicts a whole burst without --shared-prefix, --segment, --segments, --start-at or thinking controls")
+		if *segment != "" || *segments > 0 || *startAt != "" || thinking.Setting() != nil {
+			return cli.Usagef("--predict predicts a whole burst without --segment, --segments, --start-at or thinking controls")
 		}
 	}
 	seeded := set["seed"]
