@@ -64,7 +64,7 @@ func TestTwin(t *testing.T) {
 	t.Logf("fit: step %.3g s, decode base %.3g s + %.3g s/context token | %.3g s/request, prefill base %.3g s | %.3g s/token + %.3g s/pair, client overhead %.3g s, max running %d, profile %q, chunk %d",
 		cf.StepOverhead, cf.DecodeBase, cf.DecodePerContextToken, cf.DecodePerRequest, cf.PrefillBase, cf.PrefillPerToken, cf.PrefillPerPair,
 		tw.ClientOverheadS, cf.MaxRunning, tw.Profile, tw.PrefillChunk)
-	t.Logf("fit: batch over the slots %d", tw.Batch)
+	t.Logf("fit: batch over the slots %d, client overhead passed %d at a time (0: all at once)", tw.Batch, tw.OverheadSlots)
 	for _, r := range tw.Residuals {
 		t.Logf("fit residuals %s: n=%d MAPE %.1f %% bias %+.1f %% (fitted records)", r.Kind, r.N, r.MAPE, r.Bias)
 	}

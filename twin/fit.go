@@ -624,6 +624,14 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		Server:          serverOf(rows, opts),
 		Notes:           notes,
 	}
+	running := capped
+	if running == 0 {
+		running = maxBatch
+	}
+	if n, bursts := overheadSlots(rows, tw.ClientOverheadS, running); n > 0 {
+		tw.OverheadSlots = n
+		tw.Notes = append(tw.Notes, fmt.Sprintf("client overhead: the %d bursts of at most %d requests show it passed %d at a time (TTFT less the server's prefill grows by an overhead every %d requests)", bursts, running, n, n))
+	}
 	if profile == ProfileLlamaCpp && sourceOf(rows) == "ollama" && capped > 0 {
 		tw.Batch = chunk * capped
 	}

@@ -53,6 +53,10 @@ type Twin struct {
 	// figure of the measured setup, not of the engine, whose own HTTP
 	// path adds its own.
 	ClientOverheadS float64 `json:"client_overhead_s"`
+	// OverheadSlots is how many requests' ClientOverheadS the measured
+	// server ran at once, read from the bursts (0: no bound seen, all of
+	// them): the twin's RequestOverheadSlots.
+	OverheadSlots int `json:"overhead_slots,omitempty"`
 	// MaxBatchSeen is the largest batch a burst of the records showed
 	// (requests that got a token at one step).
 	MaxBatchSeen int `json:"max_batch_seen"`
@@ -189,7 +193,8 @@ func (t Twin) Preset() sim.Preset {
 }
 
 // Options are the embedded engine's options for the twin: its Preset,
-// its prefill chunk, ClientOverheadS as the engine's RequestOverhead (the
+// its prefill chunk, ClientOverheadS as the engine's RequestOverhead
+// (OverheadSlots of them at once) (the
 // measured server's path outside its engine, which dominates the TTFT of
 // a small model on Ollama; served live, the engine's handler counts its
 // own parsing toward it, and only the client's and loopback's fraction
@@ -197,7 +202,7 @@ func (t Twin) Preset() sim.Preset {
 // with MaxRunning slots and batches of PrefillChunk tokens.
 func (t Twin) Options() sim.Options {
 	o := sim.Options{Preset: t.Preset(), PrefillChunk: t.PrefillChunk,
-		RequestOverhead: time.Duration(t.ClientOverheadS * float64(time.Second))}
+		RequestOverhead: time.Duration(t.ClientOverheadS * float64(time.Second)), RequestOverheadSlots: t.OverheadSlots}
 	if t.Profile == ProfileLlamaCpp {
 		o.Profile = sim.LlamaCpp
 		o.LlamaCpp.Slots = t.Coefficients.MaxRunning

@@ -2,13 +2,16 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/inferbench/inferbench/internal/testkit"
+	"github.com/inferbench/inferbench/promptsize"
 )
 
 // RequestOverhead delays every generation request by itself before the
@@ -64,5 +67,52 @@ func TestRequestOverheadCountsTheHandler(t *testing.T) {
 		if took := time.Since(start); took < c.min || took > c.max {
 			t.Errorf("arrived %v ago: admit waited %v, want within [%v, %v]", c.ago, took, c.min, c.max)
 		}
+	}
+}
+
+// TestRequestOverheadSlots: with one overhead slot, four requests sent
+// together pass the overhead one after another, live and predicted: the
+// last of them waits about four overheads, where without a bound on the
+// slots all four wait one (TestRequestOverhead).
+func TestRequestOverheadSlots(t *testing.T) {
+	const d = 100 * time.Millisecond
+	s := newFast(t, Options{RequestOverhead: d, RequestOverheadSlots: 1})
+	var wg sync.WaitGroup
+	took := make([]time.Duration, 4)
+	for i := range took {
+		wg.Go(func() {
+			t0 := time.Now()
+			resp := post(t, s.URL+"/v1/chat/completions", chatBody(s.Model(), prompt(8), 2, ""))
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			took[i] = time.Since(t0)
+		})
+	}
+	testkit.WaitWithin(t, &wg, testkit.Patience)
+	if longest := slices.Max(took); longest < 4*d {
+		t.Errorf("live: the slowest of four requests took %v, less than four overheads of %v passed one at a time", longest, d)
+	}
+	msgs := []promptsize.Message{{Role: "user", Content: prompt(8)}}
+	var reqs []PredictRequest
+	for range 4 {
+		reqs = append(reqs, PredictRequest{Messages: msgs, MaxTokens: 2})
+	}
+	for _, slots := range []int{1, 2} {
+		got, err := Predict(context.Background(), Options{Preset: Fast(), RequestOverhead: d, RequestOverheadSlots: slots}, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range got {
+			if want := time.Duration(i/slots+1) * d; p.Arrival != want {
+				t.Errorf("predicted, %d slots: request %d reaches the queue at %v, want %v", slots, i, p.Arrival, want)
+			}
+		}
+	}
+	if _, err := PredictDynamic(context.Background(), Options{Preset: Fast(), RequestOverhead: d, RequestOverheadSlots: 1}, reqs,
+		func(int, Predicted) []PredictRequest { return nil }); !errors.Is(err, ErrPredict) {
+		t.Errorf("overhead slots with a loop that waits on replies: error %v, want ErrPredict", err)
+	}
+	if err := (Options{RequestOverheadSlots: -1}).check(); err == nil {
+		t.Error("negative RequestOverheadSlots accepted")
 	}
 }

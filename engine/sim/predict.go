@@ -174,6 +174,12 @@ func PredictDynamic(ctx context.Context, opts Options, first []PredictRequest, n
 		v.arrivals = append(v.arrivals, a)
 	}
 	slices.SortStableFunc(v.arrivals, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
+	if k := opts.RequestOverheadSlots; k > 0 && opts.RequestOverhead > 0 {
+		if next != nil {
+			return nil, fmt.Errorf("%w: RequestOverheadSlots with requests that wait on replies is not predicted", ErrPredict)
+		}
+		queueOverheads(v.arrivals, opts.RequestOverhead, k)
+	}
 	if next != nil {
 		rec.next = func(i int, p Predicted) {
 			if rec.err != nil {
@@ -348,5 +354,26 @@ func (p *predictions) done(j *job, f *finalStats) {
 	if p.next != nil {
 		i := p.index[j]
 		p.next(i, p.out[i])
+	}
+}
+
+// queueOverheads passes arrivals, in order of arrival, each at its own
+// instant plus d, through k overhead slots first come first served
+// (Options.RequestOverheadSlots): each starts its overhead d at its own
+// instant or when a slot frees, whichever is later, and reaches the
+// scheduler d after that.
+func queueOverheads(arrivals []arrival, d time.Duration, k int) {
+	free := make([]time.Duration, k)
+	for i := range arrivals {
+		at := arrivals[i].at - d
+		j := 0
+		for x := range free {
+			if free[x] < free[j] {
+				j = x
+			}
+		}
+		start := max(at, free[j])
+		arrivals[i].at = start + d
+		free[j] = arrivals[i].at
 	}
 }

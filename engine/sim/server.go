@@ -129,10 +129,20 @@ type Options struct {
 	// does not pay its fitted path and the embedded engine's on top of
 	// each other; only the client's and the loopback's own time (a
 	// fraction of a millisecond) still adds. Every request of every
-	// profile waits it, in parallel, so it adds to TTFT and E2E and holds
-	// no slot. A prediction (Predict) waits all of it. 0 (the default)
+	// profile waits it, in parallel unless RequestOverheadSlots says
+	// otherwise, so it adds to TTFT and E2E and holds no slot of the
+	// scheduler. A prediction (Predict) waits all of it. 0 (the default)
 	// adds nothing.
 	RequestOverhead time.Duration
+	// RequestOverheadSlots is how many requests' RequestOverhead run at
+	// once; the others wait their turn, first come first served. 0 (the
+	// default) means all of them: the path outside the engine has cores
+	// of its own. A server whose path shares the host's cores with its
+	// engine (Ollama on a small CPU host: the HTTP handler, the chat
+	// template and the tokenizer beside one compute thread) passes its
+	// requests through it one or two at a time, so that under a burst
+	// the k-th request's TTFT holds about ⌈k / slots⌉ overheads.
+	RequestOverheadSlots int
 	// Reasoning turns on the reasoning mode, in which the served model
 	// thinks before it answers, and shapes it; the zero value is off. See
 	// the package documentation's Reasoning section.
@@ -180,6 +190,9 @@ func (o Options) check() error {
 	if err := o.Reasoning.check(); err != nil {
 		return err
 	}
+	if o.RequestOverhead < 0 || o.RequestOverheadSlots < 0 {
+		return fmt.Errorf("sim: RequestOverhead=%v and RequestOverheadSlots=%d: expected both ≥ 0", o.RequestOverhead, o.RequestOverheadSlots)
+	}
 	if o.BlockSize < 0 || o.KVCacheBlocks < 0 {
 		return fmt.Errorf("sim: BlockSize=%d and KVCacheBlocks=%d: expected both ≥ 0", o.BlockSize, o.KVCacheBlocks)
 	}
@@ -222,6 +235,9 @@ type Server struct {
 	opts    Options
 	preset  Preset
 	counter promptsize.Counter
+	// overheadSlots holds a token for each request in its
+	// RequestOverhead, when RequestOverheadSlots bounds them.
+	overheadSlots chan struct{}
 	vocab   []string
 	epoch   time.Time
 	power   *powerLog
@@ -347,6 +363,9 @@ func newState(opts Options) *Server {
 		closed:  make(chan struct{}),
 		jobs:    map[string]*job{},
 		metrics: newServerMetrics(opts.Metrics),
+	}
+	if opts.RequestOverhead > 0 && opts.RequestOverheadSlots > 0 {
+		s.overheadSlots = make(chan struct{}, opts.RequestOverheadSlots)
 	}
 	if s.counter == nil {
 		s.counter = Counter{}
@@ -753,6 +772,9 @@ type arrivedKey struct{}
 // reached the server (its handler's own reading and parsing count toward
 // it) before the request goes on to the scheduler. It reports false when
 // the request's context ended first.
+//
+// With RequestOverheadSlots set, the request first waits for one of them
+// and then holds it for the overhead less its handler's own time.
 func (s *Server) admit(ctx context.Context) bool {
 	d := s.opts.RequestOverhead
 	if d <= 0 {
@@ -760,6 +782,14 @@ func (s *Server) admit(ctx context.Context) bool {
 	}
 	if at, ok := ctx.Value(arrivedKey{}).(time.Time); ok {
 		d -= time.Since(at)
+	}
+	if s.overheadSlots != nil {
+		select {
+		case s.overheadSlots <- struct{}{}:
+			defer func() { <-s.overheadSlots }()
+		case <-ctx.Done():
+			return false
+		}
 	}
 	if d <= 0 {
 		return true
