@@ -238,13 +238,13 @@ type Server struct {
 	// overheadSlots holds a token for each request in its
 	// RequestOverhead, when RequestOverheadSlots bounds them.
 	overheadSlots chan struct{}
-	vocab   []string
-	epoch   time.Time
-	power   *powerLog
-	log     *slog.Logger
-	ln      net.Listener
-	srv     *http.Server
-	lc      *llamaCpp // the LlamaCpp profile's state; nil otherwise
+	vocab         []string
+	epoch         time.Time
+	power         *powerLog
+	log           *slog.Logger
+	ln            net.Listener
+	srv           *http.Server
+	lc            *llamaCpp // the LlamaCpp profile's state; nil otherwise
 
 	seq      atomic.Uint64 // ids
 	chats    atomic.Int64  // chat requests seen, for FaultEvery
