@@ -116,7 +116,7 @@ func buildOffline(doc benchkit.LoadDocument, opts Options) (view, error) {
 			return view{}, err
 		}
 		if f != nil {
-			f.Caption = "Per-request timeline: every request was released at 0 s; its bar runs to its end. " + f.Caption
+			f.Caption = "Per-request timeline: the burst was released at 0 s; each bar runs from its request's send to its end. " + f.Caption
 			more.Blocks = append(more.Blocks, block{Figure: f})
 		}
 	}
