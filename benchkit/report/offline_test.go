@@ -14,15 +14,12 @@ import (
 // streamed: only their end-to-end times are known; every tenth fails.
 func offlineDoc(n int) benchkit.LoadDocument {
 	reqs := make([]benchkit.Request, n)
-	var e2es []float64
 	for i := range reqs {
 		send, e2e := float64(i)*1e-4, 0.1+float64(i)*0.01
 		reqs[i] = benchkit.Request{Index: i, SendOffsetS: send, DoneS: send + e2e, E2ES: &e2e, PPTokens: 100, CompletionTokens: new(i + 1)}
 		if i%10 == 9 {
 			reqs[i].Error, reqs[i].E2ES, reqs[i].CompletionTokens = "upstream said "+hostile, nil, nil
-			continue
 		}
-		e2es = append(e2es, e2e)
 	}
 	s := benchkit.Summarize(reqs, benchkit.ByRun, timing.SLO{})[0]
 	s.Traffic, s.Scheduled = "burst(n=40)", n
@@ -118,5 +115,17 @@ func TestOfflineOneRun(t *testing.T) {
 	two := benchkit.NewLoadDocument(doc.Meta, []benchkit.LoadRun{doc.AllRuns()[0], doc.AllRuns()[0]}, nil)
 	if err := WriteOffline(&bytes.Buffer{}, two, Options{}); err == nil || !strings.Contains(err.Error(), "holds 2") {
 		t.Errorf("two runs: %v, want an error naming them", err)
+	}
+}
+
+// TestOfflineLargePageSize: the page of a 2,000-request batch weighs
+// under 2 MB; a timeline past Options.MaxTimeline says how it was thinned.
+func TestOfflineLargePageSize(t *testing.T) {
+	page := renderOffline(t, offlineDoc(2000), Options{})
+	if len(page) >= 2<<20 {
+		t.Errorf("page of 2,000 requests is %d bytes, over 2 MB", len(page))
+	}
+	if page := renderOffline(t, offlineDoc(100), Options{MaxTimeline: 30}); !strings.Contains(page, "25 of 100 requests drawn: one in every 4 in send order") {
+		t.Error("a thinned timeline does not say how it was thinned")
 	}
 }

@@ -45,7 +45,7 @@ var pdPhases = []struct {
 }{
 	{disagg.PhaseDisaggregated, color.RGBA{R: 0x1f, G: 0x5f, B: 0xbf, A: 0xff}, draw.CircleGlyph{}},
 	{disagg.PhaseDecodeAlone, color.RGBA{R: 0xb0, G: 0x4a, B: 0x00, A: 0xff}, draw.BoxGlyph{}},
-	{disagg.PhasePrefillAlone, color.RGBA{R: 0x2a, G: 0x6e, B: 0x2a, A: 0xff}, draw.TriangleGlyph{}},
+	{disagg.PhasePrefillAlone, color.RGBA{R: 0x2a, G: 0x6e, B: 0x2a, A: 0xff}, draw.PyramidGlyph{}},
 }
 
 // pdCell is one (pp, tg, concurrency) cell: the results' comparison and
@@ -226,11 +226,15 @@ func sweepOf(p benchkit.Plan) string {
 	if len(conc) == 0 {
 		conc = []int{1}
 	}
-	pairs := "each pp with the tg of its place, or every pair where the lists differ in length"
-	if p.AllCombinations {
-		pairs = "every pp with every tg"
+	pairs := ""
+	switch {
+	case len(p.PP) < 2 || len(p.TG) < 2:
+	case p.AllCombinations || len(p.PP) != len(p.TG):
+		pairs = " (every pp with every tg)"
+	default:
+		pairs = " (each pp with the tg of its place)"
 	}
-	return fmt.Sprintf("pp %s tokens; tg %s tokens (%s); concurrency %s; %d repeats of each cell; %d warm-up requests",
+	return fmt.Sprintf("pp %s tokens; tg %s tokens%s; concurrency %s; %d repeats of each cell; %d warm-up requests",
 		ints(p.PP), ints(p.TG), pairs, ints(conc), max(p.Repeat, 1), p.Warmup)
 }
 
@@ -296,6 +300,9 @@ func pdAxisOf(cells []pdCell) pdAxis {
 			vals = append(vals, dim.of(c.cmp))
 		}
 		slices.Sort(vals)
+		// The phases' points at one value a little apart, so that their
+		// whiskers do not hide one another.
+		a.offset = float64(vals[len(vals)-1]-vals[0]) / 80
 		for _, v := range slices.Compact(vals) {
 			a.ticks = append(a.ticks, gplot.Tick{Value: float64(v), Label: fmt.Sprint(v)})
 		}
