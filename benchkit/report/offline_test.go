@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func offlineDoc(n int) benchkit.LoadDocument {
 		}
 	}
 	s := benchkit.Summarize(reqs, benchkit.ByRun, timing.SLO{})[0]
-	s.Traffic, s.Scheduled = "burst(n=40)", n
+	s.Traffic, s.Scheduled = fmt.Sprintf("burst(n=%d)", n), n
 	out, total, rps := 1234.5, 5678.9, 12.34
 	s.OutputThroughput, s.TotalThroughput, s.RequestThroughput = &out, &total, &rps
 	s.Warnings = []string{"batch warning " + hostile}

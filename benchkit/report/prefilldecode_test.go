@@ -165,3 +165,50 @@ func TestPrefillDecodeCells(t *testing.T) {
 		t.Error("a run without rows has a plot, or lacks its warnings")
 	}
 }
+
+// FuzzPagesEscaped renders the offline and the prefill-decode pages with
+// an arbitrary model name, warning, check note and error: each page's
+// markup is a plain string's (every '<' of the string escaped).
+func FuzzPagesEscaped(f *testing.F) {
+	for _, s := range []string{"plain", "<script>alert(1)</script>", `"><svg onload=alert(1)>`, "</title><script>", "<!--", "]]>", "\x00<"} {
+		f.Add(s)
+	}
+	offline := func(t testing.TB, s string) string {
+		doc := offlineDoc(10)
+		doc.Meta.Model, doc.Meta.Warnings, doc.Summary.Warnings = s, []string{s}, []string{s}
+		for i := range doc.Requests {
+			if doc.Requests[i].Failed() {
+				doc.Requests[i].Error = s
+			}
+		}
+		var b bytes.Buffer
+		if err := WriteOffline(&b, doc, Options{MaxTimeline: -1}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	pd := func(t testing.TB, s string) string {
+		doc := pdDoc()
+		doc.Meta.Prefill, doc.Meta.Warnings, doc.Phases[0].Check.Note, doc.Phases[0].Model = s, []string{s}, s, s
+		for i := range doc.Runs {
+			doc.Runs[i].PrefillModelID, doc.Runs[i].DecodeModelID = s, s
+		}
+		var b bytes.Buffer
+		if err := WritePrefillDecode(&b, doc, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	wantOff, wantPD := strings.Count(offline(f, "plain"), "<"), strings.Count(pd(f, "plain"), "<")
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			t.Skip("an empty error is no failure")
+		}
+		if got := strings.Count(offline(t, s), "<"); got != wantOff {
+			t.Errorf("offline: a string changed the page's markup: %d '<', want %d: %q", got, wantOff, s)
+		}
+		if got := strings.Count(pd(t, s), "<"); got != wantPD {
+			t.Errorf("prefill-decode: a string changed the page's markup: %d '<', want %d: %q", got, wantPD, s)
+		}
+	})
+}
