@@ -48,6 +48,13 @@
 // starts, and the new one is renamed into place whole at the end
 // (cli.ClaimOutputs and cli.WriteResults, as every program does).
 //
+// --html FILE writes the results as one self-contained HTML page
+// (report.WriteOffline): what was measured and its provenance, the
+// throughputs (one burst: no interval), each request's latency with its
+// intervals, how at once the burst went out, the server's view, the
+// warnings and a per-request timeline as inline SVG. The page fetches
+// nothing. It is claimed and written like --json-out (docs/REPORT.md).
+//
 // Every prompt's salt carries a run nonce, random unless --seed is given,
 // so no two runs share a prefix beyond the chat template; --shared-prefix N
 // puts the same text of about N tokens before every salt, for prefix-cache

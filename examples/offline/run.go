@@ -11,6 +11,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/predict"
+	"github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/concurrency"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
@@ -43,6 +44,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	seed := fs.Uint64("seed", 0, "seed of the lengths and, when given, of the run nonce in every prompt (default: a random nonce, so no run resends another's prompts)")
 	sharedPrefix := fs.Int("shared-prefix", 0, "tokens every prompt shares after the chat template, for prefix-cache ablations (0: none)")
 	jsonOut := fs.String("json-out", "", "write every request and the summary as JSON to this file")
+	htmlPath := fs.String("html", "", "write the results as one self-contained HTML page to this file: throughputs, latencies with intervals, the burst's release, the server's view, warnings, an inline timeline; it fetches nothing (docs/REPORT.md)")
 	allowEOS := fs.Bool("allow-eos", false, "let the server stop at an end of sequence before the drawn output length (no ignore_eos; Ollama has none, and a real model may stop early)")
 	allowSaturated := fs.Bool("allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	gcPercent := cli.GCPercent(cli.DefaultGCPercent)
@@ -124,10 +126,10 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	prov := tg.Info.Provenance
 	prov.Nonce, prov.Seed, prov.Seeded, prov.SharedPrefix = cli.RunNonce(*seed, seeded), *seed, seeded, *sharedPrefix
 
-	// --json-out is this run's until it ends: a second run given it is
-	// refused (exit 2), and the previous results go now, so that a run
-	// that dies never leaves them looking like its own.
-	lock, err := cli.ClaimOutputs("offline", cli.Output{Flag: "json-out", Path: *jsonOut})
+	// --json-out and --html are this run's until it ends: a second run
+	// given either is refused (exit 2), and the previous results go now,
+	// so that a run that dies never leaves them looking like its own.
+	lock, err := cli.ClaimOutputs("offline", cli.Output{Flag: "json-out", Path: *jsonOut}, cli.Output{Flag: "html", Path: *htmlPath})
 	if err != nil {
 		return err
 	}
@@ -240,9 +242,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if meta.ClientSaturated {
 		fmt.Fprintln(stdout, termwidth.Wrap("CLIENT SATURATED: the client could not release the burst at once, so latencies include its own queueing: "+meta.Saturation()))
 	}
+	doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
 	if *jsonOut != "" {
-		doc := benchkit.NewLoadDocument(meta, []benchkit.LoadRun{res}, nil)
 		if err := cli.WriteResults(*jsonOut, doc); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
+	if *htmlPath != "" {
+		if err := cli.WriteFileAtomic(*htmlPath, func(w io.Writer) error { return report.WriteOffline(w, doc, report.Options{}) }); err != nil {
 			return errors.Join(runErr, err)
 		}
 	}

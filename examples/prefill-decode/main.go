@@ -47,6 +47,12 @@
 //	                       script does not stream: --stream=false)
 //	--json-out results/prefill-decode.json (exo: bench/prefill_decode_results.json),
 //	                       written also when the run fails, with the rows measured
+//	--html FILE            write the results as one self-contained HTML page: the placements,
+//	                       the link and the sweep, where each phase's prefill ran, each
+//	                       cell's phase means and speedups, each phase's latencies with
+//	                       their intervals, and an inline plot of TTFT and TPOT against the
+//	                       sweep; it fetches nothing, and is claimed and written like
+//	                       --json-out (docs/REPORT.md)
 //	--stdout               print only the results JSON on stdout
 //	--format table         table, md or json on stdout
 //	--timeout 7200         seconds a request may take
@@ -76,10 +82,11 @@
 // or larger file is refused with status 2 before it is parsed, as the
 // TOML parser's time grows with the square of the nesting.
 //
-// --json-out is locked for the run (a lock file beside it, path.lock): a
-// second run given the same path is refused with status 2, told which run
-// holds it. The previous results there are removed when the run starts,
-// and the new ones written to a temporary file renamed into place.
+// --json-out and --html are locked for the run (a lock file beside each,
+// path.lock): a second run given the same path is refused with status 2,
+// told which run holds it. The previous files there are removed when the
+// run starts, and the new ones written to a temporary file renamed into
+// place.
 //
 // On a terminal, stderr shows a progress bar counted over every phase
 // (requests done/total, failures, achieved rate, elapsed, ETA); piped,

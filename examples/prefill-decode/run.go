@@ -16,6 +16,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/disagg"
+	"github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/engine/exo"
 	"github.com/inferbench/inferbench/engine/sim"
 	"github.com/inferbench/inferbench/promptsize"
@@ -33,6 +34,7 @@ type config struct {
 	cli.Target
 	configPath, prefillModel, prefillNode, decodeNode string
 	format, jsonOut, instanceMeta, sharding           string
+	htmlPath                                          string
 	repeat, warmup, minNodes, maxNodes                int
 	pp, tg, concurrency                               cli.IntList
 	allCombinations, compareBaseline, dryRun, stream  bool
@@ -71,6 +73,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the two placements and the link, create nothing")
 	fs.BoolVar(&c.stream, "stream", true, "stream responses, for client TTFT")
 	fs.StringVar(&c.jsonOut, "json-out", filepath.Join("results", "prefill-decode.json"), "results JSON file (empty: none)")
+	fs.StringVar(&c.htmlPath, "html", "", "write the results as one self-contained HTML page to this file: placements, the sweep, where prefill ran, each cell's phases and speedups, latencies with intervals, an inline TTFT/TPOT plot; it fetches nothing (docs/REPORT.md)")
 	fs.BoolVar(&c.stdout, "stdout", false, "print only the results JSON on stdout")
 	fs.StringVar(&c.format, "format", "table", "stdout format: "+strings.Join(formats, ", "))
 	fs.Float64Var(&c.timeout, "timeout", 7200, "seconds a request may take")
@@ -319,8 +322,8 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer, e env)
 		},
 	}))
 
-	if c.jsonOut != "" && !c.stdout && !c.dryRun {
-		lock, err := claimOutput(c.jsonOut)
+	if !c.dryRun {
+		lock, err := claimOutputs(c)
 		if err != nil {
 			return err
 		}
@@ -438,6 +441,14 @@ func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stderr, "prefill-decode: results: %s\n", c.jsonOut)
 		}
 	}
+	if c.htmlPath != "" {
+		err := cli.WriteFileAtomic(c.htmlPath, func(w io.Writer) error { return report.WritePrefillDecode(w, doc, report.Options{}) })
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			fmt.Fprintf(stderr, "prefill-decode: page: %s\n", c.htmlPath)
+		}
+	}
 	switch {
 	case c.stdout || c.format == "json":
 		errs = append(errs, disagg.WriteJSON(stdout, doc))
@@ -447,10 +458,14 @@ func writeOutputs(c *config, doc disagg.Document, stdout, stderr io.Writer) erro
 	return errors.Join(errs...)
 }
 
-// claimOutput locks --json-out for the run, so that a second run given
-// the same path is refused (exit 2, naming this one), and removes the
-// previous results there, so that a run that dies never leaves them
-// looking like its own.
-func claimOutput(path string) (*cli.OutputLock, error) {
-	return cli.ClaimOutputs("prefill-decode", cli.Output{Flag: "json-out", Path: path})
+// claimOutputs locks --json-out (unless --stdout) and --html for the run,
+// so that a second run given either path is refused (exit 2, naming this
+// one), and removes the previous files there, so that a run that dies
+// never leaves them looking like its own.
+func claimOutputs(c *config) (*cli.OutputLock, error) {
+	jsonOut := c.jsonOut
+	if c.stdout {
+		jsonOut = ""
+	}
+	return cli.ClaimOutputs("prefill-decode", cli.Output{Flag: "json-out", Path: jsonOut}, cli.Output{Flag: "html", Path: c.htmlPath})
 }
