@@ -107,7 +107,7 @@ var catalogue = []entry{
 		"Rows of the trace or dataset were left out (bad rows, other models, lengths out of bounds): the run replays fewer than the file holds.",
 		"Read the counts in the message; fix the file, or the bounds (--max-input-tokens, --max-output-tokens) and --model that left them out.",
 		"{}: {n} rows; skipped "),
-	kind("trace_left_open",
+	kind("negative_gap",
 		"Arrival offsets were negative and sent at once: the arrival process or trace is out of order.",
 		"Sort the trace by its timestamps, or check the arrival settings (--burstiness, --rate).",
 		"concurrency: arrival {n}: {} gave a negative gap "),

@@ -77,16 +77,37 @@ func Kinds() []Kind {
 // entry is a kind with the leading phrases of its messages.
 type entry struct {
 	Kind
-	res []*regexp.Regexp
+	phrases []leading
+}
+
+// leading is one leading phrase: its words between placeholders (the
+// first its prefix), and the whole of it.
+type leading struct {
+	words []string
+	re    *regexp.Regexp
 }
 
 func (e *entry) match(text string) bool {
-	for _, re := range e.res {
-		if re.MatchString(text) {
+	for _, p := range e.phrases {
+		if p.has(text) && p.re.MatchString(text) {
 			return true
 		}
 	}
 	return false
+}
+
+// has reports whether text begins with the phrase's first words and
+// holds the others: what every match has, quicker to tell.
+func (p leading) has(text string) bool {
+	if !strings.HasPrefix(text, p.words[0]) {
+		return false
+	}
+	for _, w := range p.words[1:] {
+		if !strings.Contains(text, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // phrase compiles a leading phrase: its text literally, each {} any text
@@ -118,7 +139,8 @@ func phrase(p string) *regexp.Regexp {
 func kind(code, meaning, advice string, phrases ...string) entry {
 	e := entry{Kind: Kind{Code: code, Meaning: meaning, Advice: advice}}
 	for _, p := range phrases {
-		e.res = append(e.res, phrase(p))
+		words := strings.Split(strings.ReplaceAll(p, "{n}", "{}"), "{}")
+		e.phrases = append(e.phrases, leading{words: words, re: phrase(p)})
 	}
 	return e
 }
