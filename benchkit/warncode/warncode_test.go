@@ -37,6 +37,7 @@ func TestClassify(t *testing.T) {
 		{"target met after 5 repeats (at least 2, at most 10): gen_tps.mean ±4.1% ≤ 5%", "precision_stop"},
 		{"rate +Inf/s: the client was the bottleneck (lag p99 120 ms); its lag counts in the backlog", "client_saturated"},
 		{"openai: request resent on a new connection: the server had closed the reused connection it went out on before any byte of an answer (1 time(s)); it was written again on another, and Trace.Start is when that one was handed over", "request_resent"},
+		{"timing: invalid trace: chunk 3 is 2ms before 1ms (chunks must be in order of arrival)", "invalid_trace"},
 		// Unknown texts, and texts that only look like a kind's.
 		{"", warncode.Other},
 		{"something new happened", warncode.Other},
