@@ -28,7 +28,7 @@ type site struct {
 // no text the scanner can render: a warning passed on from elsewhere.
 type unresolved struct {
 	Pos  string
-	Expr string // the file's base name and the expression's source
+	Expr string // the file's path in the repository and the expression's source
 }
 
 // scanner finds the warning texts of the repository's non-test Go code.
@@ -37,7 +37,10 @@ type unresolved struct {
 //     DriverWarnings, warns, warnings),
 //   - appended to a slice a function whose name holds "warn" returns, or
 //     returned by it in a slice literal,
+//   - appended, as a slice, from what a function of the repository returns
+//     (its appends to the slice it returns, its slice literals),
 //   - the last argument of a call of a function or method named warn,
+//   - assigned to a name that holds "warn" (warn = fmt.Errorf(…)),
 //   - an element of a slice literal of a Warnings field;
 //
 // an identifier is followed to what the function assigns to it, and a
@@ -238,11 +241,91 @@ func (s *scanner) addAppend(path string, fd *ast.FuncDecl, c *ast.CallExpr) {
 	if c.Ellipsis.IsValid() {
 		// A slice passed on: its texts are found where they are made,
 		// or in the function that returns it.
+		s.addSlice(path, fd, args[len(args)-1])
 		return
 	}
 	for _, a := range args {
 		s.add(path, fd, a)
 	}
+}
+
+// addSlice records the texts of a slice of warnings a function of the
+// repository returns, as the call e or an identifier fd assigns from
+// one: what its body appends to the slice it returns there, and the
+// elements of a slice literal it returns.
+func (s *scanner) addSlice(path string, fd *ast.FuncDecl, e ast.Expr) {
+	var call *ast.CallExpr
+	i := 0
+	switch e := e.(type) {
+	case *ast.CallExpr:
+		call = e
+	case *ast.Ident:
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			a, ok := n.(*ast.AssignStmt)
+			if !ok || len(a.Rhs) != 1 {
+				return true
+			}
+			for j, l := range a.Lhs {
+				if id, isID := l.(*ast.Ident); isID && id.Name == e.Name {
+					if c, isCall := a.Rhs[0].(*ast.CallExpr); isCall {
+						call, i = c, j
+					}
+				}
+			}
+			return true
+		})
+	}
+	if call == nil {
+		return
+	}
+	for _, f := range s.callees(path, call, i) {
+		var results []string // the names its results go by
+		if f.decl.Type.Results != nil {
+			for _, r := range f.decl.Type.Results.List {
+				for _, n := range r.Names {
+					results = append(results, n.Name)
+				}
+			}
+		}
+		out := map[string]bool{}
+		if len(results) > i {
+			out[results[i]] = true
+		}
+		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
+			if r, ok := n.(*ast.ReturnStmt); ok && len(r.Results) > i {
+				switch x := r.Results[i].(type) {
+				case *ast.Ident:
+					out[x.Name] = true
+				case *ast.CompositeLit:
+					for _, el := range x.Elts {
+						s.add(f.path, f.decl, el)
+					}
+				}
+			}
+			return true
+		})
+		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
+			if e, ok := n.(ast.Expr); ok {
+				if c, ok := isAppend(e); ok && out[nameOf(c.Args[0])] && !warnName.MatchString(nameOf(c.Args[0])) {
+					s.addAppend(f.path, f.decl, c)
+				}
+			}
+			return true
+		})
+	}
+}
+
+// callees are the repository's functions call may call that return at
+// least i+1 results: a function of path's package for a plain name, any
+// of that name for a method or another package's.
+func (s *scanner) callees(path string, call *ast.CallExpr, i int) []funcDecl {
+	fs := s.funcs[nameOf(call.Fun)]
+	if _, local := call.Fun.(*ast.Ident); local {
+		fs = slices.DeleteFunc(slices.Clone(fs), func(f funcDecl) bool { return filepath.Dir(f.path) != filepath.Dir(path) || f.decl.Recv != nil })
+	}
+	return slices.DeleteFunc(slices.Clone(fs), func(f funcDecl) bool {
+		return f.decl.Body == nil || f.decl.Type.Results == nil || f.decl.Type.Results.NumFields() <= i || !takes(f.decl, len(call.Args))
+	})
 }
 
 // add records the texts e may be.
@@ -444,19 +527,13 @@ func (s *scanner) resolveLocal(path string, fd *ast.FuncDecl, name string, depth
 // returns gives what the repository's functions named as call return at
 // index i.
 func (s *scanner) returns(path string, call *ast.CallExpr, i, depth int) ([]string, bool) {
-	fs := s.funcs[nameOf(call.Fun)]
-	if _, local := call.Fun.(*ast.Ident); local {
-		fs = slices.DeleteFunc(slices.Clone(fs), func(f funcDecl) bool { return filepath.Dir(f.path) != filepath.Dir(path) || f.decl.Recv != nil })
-	}
+	fs := s.callees(path, call, i)
 	if len(fs) == 0 || depth > 6 {
 		return nil, false
 	}
 	var out []string
 	found := false
 	for _, f := range fs {
-		if f.decl.Body == nil || f.decl.Type.Results == nil || f.decl.Type.Results.NumFields() <= i || !takes(f.decl, len(call.Args)) {
-			continue
-		}
 		ok := true
 		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
 			if _, isLit := n.(*ast.FuncLit); isLit {
@@ -605,6 +682,12 @@ func scanned(t *testing.T) *scanner {
 // fails here.
 func TestEveryWarningHasAKind(t *testing.T) {
 	s := scanned(t)
+	if os.Getenv("WARNCODE_DUMP") != "" {
+		for _, x := range s.sites {
+			text := strings.ReplaceAll(x.Text, hole, "x")
+			t.Logf("%s\t%s\t%s", x.Pos, Classify(text).Code, text)
+		}
+	}
 	for _, x := range s.sites {
 		if carriers[x.Text] {
 			continue
