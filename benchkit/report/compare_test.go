@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -381,4 +382,35 @@ func TestComparePageRefused(t *testing.T) {
 	if err := WriteCompare(&bytes.Buffer{}, &compare.Result{A: a}, Options{}); err == nil {
 		t.Error("a comparison without B wrote a page")
 	}
+}
+
+// FuzzComparePageEscaped renders a comparison whose files' paths, model
+// names, warnings, groups and differences are arbitrary: the page's
+// markup is the same as plain strings give (every '<' of the strings
+// escaped), so no string can open an element.
+func FuzzComparePageEscaped(f *testing.F) {
+	for _, s := range []string{"plain", hostile, `"><svg onload=alert(1)>`, "</title><script>", "<!--", "]]>", "\x00<"} {
+		f.Add(s)
+	}
+	base := worseTPOT(f, "m")
+	page := func(t testing.TB, s string) string {
+		c := *base
+		a, b := *base.A, *base.B
+		infoA, infoB := *a.Info, *b.Info
+		infoA.Model, infoB.Model, infoA.Warnings = s, s, []string{s}
+		a.Info, b.Info, a.Path, b.Path = &infoA, &infoB, s, s
+		a.Groups = append([]compare.Group{{Name: s}}, a.Groups...)
+		c.A, c.B = &a, &b
+		c.Warnings = []string{s}
+		c.Allowed = []compare.Difference{{Name: s, A: s, B: s}}
+		c.Rows = slices.Clone(c.Rows)
+		c.Rows[0].Group = s
+		return renderCompare(t, &c)
+	}
+	want := strings.Count(page(f, "plain"), "<")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := strings.Count(page(t, s), "<"); got != want {
+			t.Errorf("a string changed the page's markup: %d '<', want %d: %q", got, want, s)
+		}
+	})
 }
