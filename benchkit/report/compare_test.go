@@ -18,35 +18,45 @@ import (
 	"github.com/inferbench/inferbench/timing"
 )
 
-// sideDoc is serve-load's document of one run of n requests at 50/s,
-// TTFT about ttft and TPOT about tpot seconds (noise drawn from seed),
-// every 20th failed with an error that carries markup; model names the
-// model and the file's meta, warnings and command carry markup too.
-func sideDoc(t testing.TB, model, preset string, n int, ttft, tpot float64, seed uint64) []byte {
+// sideDoc is serve-load's document of one run of n requests at each of
+// rates (50/s when none), TTFT about ttft and TPOT about tpot seconds
+// (noise drawn from seed), every 20th failed with an error that carries
+// markup; model names the model and the file's meta, warnings and
+// command carry markup too.
+func sideDoc(t testing.TB, model, preset string, n int, ttft, tpot float64, seed uint64, rates ...float64) []byte {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, 11))
-	reqs := make([]benchkit.Request, n)
-	for i := range reqs {
-		send, rate := float64(i)/50, 50.0
-		f := ttft * (1 + 0.1*rng.NormFloat64())
-		p := tpot * (1 + 0.05*rng.NormFloat64())
-		e := f + 15*p
-		tokens := 16
-		reqs[i] = benchkit.Request{Labels: benchkit.Labels{Rate: &rate}, Index: i, PPTarget: 128, PPTokens: 128, TGTarget: 16,
-			CompletionTokens: &tokens, IntendedSendS: send, SendOffsetS: send, DoneS: send + e,
-			TTFTS: &f, TPOTS: &p, E2ES: &e, ITLS: []float64{p, p}, Stream: true, Model: model}
-		if i%20 == 19 {
-			reqs[i].Error, reqs[i].TTFTS, reqs[i].TPOTS, reqs[i].E2ES, reqs[i].ITLS = "upstream said "+hostile, nil, nil, nil, nil
-		}
+	if len(rates) == 0 {
+		rates = []float64{50}
 	}
-	run := benchkit.LoadRun{Summary: benchkit.Summarize(reqs, benchkit.ByRun, timing.SLO{})[0], Requests: reqs}
-	run.Summary.Traffic = "poisson(rate=50/s)"
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var runs []benchkit.LoadRun
+	var names []string
+	for _, rate := range rates {
+		reqs := make([]benchkit.Request, n)
+		for i := range reqs {
+			send, r := float64(i)/rate, rate
+			f := ttft * (1 + 0.1*rng.NormFloat64())
+			p := tpot * (1 + 0.05*rng.NormFloat64())
+			e := f + 15*p
+			tokens := 16
+			reqs[i] = benchkit.Request{Labels: benchkit.Labels{Rate: &r}, Index: i, PPTarget: 128, PPTokens: 128, TGTarget: 16,
+				CompletionTokens: &tokens, IntendedSendS: send, SendOffsetS: send, DoneS: send + e,
+				TTFTS: &f, TPOTS: &p, E2ES: &e, ITLS: []float64{p, p}, Stream: true, Model: model}
+			if i%20 == 19 {
+				reqs[i].Error, reqs[i].TTFTS, reqs[i].TPOTS, reqs[i].E2ES, reqs[i].ITLS = "upstream said "+hostile, nil, nil, nil, nil
+			}
+		}
+		run := benchkit.LoadRun{Summary: benchkit.Summarize(reqs, benchkit.ByRun, timing.SLO{})[0], Requests: reqs}
+		run.Summary.Traffic = "poisson(rate=" + strconv.FormatFloat(rate, 'g', -1, 64) + "/s)"
+		runs = append(runs, run)
+		names = append(names, strconv.FormatFloat(rate, 'g', -1, 64))
+	}
 	meta := benchkit.LoadMeta{RunInfo: benchkit.RunInfo{Tool: "inferbench", Engine: "openai", Model: model, Simulated: true, Preset: preset,
 		BaseURL: "http://127.0.0.1:1/" + hostile, Warnings: []string{"meta warning " + hostile},
 		Provenance: &benchkit.Provenance{Command: []string{"serve-load", "--model", hostile}, Nonce: "n0nce"}},
-		Workload: benchkit.Lengths{Input: 128, Output: 16}, Traffic: benchkit.Traffic{Rate: 50, NumRequests: n}, Rates: []string{"50"}, Stream: true}
+		Workload: benchkit.Lengths{Input: 128, Output: 16}, Traffic: benchkit.Traffic{Rate: rates[0], NumRequests: n}, Rates: names, Stream: true}
 	var b bytes.Buffer
-	if err := benchkit.WriteJSON(&b, benchkit.NewLoadDocument(meta, []benchkit.LoadRun{run}, nil)); err != nil {
+	if err := benchkit.WriteJSON(&b, benchkit.NewLoadDocument(meta, runs, nil)); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -343,6 +353,28 @@ func TestComparePageFigures(t *testing.T) {
 		if !strings.Contains(svg, col) {
 			t.Errorf("the change plot does not draw %s", col)
 		}
+	}
+}
+
+// TestComparePageSweep: two sweeps of two rates each: a group per
+// rate, each with its plot and its table under its own keys, and the
+// runs' latencies paired run by run.
+func TestComparePageSweep(t *testing.T) {
+	a, b := sides(t, sideDoc(t, "m", "fast", 100, 0.02, 0.002, 1, 25, 50), sideDoc(t, "m", "fast", 100, 0.02, 0.0022, 2, 25, 50))
+	res, err := compare.Compare(a, b, compare.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := renderCompare(t, res)
+	checkPage(t, page)
+	cells := checkComparePage(t, page, res)
+	for _, want := range []string{"Group 1: rate=25 (A: 10 batches, B: 10 batches)", "Group 2: rate=50", "Relative change of each figure, B against A, group 2", "Run 2. A: poisson(rate=50/s)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if _, ok := cells["b.run1.tpot.mean"]; !ok {
+		t.Error("the page lacks B's second run's TPOT")
 	}
 }
 
