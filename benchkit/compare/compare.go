@@ -98,8 +98,12 @@ type Row struct {
 	// MeanB/MeanA − 1; NaN where A's mean is not told apart from 0.
 	Rel, RelLo, RelHi float64
 	// DF is the Welch–Satterthwaite degrees of freedom and P the test's
-	// two-sided p-value before the correction.
-	DF, P float64
+	// two-sided p-value before the correction; PHolm is P adjusted for
+	// the family by Holm's procedure (the smallest family-wise α at which
+	// the figure would read better or worse: with the family's p-values
+	// sorted ascending, min(1, max over j ≤ i of (N − j)·p(j)), i and j
+	// from 0). NaN where the figure was not tested.
+	DF, P, PHolm float64
 	// Widened says the batches were correlated (lag-1 autocorrelation
 	// beyond 2/√k on a side) and the variance was inflated by
 	// (1 + r)/(1 − r).
@@ -120,8 +124,14 @@ type Result struct {
 	// GatedTests how many of them the gate looks at.
 	Tests, GatedTests            int
 	Alpha, Confidence, Threshold float64
-	// Allowed are the differences Config.Allow let through.
-	Allowed []Difference
+	// GateFigures are the figures the gate looks at (Config.GateFigures;
+	// none means every figure).
+	GateFigures []string
+	// Allowed are the differences Config.Allow let through; Refused,
+	// set only on the Result that Compare returns beside a
+	// *RefusedError, the differences that refused the comparison (that
+	// Result has no rows: it says what was compared and why not).
+	Allowed, Refused []Difference
 	// Warnings say what limits the comparison.
 	Warnings []string
 }
@@ -219,7 +229,10 @@ func family(kind string) string {
 // t-test on the units' values, the difference and the relative change
 // with their intervals, and a verdict corrected for the family of tests
 // by Holm's procedure. It refuses (a *RefusedError) sides whose runs
-// measured different things, unless c.Allow names each difference.
+// measured different things, unless c.Allow names each difference; it
+// then also returns a Result without rows that names the sides, the
+// differences refused (Refused) and allowed, and the warnings, for a
+// report of the refusal.
 func Compare(a, b *Side, c Config) (*Result, error) {
 	if c.Alpha <= 0 || c.Alpha >= 1 {
 		c.Alpha = DefaultAlpha
@@ -235,7 +248,7 @@ func Compare(a, b *Side, c Config) (*Result, error) {
 			return nil, fmt.Errorf("compare: no figure %q (the figures: %s)", g, strings.Join(Figures(), ", "))
 		}
 	}
-	res := &Result{A: a, B: b, Alpha: c.Alpha, Confidence: c.Confidence, Threshold: c.Threshold}
+	res := &Result{A: a, B: b, Alpha: c.Alpha, Confidence: c.Confidence, Threshold: c.Threshold, GateFigures: c.GateFigures}
 	diffs, notes := Differences(a, b, c.Tolerance)
 	var refused []Difference
 	for _, d := range diffs {
@@ -245,15 +258,16 @@ func Compare(a, b *Side, c Config) (*Result, error) {
 			refused = append(refused, d)
 		}
 	}
-	if len(refused) > 0 {
-		return nil, &RefusedError{Differences: refused}
-	}
 	res.Warnings = append(res.Warnings, notes...)
 	for _, w := range a.Warnings {
 		res.Warnings = append(res.Warnings, "A: "+w)
 	}
 	for _, w := range b.Warnings {
 		res.Warnings = append(res.Warnings, "B: "+w)
+	}
+	if len(refused) > 0 {
+		res.Refused = refused
+		return res, &RefusedError{Differences: refused}
 	}
 	ps, tested := res.test(a, b, c.Confidence)
 	res.judge(ps, tested, c)
@@ -291,7 +305,7 @@ func (res *Result) test(a, b *Side, confidence float64) (ps []float64, tested []
 			row := Row{Group: ga.Name, Figure: f, UnitA: ga.UnitKind, UnitB: gb.UnitKind, NA: len(xa), NB: len(xb)}
 			row.MeanA, row.MeanB = meanOf(xa), meanOf(xb)
 			row.Diff, row.DiffLo, row.DiffHi = row.MeanB-row.MeanA, math.NaN(), math.NaN()
-			row.Rel, row.RelLo, row.RelHi, row.DF, row.P = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+			row.Rel, row.RelLo, row.RelHi, row.DF, row.P, row.PHolm = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 			if len(xa) < 2 || len(xb) < 2 {
 				row.Verdict = NotComparable
 				res.Rows = append(res.Rows, row)
@@ -321,8 +335,10 @@ func (res *Result) test(a, b *Side, confidence float64) (ps []float64, tested []
 func (res *Result) judge(ps []float64, tested []int, c Config) {
 	res.Tests = len(ps)
 	reject := holm(ps, c.Alpha)
+	adjusted := holmAdjusted(ps)
 	for i, j := range tested {
 		row := &res.Rows[j]
+		row.PHolm = adjusted[i]
 		row.Verdict = NoChange
 		if reject[i] {
 			row.Verdict = Better

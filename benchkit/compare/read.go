@@ -63,8 +63,15 @@ type Side struct {
 	Path string
 	Kind string
 	// Info is the file's description of its run; nil where it has none
-	// (rows without a header).
-	Info *benchkit.RunInfo
+	// (rows without a header). Predicted says the file's runs were
+	// computed on the embedded engine's virtual clock, never sent (its
+	// meta or any of its rows says so).
+	Info      *benchkit.RunInfo
+	Predicted bool
+	// Summaries are each load run's summary as the file holds it (a load
+	// document's runs in order, a merged load's union), for a report to
+	// show the runs' own figures side by side; nil for other kinds.
+	Summaries []benchkit.Summary
 	// Settings are what the file says was measured, by name (the names
 	// Compare's refusals and --allow use), each as canonical JSON.
 	Settings map[string]string
@@ -161,6 +168,10 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 		}
 	}
 	s := &Side{Settings: map[string]string{}, Means: map[string]float64{}}
+	var predicted bool
+	if json.Unmarshal(meta["predicted"], &predicted) == nil {
+		s.Predicted = predicted
+	}
 	var slo timing.SLO
 	var runs []run
 	switch {
@@ -171,6 +182,7 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 			return nil, fmt.Errorf("a merged load: %w", err)
 		}
 		slo = sloOf(m.Summary.Goodput)
+		s.Summaries = []benchkit.Summary{m.Summary}
 		runs = append(runs, run{group: rateGroup(m.Requests), rows: m.Requests})
 	case isBenchQwen(top):
 		s.Kind = KindBenchQwen
@@ -220,6 +232,7 @@ func readDocument(b []byte, top map[string]json.RawMessage, o Options) (*Side, e
 		loadSettings(s.Settings, meta)
 		for _, lr := range d.AllRuns() {
 			runs = append(runs, run{group: rateGroup(lr.Requests), rows: lr.Requests})
+			s.Summaries = append(s.Summaries, lr.Summary)
 		}
 	}
 	if s.Kind != KindBenchQwen {
@@ -561,6 +574,7 @@ func rowSettings(s *Side, rows []benchkit.Request) {
 	var pp, tg float64
 	n := 0
 	for _, r := range rows {
+		s.Predicted = s.Predicted || r.Predicted
 		if r.Model != "" {
 			models[r.Model] = true
 		}

@@ -134,10 +134,15 @@ func TestSyntheticVerdicts(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	a := read(t, loadDoc(t, "m", 128, "50", rows(100, 50, 0.02, 0.002, 1)))
 	b := read(t, loadDoc(t, "other", 512, "40", rows(100, 40, 0.02, 0.002, 2)))
-	_, err := compare.Compare(a, b, compare.Config{})
+	refused, err := compare.Compare(a, b, compare.Config{})
 	var re *compare.RefusedError
 	if !errors.As(err, &re) {
 		t.Fatalf("err = %v, want a refusal", err)
+	}
+	// Beside the refusal, a result without rows that says what was
+	// refused, for a report of it.
+	if refused == nil || refused.A != a || refused.B != b || len(refused.Rows) != 0 || len(refused.Refused) != len(re.Differences) {
+		t.Errorf("the refused result: %+v, want A, B, no rows and the %d differences", refused, len(re.Differences))
 	}
 	names := map[string]bool{}
 	for _, d := range re.Differences {
@@ -148,9 +153,12 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("refusal %q does not name %s", err, want)
 		}
 	}
-	_, err = compare.Compare(a, b, compare.Config{Allow: []string{"model"}})
+	refused, err = compare.Compare(a, b, compare.Config{Allow: []string{"model"}})
 	if !errors.As(err, &re) || strings.Contains(err.Error(), "\n  model:") || !strings.Contains(err.Error(), "lengths:") {
 		t.Errorf("--allow model: %v; want lengths and rates still refused, model not", err)
+	}
+	if refused == nil || len(refused.Allowed) != 1 || refused.Allowed[0].Name != "model" {
+		t.Errorf("--allow model: the refused result does not say model was allowed: %+v", refused)
 	}
 	if _, err := compare.Compare(a, b, compare.Config{Allow: []string{"all"}}); err != nil {
 		t.Errorf("--allow all: %v", err)
@@ -379,5 +387,33 @@ func TestJSONLProbesLeftOut(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(with.Warnings, "\n"), "20 head-of-line probe rows were left out") {
 		t.Errorf("warnings %q, want the 20 probes named", with.Warnings)
+	}
+}
+
+// TestSideSummariesPredicted: a load document's side keeps each run's
+// summary as the file holds it, and says whether the file was predicted
+// (its meta, or its rows for JSONL) or measured.
+func TestSideSummariesPredicted(t *testing.T) {
+	reqs := rows(40, 50, 0.02, 0.002, 1)
+	doc := loadDoc(t, "m", 128, "50", reqs)
+	s := read(t, doc)
+	if len(s.Summaries) != 1 || s.Summaries[0].Requests != 40 || s.Summaries[0].Traffic != "poisson(rate=50/s)" || s.Predicted {
+		t.Errorf("measured document: %d summaries %+v, predicted %v; want one of 40 requests, measured", len(s.Summaries), s.Summaries, s.Predicted)
+	}
+	pred := bytes.Replace(doc, []byte(`"meta": {`), []byte(`"meta": {"predicted": true, `), 1)
+	if !read(t, pred).Predicted {
+		t.Error("a document whose meta says predicted is read as measured")
+	}
+	var b bytes.Buffer
+	for _, r := range reqs {
+		r.Predicted = true
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(line, '\n'))
+	}
+	if j := read(t, b.Bytes()); !j.Predicted || j.Summaries != nil {
+		t.Errorf("predicted rows: predicted %v, summaries %v; want predicted and none", j.Predicted, j.Summaries)
 	}
 }

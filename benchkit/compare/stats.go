@@ -113,6 +113,40 @@ func holm(p []float64, alpha float64) []bool {
 	return out
 }
 
+// holmAdjusted is each p-value adjusted for the family by Holm's
+// procedure: with the p-values sorted ascending, p(i) becomes
+// min(1, max over j ≤ i of (m − j)·p(j)) (i, j from 0), the smallest
+// family-wise level at which holm rejects it. NaN counts as 1, as in holm.
+func holmAdjusted(p []float64) []float64 {
+	m := len(p)
+	idx := make([]int, m)
+	for i := range idx {
+		idx[i] = i
+	}
+	val := func(i int) float64 {
+		if math.IsNaN(p[i]) {
+			return 1
+		}
+		return p[i]
+	}
+	slices.SortStableFunc(idx, func(x, y int) int {
+		switch {
+		case val(x) < val(y):
+			return -1
+		case val(x) > val(y):
+			return 1
+		}
+		return 0
+	})
+	out := make([]float64, m)
+	run := 0.0
+	for i, j := range idx {
+		run = math.Max(run, math.Min(1, float64(m-i)*val(j)))
+		out[j] = run
+	}
+	return out
+}
+
 // lag1 is the lag-1 autocorrelation of x in its order,
 // Σ(x_i − x̄)(x_{i+1} − x̄) / Σ(x_i − x̄)²; 0 when x is constant or has
 // fewer than three values.

@@ -139,6 +139,7 @@ type jsonRow struct {
 	RelHi      *float64 `json:"rel_hi"`
 	DF         *float64 `json:"df"`
 	P          *float64 `json:"p"`
+	PHolm      *float64 `json:"p_holm"`
 	Widened    bool     `json:"widened,omitempty"`
 	Verdict    Verdict  `json:"verdict"`
 	Regression bool     `json:"regression,omitempty"`
@@ -164,16 +165,17 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Alpha      float64      `json:"alpha"`
 		Confidence float64      `json:"confidence"`
 		Threshold  float64      `json:"threshold,omitempty"`
+		GateFigs   []string     `json:"gate_figures,omitempty"`
 		Rows       []jsonRow    `json:"rows"`
 		Allowed    []Difference `json:"allowed,omitempty"`
 		Warnings   []string     `json:"warnings,omitempty"`
 	}{A: r.A.Path, B: r.B.Path, KindA: r.A.Kind, KindB: r.B.Kind, Tests: r.Tests, Alpha: r.Alpha, Confidence: r.Confidence,
-		Threshold: r.Threshold, Rows: []jsonRow{}, Allowed: r.Allowed, Warnings: r.Warnings}
+		Threshold: r.Threshold, GateFigs: r.GateFigures, Rows: []jsonRow{}, Allowed: r.Allowed, Warnings: r.Warnings}
 	for _, x := range r.Rows {
 		out.Rows = append(out.Rows, jsonRow{Group: x.Group, Figure: x.Figure.Name, Unit: x.Figure.stored(), Lower: x.Figure.Lower,
 			UnitA: x.UnitA, UnitB: x.UnitB, NA: x.NA, NB: x.NB, MeanA: fin(x.MeanA), MeanB: fin(x.MeanB),
 			Diff: fin(x.Diff), DiffLo: fin(x.DiffLo), DiffHi: fin(x.DiffHi), Rel: fin(x.Rel), RelLo: fin(x.RelLo), RelHi: fin(x.RelHi),
-			DF: fin(x.DF), P: fin(x.P), Widened: x.Widened, Verdict: x.Verdict, Regression: x.Regression})
+			DF: fin(x.DF), P: fin(x.P), PHolm: fin(x.PHolm), Widened: x.Widened, Verdict: x.Verdict, Regression: x.Regression})
 	}
 	return json.Marshal(out)
 }

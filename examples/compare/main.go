@@ -24,6 +24,16 @@
 // named; --allow NAME,… lets named differences through (--allow preset to
 // compare two presets on purpose, --allow all for any).
 //
+// --html FILE also writes the comparison as one self-contained HTML page
+// (package benchkit/report, WriteCompare): what each side measured, side
+// by side; every setting in which they differ, refused or allowed; the
+// gate's outcome; each figure's A, B, relative change with its interval,
+// test, p-values and verdict; a plot of the changes around 0; and, for
+// load documents, each run's latencies A beside B. A refused comparison
+// still writes its page, naming each difference. The page fetches
+// nothing, and the exit status is the same with it as without
+// (docs/REPORT.md).
+//
 // --threshold makes the comparison a gate: a figure whose verdict is
 // "worse" and whose relative change is worse by more than the threshold
 // is a regression, and the program exits 4.

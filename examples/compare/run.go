@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/compare"
+	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 )
 
 const usage = `usage: compare [flags] A B
@@ -22,7 +25,7 @@ interval, and a verdict (better, worse, no change detected).
 
 Exit status: 0 no regression (or no gate), 1 a file unreadable, the runs
 measured different things, or a gate with nothing to test, 2 bad usage,
-4 a figure regressed beyond --threshold.
+4 a figure regressed beyond --threshold. --html FILE does not change it.
 
 Flags:
 `
@@ -30,6 +33,7 @@ Flags:
 type options struct {
 	a, b    string
 	format  string
+	html    string
 	cfg     compare.Config
 	load    compare.Options
 	figures bool
@@ -49,6 +53,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	gate := fs.String("gate-figures", "", "the figures the gate looks at, comma-separated (default every figure; see --list-figures)")
 	allow := fs.String("allow", "", "settings that may differ between the runs, comma-separated (model, preset, server, lengths, traffic, rates, …, or all)")
 	fs.StringVar(&o.format, "format", "table", "output: table (120 columns), markdown or json")
+	fs.StringVar(&o.html, "html", "", "also write the comparison as one self-contained HTML page to this file: both runs side by side, "+
+		"what differs, the gate, every figure's verdict and a plot of the changes; it fetches nothing (docs/REPORT.md)")
 	fs.Float64Var(&o.cfg.Alpha, "alpha", compare.DefaultAlpha, "family-wise false-alarm rate of the verdicts (Holm over every figure)")
 	fs.Float64Var(&o.cfg.Confidence, "confidence", compare.DefaultConfidence, "confidence level of each figure's interval")
 	fs.IntVar(&o.load.Batches, "batches", compare.DefaultBatches, "batches a single run is split into (batch means)")
@@ -75,6 +81,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, cli.Usagef("want two files, A and B; got %d", len(files))
 	}
 	o.a, o.b = files[0], files[1]
+	if o.html != "" && (sameFile(o.html, o.a) || sameFile(o.html, o.b)) {
+		return o, cli.Usagef("--html %s is one of the files compared", o.html)
+	}
 	switch o.format {
 	case "table", "markdown", "md", "json":
 	default:
@@ -123,6 +132,19 @@ func parseThreshold(v string) (float64, error) {
 	return x, nil
 }
 
+// sameFile says whether x and y name one file: the same path, or the
+// same file reached by another.
+func sameFile(x, y string) bool {
+	ax, errX := filepath.Abs(x)
+	ay, errY := filepath.Abs(y)
+	if errX == nil && errY == nil && ax == ay {
+		return true
+	}
+	sx, errX := os.Stat(x)
+	sy, errY := os.Stat(y)
+	return errX == nil && errY == nil && os.SameFile(sx, sy)
+}
+
 func list(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -152,6 +174,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
+	// The page is claimed first, so that a comparison that fails never
+	// leaves an earlier page looking current.
+	lock, err := cli.ClaimOutputs("compare", cli.Output{Flag: "html", Path: o.html})
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	a, err := compare.Load(o.a, o.load)
 	if err != nil {
 		return err
@@ -161,9 +190,31 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res, err := compare.Compare(a, b, o.cfg)
+	var refused *compare.RefusedError
+	if errors.As(err, &refused) && res != nil {
+		// A refusal's page names every difference.
+		return errors.Join(err, writeHTML(o.html, res))
+	}
 	if err != nil {
 		return err
 	}
+	return errors.Join(report(res, o, stdout), writeHTML(o.html, res))
+}
+
+// writeHTML writes res as a page to path, when a path is given.
+func writeHTML(path string, res *compare.Result) error {
+	if path == "" {
+		return nil
+	}
+	return cli.WriteFileAtomic(path, func(w io.Writer) error {
+		return htmlreport.WriteCompare(w, res, htmlreport.Options{})
+	})
+}
+
+// report prints res as --format says and returns the gate's verdict: a
+// regression (cli.ErrRegression), a gate with nothing to test, or nil.
+func report(res *compare.Result, o options, stdout io.Writer) error {
+	var err error
 	switch o.format {
 	case "json":
 		enc := json.NewEncoder(stdout)
