@@ -461,5 +461,3 @@ func latenciesSection(a, b *compare.Side) (section, bool) {
 func runText(s benchkit.Summary) string {
 	return fmt.Sprintf("%s, %d requests (%d completed, %d failed)", orNone(s.Traffic), s.Requests, s.Completed, s.Failed)
 }
-
-func ptrTable(t table) *table { return &t }

@@ -647,10 +647,11 @@ var passedOn = map[string]string{
 // carriers are the rendered texts of warnings that only carry another
 // (their kind is the carried one's).
 var carriers = map[string]bool{
-	"A: " + hole:        true,
-	"B: " + hole:        true,
-	hole + ": " + hole:  true, // a phase's
-	"planning: " + hole: true,
+	"A: " + hole:             true,
+	"B: " + hole:             true,
+	hole + ": " + hole:       true, // a phase's
+	hole + "'s run: " + hole: true, // a side's run, on the comparison page
+	"planning: " + hole:      true,
 	"planning the " + hole + " placement: " + hole: true,
 }
 

@@ -148,6 +148,7 @@ func kind(code, meaning, advice string, phrases ...string) entry {
 // wrappers are the leading labels of warnings that carry another one.
 var wrappers = []*regexp.Regexp{
 	regexp.MustCompile(`\A[AB]: `),
+	regexp.MustCompile(`\A[AB]'s run: `),
 	regexp.MustCompile(`\A(disaggregated|decode_alone|prefill_alone): `),
 	regexp.MustCompile(`\Aplanning(?: the (?:prefill|decode) placement)?: `),
 	regexp.MustCompile(`\Aserver metrics: `),
