@@ -138,14 +138,32 @@ func (s segments) Plot(c draw.Canvas, p *gplot.Plot) {
 }
 
 func (s segments) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return s.dataRange(3)
+}
+
+// dataRange is the segments' extent, with room above the last row for a
+// legend of entries lines, so that it covers no bar: each line takes
+// about 3.5 % of the plot's height.
+func (s segments) dataRange(entries int) (xmin, xmax, ymin, ymax float64) {
 	xmin, ymin = math.Inf(1), math.Inf(1)
 	xmax, ymax = math.Inf(-1), math.Inf(-1)
 	for _, g := range s {
 		xmin, xmax = min(xmin, g.x0), max(xmax, g.x1)
 		ymin, ymax = min(ymin, g.y), max(ymax, g.y)
 	}
-	// Room above the last row for the legend, so that it covers no bar.
-	return xmin, xmax, ymin - 0.5, ymax + 0.5 + max(3, 0.15*(ymax-ymin))
+	f := 0.035*float64(entries) + 0.02
+	room := max(float64(entries), f/(1-f)*(ymax-ymin+1))
+	return xmin, xmax, ymin - 0.5, ymax + 0.5 + room
+}
+
+// legendRoom is segments drawn with room for a legend of its entries.
+type legendRoom struct {
+	segments
+	entries int
+}
+
+func (l legendRoom) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return l.segments.dataRange(l.entries)
 }
 
 // rowTicks label the rows with whole numbers ("25", not "25.00"),
@@ -269,20 +287,19 @@ func requestBars(r benchkit.Request, y float64) (segs []segment, reasoned bool) 
 	return segs, reasoned
 }
 
-// timelineFigure draws each request as a row (requestBars), the slow
-// inter-token gaps marked (slowGapThreshold: SlowGapFactor × the run's
+// timelineFigure draws each request as a row (requestBars), its slow
+// inter-token gaps marked (slowGapThreshold: over the SLO's ITL objective
+// where itlObjective gives one, else over SlowGapFactor × the run's
 // median gap); rows in send order, thinned to at most limit (Thin).
-func timelineFigure(reqs []benchkit.Request, limit int) (*figure, error) {
-	return timelineSLO(reqs, limit, 0)
-}
-
-// timelineSLO is timelineFigure with the gaps over itlObjective marked
-// slow where it is set.
-func timelineSLO(reqs []benchkit.Request, limit int, itlObjective time.Duration) (*figure, error) {
+func timelineFigure(reqs []benchkit.Request, limit int, itlObjective ...time.Duration) (*figure, error) {
+	var objective time.Duration
+	if len(itlObjective) > 0 {
+		objective = itlObjective[0]
+	}
 	order := slices.Clone(reqs)
 	slices.SortStableFunc(order, func(a, b benchkit.Request) int { return cmp.Compare(a.SendOffsetS, b.SendOffsetS) })
 	idx, k := Thin(len(order), limit)
-	threshold, rule := slowGapThreshold(order, itlObjective)
+	threshold, rule := slowGapThreshold(order, objective)
 	var bars, marks segments
 	reasoning, slowReqs := 0, 0
 	failed := false
@@ -310,8 +327,6 @@ func timelineSLO(reqs []benchkit.Request, limit int, itlObjective time.Duration)
 	p.Title.Text = "Per-request timeline"
 	p.X.Label.Text = "time since the run's start (s)"
 	p.Y.Label.Text = "request, in send order"
-	// One plotter: the bars, then the slow gaps' marks over them.
-	p.Add(append(bars, marks...))
 	p.Legend.Add("send to first token", key(waitColor))
 	colours := []string{"grey from its send to its first token"}
 	if reasoning > 0 {
@@ -332,6 +347,8 @@ func timelineSLO(reqs []benchkit.Request, limit int, itlObjective time.Duration)
 		colours = append(colours, "near black from its send to its end for a failed request")
 	}
 	p.Legend.Top = true
+	// One plotter: the bars, then the slow gaps' marks over them.
+	p.Add(legendRoom{append(bars, marks...), len(colours)})
 	p.Y.Tick.Marker = rowTicks{}
 	desc := fmt.Sprintf("each of %d requests as a row in send order: %s", len(order), strings.Join(colours, "; "))
 	caption := fmt.Sprintf("All %d requests.", len(order))

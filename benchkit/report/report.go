@@ -220,7 +220,7 @@ func buildRun(i int, r benchkit.LoadRun, nruns, budget int, itlObjective time.Du
 		}
 	}
 	if budget > 0 && len(r.Requests) > 0 {
-		f, err := timelineSLO(r.Requests, max(1, budget/nruns), itlObjective)
+		f, err := timelineFigure(r.Requests, max(1, budget/nruns), itlObjective)
 		if err != nil {
 			return section{}, err
 		}
