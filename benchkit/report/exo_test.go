@@ -318,3 +318,30 @@ func roundingOf(s string) float64 {
 	}
 	return 0.5 * math.Pow(10, float64(zeros))
 }
+
+// FuzzExoEscaped renders an exo page whose model name, warnings, a
+// cell's thinking setting and a node's name are arbitrary: the page's
+// markup is the same as a plain name's (every '<' of the strings
+// escaped), so no string can open an element.
+func FuzzExoEscaped(f *testing.F) {
+	for _, s := range []string{"plain", hostile, `"><svg onload=alert(1)>`, "</title><script>", "<!--", "]]>", "\x00<"} {
+		f.Add(s)
+	}
+	base := func(s string) benchkit.Document {
+		doc := exoDoc()
+		doc.Meta.Model, doc.Meta.Warnings = s, []string{s}
+		doc.Summary[0].Warnings = []string{s}
+		doc.Summary[1].Labels.Thinking = s
+		doc.SystemMetrics[s] = map[string]energy.MetricSummary{"sysPower": {Samples: 1}}
+		return doc
+	}
+	want := strings.Count(renderExo(f, base("plain")), "<")
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" || s == "node-a" || s == "node-b" {
+			t.Skip("an empty name or a node's own changes the page's rows, not its markup")
+		}
+		if got := strings.Count(renderExo(t, base(s)), "<"); got != want {
+			t.Errorf("a string changed the page's markup: %d '<', want %d: %q", got, want, s)
+		}
+	})
+}
