@@ -345,3 +345,30 @@ func FuzzExoEscaped(f *testing.F) {
 		}
 	})
 }
+
+// TestExoReasoningAndPlacements: cells of a model that reasons show
+// their TTFA, reasoning and answer tokens and energy per answer token,
+// each by its key as the results file holds it; cells of two
+// placements get a placement column and name it on the plots.
+func TestExoReasoningAndPlacements(t *testing.T) {
+	doc := exoDoc()
+	for i := range doc.Summary {
+		c := &doc.Summary[i]
+		c.RepeatTTFA, c.RepeatReasoningTokens, c.RepeatAnswerTokens = iv(3, 1.25+float64(i), 0.05), iv(3, 180, 12), iv(3, 32, 0)
+		c.ServerJPerAnswerToken = iv(3, 30.5, 1.1)
+	}
+	doc.Summary[2].Labels.Placement = benchkit.Placement{Sharding: "Tensor", InstanceMeta: "MlxJaccl", Nodes: 2}
+	page := renderExo(t, doc)
+	checkStructure(t, page)
+	checkExoKeys(t, page, jsonCells(t, doc))
+	for _, k := range []string{"cell0.ttfa_s", "cell1.reasoning_tokens", "cell2.answer_tokens", "cell0.server_j_per_answer_token"} {
+		if _, ok := keyed(page, k); !ok {
+			t.Errorf("page has no figure %s", k)
+		}
+	}
+	for _, want := range []string{`<th scope="col">TTFA (ms)</th>`, `<th scope="col">placement</th>`, "3: pp 256 tg 32 ×1 tensor-jaccl-2n", "pipeline-ring-1n, tensor-jaccl-2n"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
