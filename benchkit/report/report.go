@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/timing"
@@ -144,7 +145,7 @@ func buildPage(doc benchkit.LoadDocument, opts Options) (view, error) {
 		budget = DefaultMaxTimeline
 	}
 	for i, r := range runs {
-		sec, err := buildRun(i, r, len(runs), budget)
+		sec, err := buildRun(i, r, len(runs), budget, opts.SLO.ITL)
 		if err != nil {
 			return view{}, err
 		}
@@ -156,7 +157,7 @@ func buildPage(doc benchkit.LoadDocument, opts Options) (view, error) {
 // runKey is the data-key prefix of run i's figures.
 func runKey(i int) string { return fmt.Sprintf("run%d.", i) }
 
-func buildRun(i int, r benchkit.LoadRun, nruns, budget int) (section, error) {
+func buildRun(i int, r benchkit.LoadRun, nruns, budget int, itlObjective time.Duration) (section, error) {
 	s := r.Summary
 	sec := section{ID: fmt.Sprintf("run-%d", i), Heading: fmt.Sprintf("Run %d: %s", i+1, s.Traffic)}
 	k := runKey(i)
@@ -219,7 +220,7 @@ func buildRun(i int, r benchkit.LoadRun, nruns, budget int) (section, error) {
 		}
 	}
 	if budget > 0 && len(r.Requests) > 0 {
-		f, err := timelineFigure(r.Requests, max(1, budget/nruns))
+		f, err := timelineFigure(r.Requests, max(1, budget/nruns), itlObjective)
 		if err != nil {
 			return section{}, err
 		}

@@ -60,6 +60,11 @@
 //	                      notes and the JSON summary's "stopped" and "precision" say per
 //	                      cell "target met" or "cap reached" with each achieved margin
 //	                      (docs/PRECISION.md)
+//	--html FILE           the results as one self-contained HTML page: what was measured
+//	                      (placement, model, cells, repeats, the plan), the cell table
+//	                      with each figure's interval, the energy where measured, and
+//	                      plots of each cell's generation rate and energy per token; it
+//	                      fetches nothing (docs/REPORT.md)
 //	--plot PNG            generation throughput against concurrency: Σ tokens / wall
 //	                      beside exo's max × N, per (pp, tg)
 //	--plot-power PNG      each node's sampled power over the run, bursts shaded
@@ -69,10 +74,10 @@
 //	                      preset or a twin file): rows, table and results labelled
 //	                      predicted; one placement, fixed repeats (docs/PREDICT.md)
 //
-// Results files: --json-out and --jsonl are locked for the run (a lock
+// Results files: --json-out, --html and --jsonl are locked for the run (a lock
 // file beside each, path.lock), so a second run given the same path is
 // refused with status 2 and told which run holds it. At the start the
-// previous results JSON is removed, so that a run that dies never leaves
+// previous results JSON (and page) is removed, so that a run that dies never leaves
 // an older one beside its new JSONL; the new one is written to a
 // temporary file and renamed into place at the end.
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/benchkit/predict"
+	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/energy"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/exo"
@@ -32,6 +33,7 @@ type config struct {
 	// --model, --tokenizer, --preset and --no-host-info.
 	cli.Target
 	format, jsonOut, jsonl, plot, plotPower, instanceMeta, sharding string
+	htmlPath                                                        string
 	repeat, warmup, minNodes, maxNodes                              int
 	pp, tg, concurrency                                             cli.IntList
 	stdout, dryRun, allCombinations, stream, noMetrics              bool
@@ -92,6 +94,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.pauseGrp, "pause-group", -1, "seconds after each group (default 2 against a cluster, 0 embedded)")
 	fs.BoolVar(&c.salt, "salt", false, "a unique prefix per request, led by a random run nonce, so no request shares a prefix beyond the chat template with any other request of this or another run")
 	fs.StringVar(&c.plotPower, "plot-power", "", "write a PNG of each node's sampled power over the run, bursts shaded (prefill and generation when streamed)")
+	fs.StringVar(&c.htmlPath, "html", "", "write the results as one self-contained HTML page to this file: what was measured, the cell table with intervals, the energy, and plots of each cell's generation rate and energy per token; it fetches nothing (docs/REPORT.md)")
 	fs.StringVar(&c.plot, "plot", "", "write a PNG of generation throughput against concurrency (Σ tokens / wall beside exo's max × N)")
 	fs.BoolVar(&c.predict, "predict", false, "predict every cell's bursts "+cli.PredictUsage)
 	c.thinking.AddFlags(fs, true)
@@ -487,6 +490,12 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, st
 		}
 		fmt.Fprintln(info)
 	}
+	if c.htmlPath != "" {
+		if err := cli.WriteFileAtomic(c.htmlPath, func(w io.Writer) error { return htmlreport.WriteExo(w, doc, htmlreport.Options{}) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(info, "page: %s\n", c.htmlPath)
+	}
 	if c.stdout {
 		return benchkit.WriteJSON(stdout, doc)
 	}
@@ -509,12 +518,12 @@ func writeOutputs(c *config, doc benchkit.Document, cells []benchkit.Summary, st
 }
 
 // claimOutputs locks the run's results files, so that a second run given
-// the same --json-out or --jsonl is refused (exit 2, naming this one)
+// the same --json-out, --html or --jsonl is refused (exit 2, naming this one)
 // rather than interleave its rows, and removes the previous run's results
 // JSON: until this run writes its own at the end, an older one beside the
 // new JSONL would look current, and stay so if the run were killed.
 func claimOutputs(c *config) (*cli.OutputLock, error) {
-	return cli.ClaimOutputs("exo-bench", cli.Output{Flag: "json-out", Path: c.jsonOut}, cli.Output{Flag: "jsonl", Path: c.jsonl, Append: true})
+	return cli.ClaimOutputs("exo-bench", cli.Output{Flag: "json-out", Path: c.jsonOut}, cli.Output{Flag: "html", Path: c.htmlPath}, cli.Output{Flag: "jsonl", Path: c.jsonl, Append: true})
 }
 
 // writePowerPlot draws each node's sampled power over the run with every
