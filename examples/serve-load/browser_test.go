@@ -15,59 +15,75 @@ import (
 	"github.com/inferbench/inferbench/internal/browser/browsertest"
 )
 
-// TestHTMLInBrowser runs a small load on the embedded engine with --html
-// and opens the page in headless Chromium: it logs no error, requests
-// nothing besides itself, and every figure it shows by data-key is the
-// results file's, as the page prints it (latencies in ms with two
-// decimals and their intervals, rates with one); each latency is also
-// read back as a number and compared with the JSON's seconds.
+// TestHTMLInBrowser runs a small load and a two-rate sweep on the
+// embedded engine with --html and opens each page in headless Chromium:
+// it logs no error, requests nothing besides itself, and every figure it
+// shows by data-key is the results file's, as the page prints it
+// (latencies in ms with two decimals and their intervals, rates with one);
+// each latency is also read back as a number and compared with the JSON's
+// seconds.
 func TestHTMLInBrowser(t *testing.T) {
-	browsertest.Need(t)
-	page, doc := runHTML(t, "--num-requests", "30", "--rate", "200", "--slo-ttft", "60000")
-	path := filepath.Join(t.TempDir(), "serve-load.html")
-	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runs := doc.AllRuns()
-	if len(runs) != 1 || runs[0].Summary.Failed != 0 {
-		t.Fatalf("want one run with no failure: %+v", runs)
-	}
-	want, ms, rates := figures("run0.", runs[0].Summary)
-	res := browsertest.CheckPage(t, path, want)
-
-	for k, v := range ms {
-		if got, ok := browser.Number(res.Keys[k]); !ok || math.Abs(got-v*1000) > 0.005+1e-9 {
-			t.Errorf("%s shows %q, want %.4f ms (the JSON's %v s)", k, res.Keys[k], v*1000, v)
+	b := browsertest.Start(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		runs int
+		plot string
+	}{
+		{"one run", []string{"--num-requests", "30", "--rate", "200", "--slo-ttft", "60000"}, 1, "Per-request timeline"},
+		{"sweep", []string{"--num-requests", "8", "--rate", "50,200"}, 2, "SIMULATED: Latency against offered rate"},
+	} {
+		page, doc := runHTML(t, c.args...)
+		runs := doc.AllRuns()
+		if len(runs) != c.runs {
+			t.Fatalf("%s: %d runs, want %d", c.name, len(runs), c.runs)
 		}
-	}
-	for k, v := range rates {
-		if got, ok := browser.Number(res.Keys[k]); !ok || math.Abs(got-v) > 0.05+1e-9 {
-			t.Errorf("%s shows %q, want %.2f (the JSON's)", k, res.Keys[k], v)
+		want, ms, rates := map[string]string{}, map[string]float64{}, map[string]float64{}
+		for i, r := range runs {
+			if r.Summary.Failed != 0 {
+				t.Fatalf("%s: run %d has %d failed requests", c.name, i, r.Summary.Failed)
+			}
+			figures(fmt.Sprintf("run%d.", i), r.Summary, want, ms, rates)
 		}
-	}
-	var unchecked []string
-	for k := range res.Keys {
-		if _, ok := want[k]; !ok {
-			unchecked = append(unchecked, k)
+		path := filepath.Join(t.TempDir(), strings.ReplaceAll(c.name, " ", "-")+".html")
+		if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+			t.Fatal(err)
 		}
-	}
-	slices.Sort(unchecked)
-	if len(unchecked) > 0 {
-		t.Errorf("figures on the page that this test does not check against the JSON: %q", unchecked)
-	}
-	if !slices.Contains(res.SVGs, "Per-request timeline") {
-		t.Errorf("plots %q lack the timeline", res.SVGs)
-	}
-	if !strings.Contains(res.Title, doc.Meta.Model) {
-		t.Errorf("title %q does not name the model %q", res.Title, doc.Meta.Model)
+		res := browsertest.Check(t, b, path, want)
+		for k, v := range ms {
+			if got, ok := browser.Number(res.Keys[k]); !ok || math.Abs(got-v*1000) > 0.005+1e-9 {
+				t.Errorf("%s: %s shows %q, want %.4f ms (the JSON's %v s)", c.name, k, res.Keys[k], v*1000, v)
+			}
+		}
+		for k, v := range rates {
+			if got, ok := browser.Number(res.Keys[k]); !ok || math.Abs(got-v) > 0.05+1e-9 {
+				t.Errorf("%s: %s shows %q, want %.2f (the JSON's)", c.name, k, res.Keys[k], v)
+			}
+		}
+		var unchecked []string
+		for k := range res.Keys {
+			if _, ok := want[k]; !ok {
+				unchecked = append(unchecked, k)
+			}
+		}
+		slices.Sort(unchecked)
+		if len(unchecked) > 0 {
+			t.Errorf("%s: figures on the page that this test does not check against the JSON: %q", c.name, unchecked)
+		}
+		if !slices.Contains(res.SVGs, c.plot) {
+			t.Errorf("%s: plots %q lack %q", c.name, res.SVGs, c.plot)
+		}
+		if !strings.Contains(res.Title, doc.Meta.Model) {
+			t.Errorf("%s: title %q does not name the model %q", c.name, res.Title, doc.Meta.Model)
+		}
 	}
 }
 
-// figures is what the page must show for summary s, by data-key: want
-// holds each cell's text (or the text it starts with), ms the latencies
-// in seconds and rates the throughputs, to compare as numbers.
-func figures(prefix string, s benchkit.Summary) (want map[string]string, ms, rates map[string]float64) {
-	want, ms, rates = map[string]string{}, map[string]float64{}, map[string]float64{}
+// figures adds what the page must show for summary s, by data-key under
+// prefix: to want each cell's text (or the text it starts with), to ms
+// the latencies in seconds and to rates the throughputs, to compare as
+// numbers.
+func figures(prefix string, s benchkit.Summary, want map[string]string, ms, rates map[string]float64) {
 	latency := func(p string, s benchkit.Summary) {
 		for _, f := range []struct {
 			name string
@@ -123,5 +139,4 @@ func figures(prefix string, s benchkit.Summary) (want map[string]string, ms, rat
 			want[prefix+"meets_slo"] = fmt.Sprint(*s.MeetsSLO)
 		}
 	}
-	return want, ms, rates
 }

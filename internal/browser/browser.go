@@ -181,7 +181,7 @@ func Start(ctx context.Context, opts Options) (*Browser, error) {
 	bctx, bcancel := chromedp.NewContext(actx)
 	b := &Browser{opts: opts, ctx: bctx, cancel: func() { bcancel(); acancel() }}
 	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(bctx) }()
+	go func() { started <- chromedp.Do(bctx, chromedp.EmulateViewport(int64(opts.Width), int64(opts.Height))) }()
 	timer := time.NewTimer(opts.timeout())
 	defer timer.Stop()
 	select {
@@ -439,7 +439,8 @@ func msDuration(ms float64) time.Duration {
 
 // Problems lists what is wrong with the page: each error it logged, each
 // request it made or that failed, a missing title, a plot without an
-// accessible name, a data-key used twice, and each key of want whose cell
+// accessible name, a data-key used twice, a part wider than the window
+// (Overflows), and each key of want whose cell
 // is missing or does not show want's text. A cell shows a text when it is
 // that text, or starts with it followed by a space ("12.34" matches the
 // cell "12.34 [11.20, 13.10]").
@@ -464,6 +465,9 @@ func (r Result) Problems(want map[string]string) []string {
 	}
 	for _, k := range r.Dups {
 		out = append(out, "data-key "+strconv.Quote(k)+" names more than one element")
+	}
+	for _, o := range r.Overflows {
+		out = append(out, "wider than the window: "+o)
 	}
 	keys := make([]string, 0, len(want))
 	for k := range want {

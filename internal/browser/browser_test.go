@@ -86,6 +86,7 @@ func TestOpen(t *testing.T) {
 <style>@import url("http://127.0.0.1:1/s.css");</style></head><body>
 <img src="http://127.0.0.1:1/x" alt=""><img src="missing.png" alt="">
 <svg width="10" height="10"></svg><p data-key="k">1</p><p data-key="k">2</p>
+<table><caption>Wide</caption><tr><td style="min-width:3000px">x</td></tr></table>
 <script>console.error("boom", 42)</script><script>null.x</script><script>alert(1)</script>
 </body></html>`
 	res, err = b.Open(ctx, write(t, "bad.html", bad))
@@ -104,6 +105,7 @@ func TestOpen(t *testing.T) {
 		"the page has no title",
 		"plot 1 (<svg>) has no aria-label",
 		`data-key "k" names more than one element`,
+		`wider than the window: <table> "Wide" ends at`,
 	} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems of the bad page lack %q:\n%s", want, problems)

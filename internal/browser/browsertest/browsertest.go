@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/inferbench/inferbench/internal/browser"
@@ -81,7 +82,7 @@ func Check(t testing.TB, b *browser.Browser, path string, want map[string]string
 	}
 	shot := "none taken"
 	if len(res.Screenshot) > 0 {
-		shot = Screenshot(t, res.Screenshot)
+		shot = Screenshot(t, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), res.Screenshot)
 	}
 	t.Logf("%s: %d bytes, load event at %v, drawn at %v; screenshot %s", path, res.Bytes, res.Load, res.Painted, shot)
 	return res
@@ -91,8 +92,9 @@ func Check(t testing.TB, b *browser.Browser, path string, want map[string]string
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // Screenshot writes png to $INFERBENCH_SCREENSHOTS (made if missing), else
-// to t's temporary folder, named after the test, and returns its path.
-func Screenshot(t testing.TB, png []byte) string {
+// to t's temporary folder, named after the test and name
+// ("TestX_page.png"), and returns its path.
+func Screenshot(t testing.TB, name string, png []byte) string {
 	t.Helper()
 	dir := os.Getenv(EnvScreenshots)
 	if dir == "" {
@@ -100,7 +102,7 @@ func Screenshot(t testing.TB, png []byte) string {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, unsafeName.ReplaceAllString(t.Name(), "_")+".png")
+	path := filepath.Join(dir, unsafeName.ReplaceAllString(t.Name()+"_"+name, "_")+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  plot: %s\n", l)
 	}
 	fmt.Fprintf(stdout, "screenshot: %s\n", out)
-	problems := append(res.Problems(nil), res.Overflows...)
+	problems := res.Problems(nil)
 	for _, p := range problems {
 		fmt.Fprintln(stdout, "problem:", p)
 	}
