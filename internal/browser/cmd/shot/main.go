@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/inferbench/inferbench/internal/browser"
 )
@@ -68,4 +69,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func ms(d interface{ Seconds() float64 }) float64 { return d.Seconds() * 1000 }
+func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
