@@ -4,12 +4,20 @@ GO ?= go
 # The toolchain every target uses; Go 1.26 fetches it from the module proxy.
 export GOTOOLCHAIN := go1.27.3
 
-.PHONY: test testdata tidy vet staticcheck unit fuzz bench
+.PHONY: test chromium testdata tidy vet staticcheck unit fuzz bench
 
-# test fetches missing test data, then runs the gates (go.mod tidy, go vet,
-# staticcheck) and every test with the race detector. Each gate fails the
-# run on its first finding.
-test: testdata tidy vet staticcheck unit
+# test installs Chromium where it is missing and fetches missing test data,
+# then runs the gates (go.mod tidy, go vet, staticcheck) and every test with
+# the race detector. Each gate fails the run on its first finding.
+test: chromium testdata tidy vet staticcheck unit
+
+# chromium makes sure a headless browser is there for the browser tests (the
+# report pages opened in Chromium, internal/browser): scripts/chromium.sh
+# installs Debian's chromium with apt-get, as root or through sudo, where none
+# is found. Where it cannot, the rest still runs and those tests skip, saying
+# how to install one; under CI=true the target fails instead.
+chromium:
+	@bash scripts/chromium.sh >/dev/null
 
 testdata:
 	@bash scripts/testdata.sh
@@ -36,8 +44,10 @@ staticcheck:
 	$(GO) tool staticcheck ./...
 	$(GO) tool staticcheck -tags hftokenizers ./promptsize/hfcgo/...
 
+# unit hands the tests the browser scripts/chromium.sh finds (without
+# installing one) as INFERBENCH_CHROMIUM, unless that is set already.
 unit:
-	$(GO) test -race -timeout 20m ./...
+	INFERBENCH_CHROMIUM="$${INFERBENCH_CHROMIUM:-$$(bash scripts/chromium.sh --no-install)}" $(GO) test -race -timeout 20m ./...
 
 # fuzz runs every native fuzz target for FUZZTIME each (default 10s; FUZZ=regexp
 # picks targets). `make test` runs only their seed corpora, as ordinary tests.

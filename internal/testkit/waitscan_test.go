@@ -19,7 +19,7 @@ const escape = "// bounded:"
 
 // helperPackages are the packages that only tests import, whose every
 // file is scanned as a test file is.
-var helperPackages = map[string]bool{"internal/progtest": true, "internal/testkit": true}
+var helperPackages = map[string]bool{"internal/progtest": true, "internal/testkit": true, "internal/browser/browsertest": true}
 
 // TestTestWaitsBounded scans every *_test.go file of the module (and the
 // files of helperPackages) for a wait
