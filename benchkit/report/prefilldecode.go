@@ -119,14 +119,14 @@ func buildPrefillDecode(doc disagg.Document, opts Options) (view, error) {
 	return p, nil
 }
 
-// cellKey is the data-key prefix of cell i's comparison, as the results
+// pdCellKey is the data-key prefix of cell i's comparison, as the results
 // file's "comparison" lists it.
-func cellKey(i int) string { return fmt.Sprintf("comparison%d.", i) }
+func pdCellKey(i int) string { return fmt.Sprintf("comparison%d.", i) }
 
 func pdCellSection(i int, c pdCell) section {
 	cmp := c.cmp
 	sec := section{ID: fmt.Sprintf("cell-%d", i), Heading: fmt.Sprintf("pp=%d tg=%d concurrency=%d", cmp.PP, cmp.TG, cmp.Concurrency)}
-	k := cellKey(i)
+	k := pdCellKey(i)
 	t := &table{Caption: "Each phase's means over its successful requests (the results' comparison)",
 		Head: []string{"Phase", "Requests", "Failed", "elapsed (ms)", "TTFT (ms)", "prompt TPS (tokens/s)", "generation TPS (tokens/s)"}}
 	for _, f := range cmp.Phases {
