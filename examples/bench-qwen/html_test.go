@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inferbench/inferbench/benchkit/cli"
 	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 )
 
@@ -83,5 +84,25 @@ func TestHTMLPage(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), page) {
 		t.Errorf("stderr does not name the page:\n%s", stderr.String())
+	}
+}
+
+// TestHTMLInterrupted: a run interrupted after its first scale writes the
+// page of that scale alone.
+func TestHTMLInterrupted(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "q.html")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := runWith(ctx, shortArgs("--html", page, "--allow-saturated"), &stdout, &stderr, hooks{afterScale: func(int) { cancel() }})
+	if cli.ExitCode(err) != cli.ExitInterrupted {
+		t.Fatalf("run = %v; want interrupted (exit 130)", err)
+	}
+	h, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if html := string(h); !strings.Contains(html, "Scale 0.05") || strings.Contains(html, "Scale 0.1") || !strings.Contains(html, "Scales measured</th><td>1 of 2<") {
+		t.Error("the interrupted run's page does not hold its first scale alone")
 	}
 }

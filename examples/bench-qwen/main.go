@@ -65,7 +65,7 @@
 // correlated gaps of each request), the throughputs, the warnings and a
 // per-request timeline. The page fetches nothing. Like --json-out it is
 // claimed when the run starts; an interrupted run's page holds the scales
-// it finished (docs/REPORT.md).
+// run so far (docs/REPORT.md).
 //
 // Each scale's start and end are said on stderr, and on a terminal a
 // progress bar shows the scale's requests between them. On SIGINT or SIGTERM
