@@ -178,3 +178,35 @@ func TestQwenLargePageSize(t *testing.T) {
 		t.Errorf("page of six scales of 1,000 requests is %d bytes, over 2 MB", len(page))
 	}
 }
+
+// FuzzQwenEscaped renders a bench-qwen page whose model, trace, warnings
+// and errors are arbitrary: the page's markup is the same as a plain
+// string's.
+func FuzzQwenEscaped(f *testing.F) {
+	for _, s := range []string{"plain", "<script>alert(1)</script>", `"><svg onload=alert(1)>`, "</title><script>", "<!--", "]]>", "\x00<", `a\b/<c>`} {
+		f.Add(s)
+	}
+	base := func(s string) QwenDocument {
+		doc := qwenDoc(10)
+		doc.Trace = s
+		for i := range doc.Runs {
+			ld := &doc.Runs[i].Load
+			ld.Meta.Model, ld.Meta.Warnings, ld.Summary.Warnings = s, []string{s}, []string{s}
+			for j := range ld.Requests {
+				if ld.Requests[j].Failed() {
+					ld.Requests[j].Error = s
+				}
+			}
+		}
+		return doc
+	}
+	want := strings.Count(renderQwen(f, base("plain"), Options{MaxTimeline: -1}), "<")
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			t.Skip("an empty error is no failure: the page has no errors table")
+		}
+		if got := strings.Count(renderQwen(t, base(s), Options{MaxTimeline: -1}), "<"); got != want {
+			t.Errorf("a string changed the page's markup: %d '<', want %d: %q", got, want, s)
+		}
+	})
+}

@@ -228,3 +228,36 @@ func TestSessionsEmpty(t *testing.T) {
 		t.Error("an empty document's page does not say it has no run")
 	}
 }
+
+// FuzzSessionsEscaped renders a sessions page whose model, warnings,
+// errors, cache label and thinking setting are arbitrary: the page's
+// markup is the same as a plain string's, so no string can open an
+// element.
+func FuzzSessionsEscaped(f *testing.F) {
+	for _, s := range []string{"plain", "radix", "<script>alert(1)</script>", `"><svg onload=alert(1)>`, "</title><script>", "<!--", "]]>", "\x00<"} {
+		f.Add(s)
+	}
+	base := func(s string) benchkit.SessionsDocument {
+		doc := sessionsDoc()
+		doc.Meta.Model, doc.Meta.Warnings = s, []string{s}
+		for i := range doc.Runs {
+			r := &doc.Runs[i]
+			r.PrefixCache, r.Summary.Thinking, r.Summary.Warnings = s, s, []string{s}
+			for j := range r.Requests {
+				if r.Requests[j].Failed() {
+					r.Requests[j].Error = s
+				}
+			}
+		}
+		return doc
+	}
+	want := strings.Count(renderSessions(f, base("plain"), Options{}), "<")
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			t.Skip("an empty error is no failure: the page has no errors table")
+		}
+		if got := strings.Count(renderSessions(t, base(s), Options{}), "<"); got != want {
+			t.Errorf("a string changed the page's markup: %d '<', want %d: %q", got, want, s)
+		}
+	})
+}
