@@ -57,6 +57,16 @@
 // whole after each scale, so an interrupted run keeps the scales it
 // finished, and locked for the run.
 //
+// --html FILE writes the same document as one self-contained HTML page at
+// the end (package benchkit/report, report.WriteQwen): what was replayed
+// and against what, every scale's headline figures theirs beside ours,
+// why they differ, and for each scale mini-sglang's figures, ours with
+// their intervals (the note that our ITL's is too narrow: it pools the
+// correlated gaps of each request), the throughputs, the warnings and a
+// per-request timeline. The page fetches nothing. Like --json-out it is
+// claimed when the run starts; an interrupted run's page holds the scales
+// run so far (docs/REPORT.md).
+//
 // Each scale's start and end are said on stderr, and on a terminal a
 // progress bar shows the scale's requests between them. On SIGINT or SIGTERM
 // nothing more is sent, requests in flight get --grace (10 s), and the

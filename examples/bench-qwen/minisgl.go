@@ -5,46 +5,16 @@ import (
 	"slices"
 
 	"github.com/inferbench/inferbench/benchkit"
+	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 )
 
-// miniFigures are mini-sglang's figures of one run, as
-// python/minisgl/benchmark/client.py's process_benchmark_results computes
-// them from each request's instants ("tics"): the first the instant
-// create() returned (the response headers), then one per SSE chunk.
-//
-//	deltas   = [tics[i+1] − tics[i] for each i]
-//	TTFT     = deltas[0] of each request
-//	TPOT     = deltas[1:] of every request, pooled
-//	E2E      = tics[−1] − tics[0] of each request
-//	duration = max of every tic − min of every tic
-//	token/s  = Σ len(tics) / duration;  req/s = requests / duration
-//
-// Each distribution's avg is sum/len and its percentiles sorted[int(len·q)],
-// not interpolated. TTFT and TPOT are in ms, E2E in s, as it prints them.
-type miniFigures struct {
-	Requests int      `json:"requests"`
-	Tokens   int      `json:"num_tokens"`
-	TTFTms   miniDist `json:"ttft_ms"`
-	TPOTms   miniDist `json:"tpot_ms"`
-	E2Es     miniDist `json:"e2e_s"`
-	// DurationS is the first tic of any request to the last tic of any.
-	DurationS float64 `json:"duration_s"`
-	TokensPS  float64 `json:"token_per_s"`
-	ReqPS     float64 `json:"req_per_s"`
-	// Left out counts the requests that have no tics: failed ones, whose
-	// exception would have ended mini-sglang's run, and any without
-	// streamed timing.
-	LeftOut int `json:"left_out"`
-}
-
-// miniDist is one of mini-sglang's distributions: _print_stats.
-type miniDist struct {
-	Avg float64 `json:"avg"`
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
+// miniFigures are mini-sglang's figures of one run as client.py computes
+// them (htmlreport.MiniSGLang says how); figuresOf computes them from our
+// records. miniDist is one of its distributions.
+type (
+	miniFigures = htmlreport.MiniSGLang
+	miniDist    = htmlreport.MiniSGLangDist
+)
 
 // ticsOf rebuilds a request's instants, in seconds from the run's start,
 // as close to client.py's as our record allows:

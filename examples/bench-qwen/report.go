@@ -10,24 +10,28 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/internal/termwidth"
 )
 
-// document is --json-out: every scale run so far, in order.
-type document struct {
-	Program string    `json:"program"`
-	Trace   string    `json:"trace"`
-	Rows    int       `json:"rows"`
-	Scales  []float64 `json:"scales"`
-	// LeadInS is when each scale's first request went, after its start.
-	LeadInS float64 `json:"lead_in_s"`
-	// Runs holds one entry per scale measured, interrupted ones included.
-	Runs []scaleRun `json:"runs"`
+// document is --json-out: every scale run so far, in order (the
+// results file report.WriteQwen draws as a page).
+type document = htmlreport.QwenDocument
+
+// documentOf is the results document of the scales run so far.
+func documentOf(o options, runs []scaleRun) document {
+	return document{Program: "bench-qwen", Trace: o.trace, Rows: len(o.scaled[0]), Scales: o.scales, LeadInS: leadIn.Seconds(), Runs: runs}
 }
 
 func writeJSON(o options, runs []scaleRun) error {
-	doc := document{Program: "bench-qwen", Trace: o.trace, Rows: len(o.scaled[0]), Scales: o.scales, LeadInS: leadIn.Seconds(), Runs: runs}
-	return cli.WriteResults(o.jsonOut, doc)
+	return cli.WriteResults(o.jsonOut, documentOf(o, runs))
+}
+
+// writeHTML writes --html: the page of the scales run so far.
+func writeHTML(o options, runs []scaleRun) error {
+	return cli.WriteFileAtomic(o.htmlPath, func(w io.Writer) error {
+		return htmlreport.WriteQwen(w, documentOf(o, runs), htmlreport.Options{})
+	})
 }
 
 // summary is a run's summary; the zero Summary when it has none.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
+	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/promptsize"
@@ -46,6 +47,7 @@ type options struct {
 	rows           int
 	scales         []float64
 	jsonOut        string
+	htmlPath       string
 	grace          time.Duration
 	allowSaturated bool
 
@@ -69,6 +71,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rows, "rows", 1000, "replay the first N rows of the trace (0: all), as bench_qwen.py's N")
 	scales := fs.String("scales", defaultScales, "comma list of time scales, each run in turn: a row goes at start + 1 s + scale × its timestamp")
 	fs.StringVar(&o.jsonOut, "json-out", "", "write every scale's figures and benchkit load document to this JSON file, rewritten after each scale")
+	fs.StringVar(&o.htmlPath, "html", "", "write every scale's figures as one self-contained HTML page to this file at the end: mini-sglang's beside ours with their intervals, warnings, a per-request timeline of each scale; it fetches nothing (docs/REPORT.md)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on interrupt, how long requests in flight may finish")
 	fs.BoolVar(&o.allowSaturated, "allow-saturated", false, "exit 0 even when the client itself was the bottleneck (by default such a run exits 3)")
 	if err := fs.Parse(args); err != nil {
@@ -166,11 +169,7 @@ type hooks struct {
 
 // scaleRun is one scale's results: the scale, its benchkit document and
 // mini-sglang's figures computed from its requests.
-type scaleRun struct {
-	Scale float64               `json:"scale"`
-	Mini  *miniFigures          `json:"minisglang"`
-	Load  benchkit.LoadDocument `json:"load"`
-}
+type scaleRun = htmlreport.QwenScale
 
 func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hooks) error {
 	o, err := parse(args, stderr)
@@ -184,7 +183,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	if err := tg.Check(ctx, args, 0); err != nil {
 		return err
 	}
-	lock, err := lockOutput(o.jsonOut)
+	lock, err := lockOutputs(o)
 	if err != nil {
 		return err
 	}
@@ -220,6 +219,12 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hoo
 	}
 	if err := report(stdout, o, tg.Info, runs); err != nil {
 		return errors.Join(runErr, err)
+	}
+	if o.htmlPath != "" && len(runs) > 0 {
+		if err := writeHTML(o, runs); err != nil {
+			return errors.Join(runErr, err)
+		}
+		fmt.Fprintf(stderr, "bench-qwen: page in %s\n", o.htmlPath)
 	}
 	failed, total, saturated, reasons := 0, 0, false, []string{}
 	for _, r := range runs {
@@ -303,7 +308,8 @@ func measure(ctx context.Context, o *options, tg *cli.Target, eng engine.Engine,
 	return load.Document(ctx, meta, plan)
 }
 
-// lockOutput locks --json-out for the run and removes the previous file.
-func lockOutput(path string) (*cli.OutputLock, error) {
-	return cli.ClaimOutputs("bench-qwen", cli.Output{Flag: "json-out", Path: path})
+// lockOutputs locks --json-out and --html for the run and removes the
+// previous files.
+func lockOutputs(o options) (*cli.OutputLock, error) {
+	return cli.ClaimOutputs("bench-qwen", cli.Output{Flag: "json-out", Path: o.jsonOut}, cli.Output{Flag: "html", Path: o.htmlPath})
 }

@@ -41,6 +41,14 @@
 // the run, and the previous one removed when the run starts. --jsonl
 // writes every row as its turn ends. --plot draws TTFT by turn.
 //
+// --html FILE writes the same document as one self-contained HTML page
+// (package benchkit/report): the sessions' settings, TTFT by turn of
+// every run as an inline plot, each run's figures by turn (TTFT, TPOT and
+// E2E p50 with their intervals, the tokens sent and cached, the hit
+// rates), its latency over every turn, its warnings and a per-request
+// timeline. The page fetches nothing. Like --json-out it is claimed when
+// the run starts and written whole at the end (docs/REPORT.md).
+//
 // Exit status: 0 when every turn succeeded and every prompt count matched
 // the server's, 1 otherwise, 2 for a bad flag, 130 when interrupted.
 package main

@@ -15,6 +15,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit/cli"
 	"github.com/inferbench/inferbench/benchkit/plot"
 	"github.com/inferbench/inferbench/benchkit/predict"
+	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/engine"
 	"github.com/inferbench/inferbench/engine/openai"
 	"github.com/inferbench/inferbench/engine/sim"
@@ -38,6 +39,7 @@ type options struct {
 	header             string
 	prefixCache        bool // --prefix-cache given: run that mode only
 	jsonl, jsonOut     string
+	htmlPath           string
 	seed               uint64
 	plot               string
 	rows               *rowsFile
@@ -80,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.header, "session-header", "", `header naming each request's session ("": X-Session-ID, "-": none)`)
 	fs.StringVar(&o.jsonl, "jsonl", "", "write every row to this JSONL file")
 	fs.StringVar(&o.jsonOut, "json-out", filepath.Join("results", "multi-turn.json"), "write the results (each run's summaries by turn and over the run, and every row) as JSON to this file (\"\": none)")
+	fs.StringVar(&o.htmlPath, "html", "", "write the results as one self-contained HTML page to this file: the settings, TTFT by turn of each run as an inline plot, each run's figures by turn with their intervals, warnings; it fetches nothing (docs/REPORT.md)")
 	fs.StringVar(&o.plot, "plot", "results/multi-turn-ttft.png", "write a PNG of each arm's TTFT p50 against the turn to this file (\"\": none)")
 	o.source.TraceUsage = "run the sessions of this trace file instead (a Bailian trace's rows linked by parent_chat_id; any other trace's rows are sessions of one turn), each turn at its row's instant or when the previous reply ends, whichever is later"
 	o.source.DatasetUsage = "run the conversations of this dataset file instead (ShareGPT JSON, JSONL of OpenAI messages), one session each, every turn sent when the previous reply ends (and --think)"
@@ -141,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// The results files are this run's until it ends: a second run given
 	// either is refused (exit 2), and the previous ones go now.
-	lock, err := cli.ClaimOutputs("multi-turn", cli.Output{Flag: "json-out", Path: o.jsonOut}, cli.Output{Flag: "jsonl", Path: o.jsonl})
+	lock, err := cli.ClaimOutputs("multi-turn", cli.Output{Flag: "json-out", Path: o.jsonOut}, cli.Output{Flag: "html", Path: o.htmlPath}, cli.Output{Flag: "jsonl", Path: o.jsonl})
 	if err != nil {
 		return err
 	}
@@ -172,17 +175,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "PREDICTED: every figure below was computed on the embedded engine's virtual clock (nothing was sent), not measured.")
 	}
 	failed, mismatched, total := report(stdout, arms, o.predict)
-	if o.jsonOut != "" {
+	if o.jsonOut != "" || o.htmlPath != "" {
 		info := tg.Info
 		if note := o.source.Skipped(); note != "" {
 			info.Warnings = append(info.Warnings, note)
 		}
 		doc := document(info, arms, started, ctx.Err() != nil)
 		doc.Meta.Predicted = o.predict
-		if err := cli.WriteResults(o.jsonOut, doc); err != nil {
-			return errors.Join(runErr, err)
+		if o.jsonOut != "" {
+			if err := cli.WriteResults(o.jsonOut, doc); err != nil {
+				return errors.Join(runErr, err)
+			}
+			fmt.Fprintf(stderr, "multi-turn: results in %s\n", o.jsonOut)
 		}
-		fmt.Fprintf(stderr, "multi-turn: results in %s\n", o.jsonOut)
+		if o.htmlPath != "" {
+			if err := cli.WriteFileAtomic(o.htmlPath, func(w io.Writer) error {
+				return htmlreport.WriteSessions(w, doc, htmlreport.Options{})
+			}); err != nil {
+				return errors.Join(runErr, err)
+			}
+			fmt.Fprintf(stderr, "multi-turn: page in %s\n", o.htmlPath)
+		}
 	}
 	if err := writePlot(o.plot, arms, o.target.Info.Simulated, o.predict); err != nil {
 		fmt.Fprintf(stderr, "multi-turn: plot not written: %v\n", err)
