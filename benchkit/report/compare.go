@@ -57,7 +57,7 @@ func buildCompare(c *compare.Result, opts Options) (view, error) {
 	}
 	if c.Refused == nil {
 		p.About = append(p.About, [2]string{"Test", fmt.Sprintf("Welch's t-test over each side's independent units; verdicts Holm-corrected over the %d figures tested, %s family-wise; each interval at %s",
-			c.Tests, pctOf(c.Alpha), pctOf(c.Confidence))})
+			c.Tests, comparePct(c.Alpha), comparePct(c.Confidence))})
 	}
 	warns := slices.Clone(c.Warnings)
 	for i, sd := range []*compare.Side{a, b} {
@@ -135,9 +135,9 @@ func gateOutcome(c *compare.Result) string {
 	case c.GatedTests == 0:
 		return "nothing to test (exit 1): no gated figure has two units on both sides, and a gate that cannot see is no pass"
 	case len(reg) > 0:
-		return fmt.Sprintf("failed (exit 4): %s worse by more than %s", plural(len(reg), "figure"), pctOf(c.Threshold))
+		return fmt.Sprintf("failed (exit 4): %s worse by more than %s", plural(len(reg), "figure"), comparePct(c.Threshold))
 	}
-	return fmt.Sprintf("passed: no gated figure is worse by more than %s", pctOf(c.Threshold))
+	return fmt.Sprintf("passed: no gated figure is worse by more than %s", comparePct(c.Threshold))
 }
 
 // plural is n things: "1 figure", "2 figures".
@@ -148,7 +148,7 @@ func plural(n int, thing string) string {
 	return fmt.Sprintf("%d %ss", n, thing)
 }
 
-func pctOf(x float64) string { return fmt.Sprintf("%g %%", 100*x) }
+func comparePct(x float64) string { return fmt.Sprintf("%g %%", 100*x) }
 
 // sidesSection shows what each side measured, side by side.
 func sidesSection(c *compare.Result) section {
@@ -259,7 +259,7 @@ func gateSection(c *compare.Result) section {
 		gated = strings.Join(c.GateFigures, ", ")
 	}
 	pairs := [][2]string{
-		{"Threshold (relative change)", pctOf(c.Threshold)},
+		{"Threshold (relative change)", comparePct(c.Threshold)},
 		{"Figures gated", gated},
 		{"Tests the gate looks at", fmt.Sprint(c.GatedTests)},
 		{"Regressions", fmt.Sprint(len(reg))},
@@ -273,7 +273,7 @@ func gateSection(c *compare.Result) section {
 	if len(reg) > 0 {
 		var items []string
 		for _, r := range reg {
-			items = append(items, fmt.Sprintf("%s, %s: %s, worse by more than %s", r.Group, r.Figure.Name, relText(r), pctOf(c.Threshold)))
+			items = append(items, fmt.Sprintf("%s, %s: %s, worse by more than %s", r.Group, r.Figure.Name, relText(r), comparePct(c.Threshold)))
 		}
 		sec.Blocks = append(sec.Blocks, block{Sub: "Regressions"}, block{List: items})
 	}
@@ -308,7 +308,7 @@ func verdictsSection(c *compare.Result) (section, error) {
 		"the Holm-adjusted p is the smallest family-wise level at which the figure would read better or worse. "+
 		"The units are each side's independent runs, repeats, or batches of one run's consecutive requests (batch means), "+
 		"never its single requests, whose latencies share a queue; \"widened\" marks correlated batches, whose variance was inflated (docs/COMPARE.md).",
-		pctOf(c.Confidence), c.Tests, pctOf(c.Alpha))})
+		comparePct(c.Confidence), c.Tests, comparePct(c.Alpha))})
 	return sec, nil
 }
 
@@ -333,7 +333,7 @@ func compareKey(gi int, name string) string { return fmt.Sprintf("g%d.%s.", gi, 
 
 func verdictTable(caption string, rows []compare.Row, gi int, confidence float64) *table {
 	t := &table{Caption: caption, Head: []string{"Figure (unit)", "A (mean over its units)", "B (mean over its units)",
-		"Change (B − A)/A (%) [" + pctOf(confidence) + " interval]", "Test", "p", "Holm-adjusted p", "Verdict"}}
+		"Change (B − A)/A (%) [" + comparePct(confidence) + " interval]", "Test", "p", "Holm-adjusted p", "Verdict"}}
 	for _, r := range rows {
 		k := compareKey(gi, r.Figure.Name)
 		change := numCell(relText(r), k+"rel")

@@ -157,7 +157,7 @@ func changeFigure(rows []compare.Row, gi, ngroups int, c *compare.Result) (*figu
 	}
 	p := gplot.New()
 	p.Title.Text = title
-	p.X.Label.Text = fmt.Sprintf("(B − A)/A (%%), with its %s interval", pctOf(c.Confidence))
+	p.X.Label.Text = fmt.Sprintf("(B − A)/A (%%), with its %s interval", comparePct(c.Confidence))
 	p.Y.Tick.Marker = labelTicks(labels)
 	p.Add(cs)
 	for _, v := range []compare.Verdict{compare.Worse, compare.Better, compare.NoChange} {
@@ -167,12 +167,12 @@ func changeFigure(rows []compare.Row, gi, ngroups int, c *compare.Result) (*figu
 		}
 	}
 	if gated {
-		p.Legend.Add("gate: "+pctOf(c.Threshold)+" worse", glyphKey{col: color.Black})
+		p.Legend.Add("gate: "+comparePct(c.Threshold)+" worse", glyphKey{col: color.Black})
 	}
 	p.Legend.Top = true
 	desc := fmt.Sprintf("each of %d figures' relative change (B − A)/A in %% as a marker with its %s interval as a bar, around a vertical line at 0: "+
 		"vermillion triangles worse, green squares better, grey circles no change detected; each row's label names the figure and its verdict",
-		len(cs), pctOf(c.Confidence))
+		len(cs), comparePct(c.Confidence))
 	if gated {
 		desc += "; a dashed tick marks the gate's threshold on each gated figure's worse side"
 	}

@@ -150,7 +150,7 @@ func qwenPage(doc QwenDocument, opts Options) (view, error) {
 			}
 		}
 		if r.Load.Meta.ClientSaturated {
-			warns = append(warns, fmt.Sprintf("scale %g: client saturated: the load generator could not keep its schedule, so latencies include its own queueing: %s", r.Scale, r.Load.Meta.Saturation()))
+			warns = append(warns, fmt.Sprintf("client saturated: the load generator could not keep its schedule at scale %g, so latencies include its own queueing: %s", r.Scale, r.Load.Meta.Saturation()))
 		}
 	}
 	p.Warnings = warningsOf(warns)

@@ -1,5 +1,9 @@
-// Package report writes a load test's results as one self-contained HTML
-// page: what was measured and where the figures came from, the summary
+// Package report writes a run's results as one self-contained HTML page,
+// for every program: a load test (WriteLoad), an offline batch
+// (WriteOffline), multi-turn sessions (WriteSessions), exo's bench
+// (WriteExo), a prefill/decode disaggregation (WritePrefillDecode), a
+// trace replay against mini-sglang's figures (WriteQwen) and a comparison
+// of two runs (WriteCompare). Each holds what was measured and where the figures came from, the summary
 // tables with every figure's interval, the server's own view, the
 // warnings, and the plots as inline SVG. The page fetches nothing: its
 // style is inline, its plots are drawn into it, and it has no script, so

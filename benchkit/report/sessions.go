@@ -333,5 +333,3 @@ func pctOf(v *float64) string {
 	}
 	return num(*v*100, 1)
 }
-
-func ptrTable(t table) *table { return &t }

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -66,22 +65,6 @@ func renderSessions(t testing.TB, doc benchkit.SessionsDocument, opts Options) s
 	return b.String()
 }
 
-// keyed matches a cell that names its figure.
-var keyed = regexp.MustCompile(`<td class="num" data-key="([^"]*)">([^<]*)</td>`)
-
-// dataKeys reads a page's figures by their data-keys; a key twice is an
-// error.
-func dataKeys(t *testing.T, page string) map[string]string {
-	t.Helper()
-	got := map[string]string{}
-	for _, m := range keyed.FindAllStringSubmatch(page, -1) {
-		if _, dup := got[m[1]]; dup {
-			t.Errorf("data-key %q appears twice", m[1])
-		}
-		got[m[1]] = m[2]
-	}
-	return got
-}
 
 // The page's formats, written out here from their definitions.
 func msText(v *float64) string {

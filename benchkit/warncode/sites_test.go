@@ -629,6 +629,7 @@ var passedOn = map[string]string{
 	"benchkit/load.go: r.thinkWarning":                                      "thinkingBuilder's, made in thinking.go",
 	"benchkit/load.go: w.Error()":                                           "the dispatch's, made in concurrency",
 	"benchkit/report/page.go: warning{Code: code, Text: t, Advice: advice}": "the page's warnings, classified here",
+	"benchkit/report/qwen.go: w":                                            "each scale's run warnings (LoadMeta.Warnings), made in benchkit",
 	"benchkit/runner.go: w.Error()":                                         "a Plan's warnings, made in plan.go",
 	"benchkit/summary.go: w.Message":                                        "a request's warning, made in build.go or an engine",
 	"benchkit/summary.go: m":                                                "a burst's warnings, made in timing/burst.go",
