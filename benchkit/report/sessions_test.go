@@ -65,7 +65,6 @@ func renderSessions(t testing.TB, doc benchkit.SessionsDocument, opts Options) s
 	return b.String()
 }
 
-
 // The page's formats, written out here from their definitions.
 func msText(v *float64) string {
 	if v == nil {
