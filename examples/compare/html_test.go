@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit/cli"
+	"github.com/inferbench/inferbench/internal/browser/browsertest"
 )
 
 // netFetch matches anything in a page that a browser would fetch from
@@ -145,6 +146,10 @@ func TestHTMLPage(t *testing.T) {
 	if !strings.Contains(p, "SIMULATED") || !strings.Contains(p, `aria-label="SIMULATED: Relative change of each figure, B against A"`) {
 		t.Error("the page lacks its banner or its plot")
 	}
+
+	// The text checked above against the JSON is what a browser shows,
+	// with no error logged and nothing fetched.
+	browsertest.CheckAsShown(t, page)
 
 	// Refused: two presets without --allow. The page names the preset.
 	refusedPage := filepath.Join(dir, "refused.html")

@@ -15,6 +15,7 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	htmlreport "github.com/inferbench/inferbench/benchkit/report"
+	"github.com/inferbench/inferbench/internal/browser/browsertest"
 )
 
 // netFetch matches anything in a page that a browser would fetch from
@@ -152,6 +153,13 @@ func TestHTMLPage(t *testing.T) {
 	if a, b := keyedCell.FindAllString(page, -1), keyedCell.FindAllString(again.String(), -1); strings.Join(a, "\n") != strings.Join(b, "\n") {
 		t.Errorf("the page of the results file read back differs:\n%s\nvs\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
+	// The text checked above against the results file is what a browser
+	// shows, with no error logged and nothing fetched.
+	path := filepath.Join(t.TempDir(), "exo.html")
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.CheckAsShown(t, path)
 }
 
 // TestHTMLNoEnergy: a streamed run without node metrics has no energy

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inferbench/inferbench/benchkit"
 	htmlreport "github.com/inferbench/inferbench/benchkit/report"
+	"github.com/inferbench/inferbench/internal/browser/browsertest"
 )
 
 // netFetch matches anything in a page that a browser would fetch from
@@ -92,4 +93,7 @@ func TestHTMLPage(t *testing.T) {
 	if !strings.Contains(stderr.String(), page) {
 		t.Errorf("stderr does not name the page:\n%s", stderr.String())
 	}
+	// The text checked above against the results file is what a browser
+	// shows, with no error logged and nothing fetched.
+	browsertest.CheckAsShown(t, page)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/inferbench/inferbench/benchkit/report"
+	"github.com/inferbench/inferbench/internal/browser/browsertest"
 )
 
 // netFetch matches anything in a page that a browser would fetch from
@@ -81,4 +82,7 @@ func TestHTMLPage(t *testing.T) {
 			t.Errorf("page lacks %q", w)
 		}
 	}
+	// The text checked above against the results file is what a browser
+	// shows, with no error logged and nothing fetched.
+	browsertest.CheckAsShown(t, page)
 }

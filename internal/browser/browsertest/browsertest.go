@@ -15,6 +15,7 @@ package browsertest
 import (
 	"context"
 	"errors"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -107,4 +108,33 @@ func Screenshot(t testing.TB, name string, png []byte) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// keyedText matches a cell that names its figure, in a page's text.
+var keyedText = regexp.MustCompile(`data-key="([^"]*)"[^>]*>([^<]*)<`)
+
+// CheckAsShown opens the page at path in a headless browser of its own
+// and checks that every figure it shows by data-key is the text the
+// page's file holds for it, and that it logs no error and requests
+// nothing (CheckPage): a test that has checked the file's text against
+// the results file then knows that a browser shows the results file's
+// figures.
+func CheckAsShown(t testing.TB, path string) browser.Result {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, m := range keyedText.FindAllStringSubmatch(string(b), -1) {
+		want[m[1]] = html.UnescapeString(m[2])
+	}
+	if len(want) == 0 {
+		t.Fatalf("%s: no figure carries a data-key", path)
+	}
+	res := CheckPage(t, path, want)
+	if len(res.Keys) != len(want) {
+		t.Errorf("%s: the browser shows %d figures by data-key, the file holds %d", path, len(res.Keys), len(want))
+	}
+	return res
 }
