@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,7 @@ func TestTwin(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("held out: %s\n%s", strings.Join(f.Plans, "; "), table.String())
+	logRuns(t, predicted, measured)
 	if want := 2*3 + 1; f.Runs != want {
 		t.Errorf("%d held-out runs compared, want %d", f.Runs, want)
 	}
@@ -155,6 +157,31 @@ func TestTwin(t *testing.T) {
 	if !seen["output_throughput"] {
 		t.Error("the fidelity table has no output_throughput")
 	}
+	if tw.OverheadSlots > 0 {
+		// The same twin with its overheads side by side: what reading
+		// their slots from the bursts changed.
+		side := tw
+		side.OverheadSlots = 0
+		o := side.Options()
+		o.Counter = tg.tok
+		s2 := sim.NewServer(o)
+		t.Cleanup(s2.Close)
+		c2, err := openai.New(s2.OpenAIURL(), &openai.Options{Counter: tg.tok, MaxBurst: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c2.CloseIdleConnections)
+		p2, err := twin.Measure(ctx, c2, s2.Model(), b, h)
+		if err != nil {
+			t.Fatalf("held-out runs on the twin without overhead slots: %v", err)
+		}
+		f2 := twin.Compare(p2, measured)
+		var t2 bytes.Buffer
+		if err := f2.WriteTable(&t2); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the same twin with its client overheads side by side (no slots), held out:\n%s", t2.String())
+	}
 
 	tw.Fidelity = &f
 	path := filepath.Join(t.TempDir(), "twin.json")
@@ -170,4 +197,46 @@ func TestTwin(t *testing.T) {
 	if !bytes.Equal(a, z) {
 		t.Errorf("the twin file does not round-trip:\nsaved  %s\nloaded %s", a, z)
 	}
+}
+
+// logRuns logs each held-out run's mean TTFT, TPOT and E2E, measured and
+// predicted, in ms: where the twin's error lies.
+func logRuns(t *testing.T, predicted, measured []benchkit.Request) {
+	t.Helper()
+	by := func(rows []benchkit.Request) map[int][]benchkit.Request {
+		out := map[int][]benchkit.Request{}
+		for _, r := range rows {
+			out[r.Run] = append(out[r.Run], r)
+		}
+		return out
+	}
+	p, m := by(predicted), by(measured)
+	mean := func(rows []benchkit.Request, f func(benchkit.Request) *float64) string {
+		var sum float64
+		n := 0
+		for _, r := range rows {
+			if v := f(r); v != nil {
+				sum += *v
+				n++
+			}
+		}
+		if n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", 1000*sum/float64(n))
+	}
+	ttft := func(r benchkit.Request) *float64 { return r.TTFTS }
+	tpot := func(r benchkit.Request) *float64 { return r.TPOTS }
+	e2e := func(r benchkit.Request) *float64 { return r.E2ES }
+	var b strings.Builder
+	fmt.Fprintf(&b, "run  requests  pp  conc  TTFT ms measured/twin  TPOT ms measured/twin  E2E ms measured/twin\n")
+	for run := 0; run < len(m); run++ {
+		ms, ps := m[run], p[run]
+		if len(ms) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%3d  %8d  %4d  %4d  %10s/%-10s  %10s/%-10s  %10s/%s\n", run, len(ms), ms[0].PPTarget, ms[0].Concurrency,
+			mean(ms, ttft), mean(ps, ttft), mean(ms, tpot), mean(ps, tpot), mean(ms, e2e), mean(ps, e2e))
+	}
+	t.Logf("each held-out run:\n%s", b.String())
 }

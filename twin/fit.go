@@ -34,6 +34,15 @@ type FitOptions struct {
 	Server string
 	// Provenance is the measured run's, when the caller has it.
 	Provenance *benchkit.Provenance
+	// AttentionOverKV fits the attention terms as llama.cpp's servers
+	// compute them without flash attention (sim.Coefficients
+	// AttentionOverKV: every token of a step against every key of the
+	// one KV cache over the slots), for records of llama-server or
+	// Ollama; other records ignore it. Off, each request's own causal
+	// pairs. Against a real Ollama it moved the held-out bursts of
+	// 1,024-token prompts' TTFT toward the measured and their TPOT away
+	// (docs/TWIN.md), so it is not the default.
+	AttentionOverKV bool
 }
 
 // OllamaBatch is Ollama's default batch, in tokens: the --batch-size its
@@ -87,6 +96,7 @@ type obs struct {
 	n, off  int     // prefill: tokens prefilled after off cached ones
 	ctx     int     // TTFT: the context of its first decode step
 	inBatch bool    // TTFT: the first token is sampled in the last prompt batch (llama.cpp), with no decode step of its own
+	overKV  bool    // every token attends over every key of the cache (sim.Coefficients.AttentionOverKV)
 }
 
 // step is one decode step: its batch and Σ contexts.
@@ -128,18 +138,26 @@ func (o obs) design(chunk int, th []float64, reg regime) ([nCols]float64, regime
 	decode := func(b int, s float64) {
 		row[cOver]++
 		mem := th[cDecodeBase] + th[cDecodeCtx]*s
-		comp := th[cDecodeReq] * float64(b)
+		pairs := 0.0
+		if o.overKV {
+			pairs = float64(b) * s
+		}
+		comp := th[cDecodeReq]*float64(b) + th[cPrefillPair]*pairs
 		if pick(mem, comp) {
 			row[cDecodeBase]++
 			row[cDecodeCtx] += s
 		} else {
 			row[cDecodeReq] += float64(b)
+			row[cPrefillPair] += pairs
 		}
 	}
 	prefill := func() {
 		for _, c := range o.chunks(chunk) {
 			n, off := float64(c[0]), float64(c[1])
 			pairs := n*off + n*(n+1)/2
+			if o.overKV {
+				pairs = n * (off + n)
+			}
 			row[cOver]++
 			mem := th[cPrefillBase] + th[cPrefillCached]*off
 			comp := th[cPrefillTok]*n + th[cPrefillPair]*pairs
@@ -551,6 +569,14 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		return Twin{}, fmt.Errorf("twin: base preset: %w", err)
 	}
 	os, maxBatch, capped := observations(rows)
+	// llama.cpp's servers (llama-server, Ollama's runner) keep one KV
+	// cache over their slots and, without flash attention, score each
+	// token against all its used cells: asked, the attention terms are
+	// every token against every key.
+	overKV := opts.AttentionOverKV && profile == ProfileLlamaCpp && slotted(sourceOf(rows))
+	for i := range os {
+		os[i].overKV = overKV
+	}
 	kinds := map[obsKind]bool{}
 	for _, o := range os {
 		kinds[o.kind] = true
@@ -636,6 +662,7 @@ func Fit(rows []benchkit.Request, opts FitOptions) (Twin, error) {
 		tw.Batch = chunk * capped
 	}
 	cf := &tw.Coefficients
+	cf.AttentionOverKV = overKV
 	cf.StepOverhead, cf.DecodeBase, cf.DecodePerContextToken, cf.DecodePerRequest = th[cOver], th[cDecodeBase], th[cDecodeCtx], th[cDecodeReq]
 	cf.PrefillBase, cf.PrefillPerToken, cf.PrefillPerPair, cf.PrefillPerCachedToken = th[cPrefillBase], th[cPrefillTok], th[cPrefillPair], th[cPrefillCached]
 	for k := obsDecode; k <= obsTTFT; k++ {

@@ -57,3 +57,33 @@ func TestOverheadSlots(t *testing.T) {
 		t.Errorf("bursts with no server prefill read %d slots", got)
 	}
 }
+
+// TestDesignOverKV: with the attention over the whole cache, a prefill
+// chunk's pair column is n · (offset + n) and a decode step of batch b
+// over Σ contexts s adds b · s to it (in the compute regime); without,
+// the chunk's own causal pairs and none for the step.
+func TestDesignOverKV(t *testing.T) {
+	th := make([]float64, nCols)
+	th[cPrefillTok], th[cPrefillPair], th[cDecodeReq] = 1e-5, 1e-8, 1e-3 // compute rules every piece
+	pre := obs{kind: obsPrefill, n: 256, off: 100}
+	dec := obs{kind: obsDecode, steps: []step{{batch: 4, sumCtx: 2000}}}
+	for _, over := range []bool{false, true} {
+		pre.overKV, dec.overKV = over, over
+		row, _ := pre.design(512, th, nil)
+		want := 256.0*100 + 256.0*257/2
+		if over {
+			want = 256 * (100 + 256)
+		}
+		if row[cPrefillPair] != want {
+			t.Errorf("over the cache %v: prefill pairs %v, want %v", over, row[cPrefillPair], want)
+		}
+		row, _ = dec.design(512, th, nil)
+		want = 0
+		if over {
+			want = 4 * 2000
+		}
+		if row[cPrefillPair] != want || row[cDecodeReq] != 4 {
+			t.Errorf("over the cache %v: decode step pairs %v and requests %v, want %v and 4", over, row[cPrefillPair], row[cDecodeReq], want)
+		}
+	}
+}

@@ -105,6 +105,14 @@ func (c cost) roofMixed(contexts []int, chunks []lcChunk) (mem, comp float64) {
 		}
 		slots := float64(len(contexts))
 		mem = base + f.DecodePerContextToken*genKeys + f.PrefillPerCachedToken*(keys-genKeys)
+		if f.AttentionOverKV {
+			// Every token of the batch against every key after it.
+			after := genKeys
+			for _, ch := range chunks {
+				after += float64(ch.offset + ch.n)
+			}
+			pairs = tokens * after
+		}
 		comp = f.DecodePerRequest*slots + f.PrefillPerToken*(tokens-slots) + f.PrefillPerPair*pairs
 		return mem, comp
 	}

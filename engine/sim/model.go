@@ -171,6 +171,10 @@ type Preset struct {
 //	        DecodePerRequest · slots + PrefillPerToken · Σ n + PrefillPerPair · Σ pairs) + StepOverhead
 //
 // with base DecodeBase when a slot generates, PrefillBase otherwise.
+// With AttentionOverKV, Σ pairs is tokens · keys: every token of the step
+// (slots + Σ n) against every key the cache holds after it (Σ contexts +
+// Σ (offset + n)), and a decode step's compute adds PrefillPerPair ·
+// batch · Σ contexts.
 // Placements over several nodes scale a step as the roofline's (see
 // the package documentation). Power has no fitted terms: a step's
 // compute and memory utilisations are its fitted compute and memory
@@ -184,6 +188,16 @@ type Coefficients struct {
 	PrefillPerToken       float64 `json:"prefill_per_token_s"`
 	PrefillPerPair        float64 `json:"prefill_per_pair_s"`
 	PrefillPerCachedToken float64 `json:"prefill_per_cached_token_s"`
+	// AttentionOverKV says every token of a step attends over every key
+	// the cache holds, its own request's or not (llama.cpp without flash
+	// attention: one KV cache over all slots, each token's scores over
+	// all its used cells, masked): the step's compute then has
+	// PrefillPerPair · tokens · keys for its pairs, where tokens are the
+	// step's (generating slots' and prompt chunks') and keys every
+	// request's context after it, instead of each request's own causal
+	// pairs; a decode step's tokens count too. Under a burst the slots
+	// then slow each other's prompts, as on Ollama and llama-server.
+	AttentionOverKV bool `json:"attention_over_kv,omitempty"`
 	// MaxRunning is the scheduler's cap on running requests (vLLM's max
 	// running requests, Ollama's and llama.cpp's parallel slots) where
 	// the records showed one; 0: unknown, Options.MaxRunning applies.
@@ -311,6 +325,9 @@ func (c cost) roofDecode(contexts []int) (mem, comp float64) {
 	if f := c.p.Fitted; f != nil {
 		mem = f.DecodeBase + f.DecodePerContextToken*float64(sum)
 		comp = f.DecodePerRequest * float64(len(contexts))
+		if f.AttentionOverKV {
+			comp += f.PrefillPerPair * float64(len(contexts)) * float64(sum)
+		}
 		return mem, comp
 	}
 	mem = (m.WeightBytes() + m.KVBytesPerToken()*float64(sum)) / h.EffectiveBandwidth()
@@ -330,7 +347,11 @@ func (c cost) roofPrefill(n, offset int) (mem, comp float64) {
 	fn, fo := float64(n), float64(offset)
 	if f := c.p.Fitted; f != nil {
 		mem = f.PrefillBase + f.PrefillPerCachedToken*fo
-		comp = f.PrefillPerToken*fn + f.PrefillPerPair*(fn*fo+fn*(fn+1)/2)
+		pairs := fn*fo + fn*(fn+1)/2
+		if f.AttentionOverKV {
+			pairs = fn * (fo + fn)
+		}
+		comp = f.PrefillPerToken*fn + f.PrefillPerPair*pairs
 		return mem, comp
 	}
 	mem = (m.WeightBytes() + m.KVBytesPerToken()*fo) / h.EffectiveBandwidth()
