@@ -302,7 +302,7 @@ func timelineFigure(reqs []benchkit.Request, limit int, itlObjective ...time.Dur
 	threshold, rule := slowGapThreshold(order, objective)
 	var bars, marks segments
 	reasoning, slowReqs := 0, 0
-	failed := false
+	failed, streamed := false, false
 	for row, i := range idx {
 		r := order[i]
 		y := float64(row)
@@ -312,6 +312,7 @@ func timelineFigure(reqs []benchkit.Request, limit int, itlObjective ...time.Dur
 			reasoning++
 		}
 		failed = failed || r.Failed()
+		streamed = streamed || !r.Failed() && r.TTFTS != nil
 		spans := slowSpans(r, threshold)
 		if len(spans) > 0 {
 			slowReqs++
@@ -327,14 +328,22 @@ func timelineFigure(reqs []benchkit.Request, limit int, itlObjective ...time.Dur
 	p.Title.Text = "Per-request timeline"
 	p.X.Label.Text = "time since the run's start (s)"
 	p.Y.Label.Text = "request, in send order"
-	p.Legend.Add("send to first token", key(waitColor))
-	colours := []string{"grey from its send to its first token"}
-	if reasoning > 0 {
+	var colours []string
+	if streamed {
+		p.Legend.Add("send to first token", key(waitColor))
+		colours = append(colours, "grey from its send to its first token")
+	}
+	switch {
+	case !streamed:
+		// No request has a first token: each bar is its whole life.
+		p.Legend.Add("send to end", key(streamColor))
+		colours = append(colours, "blue from its send to its end (no first token: the requests were not streamed)")
+	case reasoning > 0:
 		p.Legend.Add("reasoning: first token to first answer token", key(thinkColor))
 		p.Legend.Add("answer: first answer token to end", key(streamColor))
 		colours = append(colours, "violet from the first token to the first answer token while it reasoned",
 			"blue from the first answer token (the first token where it did not reason) to its end")
-	} else {
+	default:
 		p.Legend.Add("first token to end", key(streamColor))
 		colours = append(colours, "blue from the first token to its end")
 	}

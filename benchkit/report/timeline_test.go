@@ -313,3 +313,26 @@ func TestLargeMarkedPageSize(t *testing.T) {
 	}
 	t.Logf("page of 2,000 marked requests: %d bytes", len(page))
 }
+
+// TestTimelineUnstreamed: requests with no first token (not streamed)
+// are drawn whole, and the legend says so instead of naming a first token
+// none of them has.
+func TestTimelineUnstreamed(t *testing.T) {
+	reqs := make([]benchkit.Request, 5)
+	for i := range reqs {
+		e2e := 0.1
+		reqs[i] = benchkit.Request{Index: i, SendOffsetS: float64(i) * 0.01, DoneS: float64(i)*0.01 + e2e, E2ES: &e2e}
+	}
+	f, err := timelineFigure(reqs, 100)
+	if err != nil || f == nil {
+		t.Fatalf("figure %v, error %v", f, err)
+	}
+	svg := string(f.SVG)
+	if strings.Contains(svg, ">send to first token<") || strings.Contains(svg, ">first token to end<") || !strings.Contains(svg, ">send to end<") {
+		t.Error("an unstreamed run's legend names a first token, or not the whole bar")
+	}
+	reqs[0].TTFTS = new(0.02)
+	if f, _ = timelineFigure(reqs, 100); !strings.Contains(string(f.SVG), ">send to first token<") {
+		t.Error("a streamed request's first token is not in the legend")
+	}
+}
