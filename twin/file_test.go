@@ -192,4 +192,12 @@ func TestTwinBatch(t *testing.T) {
 	if err := tw.Check(); !errors.Is(err, twin.ErrBadTwin) {
 		t.Errorf("batch -1: %v, want ErrBadTwin", err)
 	}
+	tw.Batch, tw.OverheadSlots = 0, 2
+	if o := tw.Options(); o.RequestOverheadSlots != 2 {
+		t.Errorf("overhead slots 2: the engine's are %d", o.RequestOverheadSlots)
+	}
+	tw.OverheadSlots = -1
+	if err := tw.Check(); !errors.Is(err, twin.ErrBadTwin) {
+		t.Errorf("overhead slots -1: %v, want ErrBadTwin", err)
+	}
 }

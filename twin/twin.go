@@ -118,8 +118,9 @@ func (t Twin) Check() error {
 	if t.Profile != "" && t.Profile != ProfileLlamaCpp {
 		return fmt.Errorf("%w: profile %q, expected \"\" or %q", ErrBadTwin, t.Profile, ProfileLlamaCpp)
 	}
-	if c.MaxRunning < 0 || t.PrefillChunk < 0 || t.Batch < 0 {
-		return fmt.Errorf("%w: max_running %d, prefill_chunk %d and batch %d must not be negative", ErrBadTwin, c.MaxRunning, t.PrefillChunk, t.Batch)
+	if c.MaxRunning < 0 || t.PrefillChunk < 0 || t.Batch < 0 || t.OverheadSlots < 0 {
+		return fmt.Errorf("%w: max_running %d, prefill_chunk %d, batch %d and overhead_slots %d must not be negative", ErrBadTwin,
+			c.MaxRunning, t.PrefillChunk, t.Batch, t.OverheadSlots)
 	}
 	if t.Base != "" {
 		if _, err := sim.PresetByName(t.Base); err != nil {
