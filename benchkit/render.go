@@ -303,33 +303,7 @@ func meanTokens(iv timing.Interval) string {
 // most four significant digits of the center: a half width below them
 // shows as zeros): no digit finer than the interval can tell. Without a half width (one
 // repeat) the center has four significant digits; "—" when undefined.
-func pmShort(iv timing.Interval, scale float64) string {
-	c := iv.Center * scale
-	if math.IsNaN(c) || math.IsInf(c, 0) {
-		return "—"
-	}
-	half := (iv.Hi - iv.Center) * scale
-	if math.IsNaN(half) || math.IsInf(half, 0) || half <= 0 {
-		return strconv.FormatFloat(c, 'f', max(0, decimals(c, 4)), 64)
-	}
-	// Two significant digits of the half width, but never more than four
-	// of the center: a half width far below it is shown as zeros.
-	d := min(decimals(half, 2), max(0, decimals(c, 4)))
-	if d < 0 { // round both to the half width's second significant digit
-		unit := math.Pow(10, float64(-d))
-		c, half, d = math.Round(c/unit)*unit, math.Round(half/unit)*unit, 0
-	}
-	return strconv.FormatFloat(c, 'f', d, 64) + " ±" + strconv.FormatFloat(half, 'f', d, 64)
-}
-
-// decimals is how many decimal places show sig significant digits of v:
-// negative when the last of them is left of the point.
-func decimals(v float64, sig int) int {
-	if v == 0 {
-		return 0
-	}
-	return sig - 1 - int(math.Floor(math.Log10(math.Abs(v))))
-}
+func pmShort(iv timing.Interval, scale float64) string { return iv.Short(scale) }
 
 // cellGrid is the cell table's header, lines and notes.
 func cellGrid(cells []Summary, md bool) (header []string, lines [][]string, notes []string) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -172,4 +173,38 @@ func ConfidenceInterval(x []float64, level float64) Interval {
 	half := t * sd / math.Sqrt(n)
 	iv.Center, iv.Lo, iv.Hi, iv.SD = mean, mean-half, mean+half, sd
 	return iv
+}
+
+// Short formats the interval, scaled (1000 for seconds as ms), as
+// "center ±half": the half width to two significant digits and the
+// center to the same decimal place, never more than four significant
+// digits of the center (a half width below them shows as zeros), so that
+// no digit finer than the interval can tell is printed. Without a finite
+// half width (one sample) it is the center alone to four significant
+// digits; "—" when the center is undefined. It is exo-bench's table's
+// rule, and its page's.
+func (iv Interval) Short(scale float64) string {
+	c := iv.Center * scale
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return "—"
+	}
+	half := (iv.Hi - iv.Center) * scale
+	if math.IsNaN(half) || math.IsInf(half, 0) || half <= 0 {
+		return strconv.FormatFloat(c, 'f', max(0, sigDecimals(c, 4)), 64)
+	}
+	d := min(sigDecimals(half, 2), max(0, sigDecimals(c, 4)))
+	if d < 0 { // round both to the half width's second significant digit
+		unit := math.Pow(10, float64(-d))
+		c, half, d = math.Round(c/unit)*unit, math.Round(half/unit)*unit, 0
+	}
+	return strconv.FormatFloat(c, 'f', d, 64) + " ±" + strconv.FormatFloat(half, 'f', d, 64)
+}
+
+// sigDecimals is how many decimal places show sig significant digits of
+// v: negative when the last of them is left of the point.
+func sigDecimals(v float64, sig int) int {
+	if v == 0 {
+		return 0
+	}
+	return sig - 1 - int(math.Floor(math.Log10(math.Abs(v))))
 }

@@ -264,29 +264,10 @@ func orDash(s string) string {
 // (one repeat); "—" when undefined. It is the rule of exo-bench's
 // terminal table.
 func FormatInterval(iv timing.Interval, scale float64) string {
-	c := iv.Center * scale
-	if iv.N == 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+	if iv.N == 0 {
 		return "—"
 	}
-	half := (iv.Hi - iv.Center) * scale
-	if math.IsNaN(half) || math.IsInf(half, 0) || half <= 0 {
-		return strconv.FormatFloat(c, 'f', max(0, sigDecimals(c, 4)), 64)
-	}
-	d := min(sigDecimals(half, 2), max(0, sigDecimals(c, 4)))
-	if d < 0 {
-		unit := math.Pow(10, float64(-d))
-		c, half, d = math.Round(c/unit)*unit, math.Round(half/unit)*unit, 0
-	}
-	return strconv.FormatFloat(c, 'f', d, 64) + " ±" + strconv.FormatFloat(half, 'f', d, 64)
-}
-
-// sigDecimals is how many decimal places show sig significant digits of
-// v: negative when the last of them is left of the point.
-func sigDecimals(v float64, sig int) int {
-	if v == 0 {
-		return 0
-	}
-	return sig - 1 - int(math.Floor(math.Log10(math.Abs(v))))
+	return iv.Short(scale)
 }
 
 // cellLabels name the cells on the plots' axes with the page's own
