@@ -16,11 +16,8 @@ import (
 	"github.com/inferbench/inferbench/benchkit/cli"
 	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/internal/browser/browsertest"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
-
-// netFetch matches anything in a page that a browser would fetch from
-// the network or run.
-var netFetch = regexp.MustCompile(`(?i)(\b(src|href|xlink:href|action|poster|data)\s*=\s*["']?\s*(https?:)?//)|url\(\s*["']?\s*(https?:)?//|@import|<script|<link|<iframe|<object|<embed`)
 
 // keyedCell matches a cell's figure on the page: its index in the
 // results file's summary, the field, the text.
@@ -39,9 +36,7 @@ func runHTML(t *testing.T, extra ...string) (page string, results []byte, stdout
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := netFetch.FindStringIndex(string(h)); m != nil {
-		t.Errorf("page fetches or runs something: %q", h[max(0, m[0]-60):min(len(h), m[1]+60)])
-	}
+	progtest.FetchesNothing(t, string(h))
 	b, err := os.ReadFile(filepath.Join(dir, "out.json"))
 	if err != nil {
 		t.Fatal(err)

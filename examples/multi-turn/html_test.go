@@ -14,11 +14,8 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	htmlreport "github.com/inferbench/inferbench/benchkit/report"
 	"github.com/inferbench/inferbench/internal/browser/browsertest"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
-
-// netFetch matches anything in a page that a browser would fetch from
-// the network or run.
-var netFetch = regexp.MustCompile(`(?i)(\b(src|href|xlink:href|action|poster|data)\s*=\s*["']?\s*(https?:)?//)|url\(\s*["']?\s*(https?:)?//|@import|<script|<link|<iframe|<object|<embed`)
 
 // keyedCell matches a page's cell that names its figure.
 var keyedCell = regexp.MustCompile(`data-key="([^"]*)">([^<]*)<`)
@@ -54,9 +51,7 @@ func TestHTMLPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(h)
-	if m := netFetch.FindStringIndex(html); m != nil {
-		t.Errorf("page fetches or runs something: %q", html[max(0, m[0]-60):min(len(html), m[1]+60)])
-	}
+	progtest.FetchesNothing(t, html)
 	got := map[string]string{}
 	for _, m := range keyedCell.FindAllStringSubmatch(html, -1) {
 		got[m[1]] = m[2]

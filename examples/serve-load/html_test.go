@@ -15,11 +15,8 @@ import (
 	"github.com/inferbench/inferbench/benchkit"
 	"github.com/inferbench/inferbench/benchkit/cli"
 	htmlreport "github.com/inferbench/inferbench/benchkit/report"
+	"github.com/inferbench/inferbench/internal/progtest"
 )
-
-// netFetch matches anything in a page that a browser would fetch from
-// the network or run.
-var netFetch = regexp.MustCompile(`(?i)(\b(src|href|xlink:href|action|poster|data)\s*=\s*["']?\s*(https?:)?//)|url\(\s*["']?\s*(https?:)?//|@import|<script|<link|<iframe|<object|<embed`)
 
 // runHTML runs serve-load on the embedded engine with --html and
 // --json-out and returns the page and the JSON document.
@@ -44,9 +41,7 @@ func runHTML(t *testing.T, args ...string) (string, benchkit.LoadDocument) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := netFetch.FindStringIndex(string(h)); m != nil {
-		t.Errorf("page fetches or runs something: %q", h[max(0, m[0]-60):min(len(h), m[1]+60)])
-	}
+	progtest.FetchesNothing(t, string(h))
 	return string(h), doc
 }
 
