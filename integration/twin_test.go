@@ -229,7 +229,7 @@ func logRuns(t *testing.T, predicted, measured []benchkit.Request) {
 	tpot := func(r benchkit.Request) *float64 { return r.TPOTS }
 	e2e := func(r benchkit.Request) *float64 { return r.E2ES }
 	var b strings.Builder
-	fmt.Fprintf(&b, "run  requests  pp  conc  TTFT ms measured/twin  TPOT ms measured/twin  E2E ms measured/twin\n")
+	fmt.Fprintf(&b, "run  requests  pp  conc  mean TTFT ms measured/twin  mean TPOT ms measured/twin  mean E2E ms measured/twin\n")
 	for run := 0; run < len(m); run++ {
 		ms, ps := m[run], p[run]
 		if len(ms) == 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -16,9 +15,6 @@ import (
 	"github.com/inferbench/inferbench/internal/progtest"
 )
 
-// keyedCell matches a page's cell that names its figure.
-var keyedCell = regexp.MustCompile(`data-key="([^"]*)">([^<]*)<`)
-
 // TestHTMLPage replays the short run with --html: the page is written,
 // fetches nothing, shows the JSON's figures of each scale by data-key,
 // mini-sglang's and ours, with the note on the ITL's interval; the help
@@ -26,9 +22,7 @@ var keyedCell = regexp.MustCompile(`data-key="([^"]*)">([^<]*)<`)
 func TestHTMLPage(t *testing.T) {
 	var help bytes.Buffer
 	_ = run(context.Background(), []string{"-h"}, &help, &help)
-	if !strings.Contains(help.String(), "-html") || !strings.Contains(help.String(), "self-contained HTML page") {
-		t.Errorf("help does not describe --html:\n%s", help.String())
-	}
+	progtest.DescribesHTML(t, help.String())
 	dir := t.TempDir()
 	page, out := filepath.Join(dir, "sub", "q.html"), filepath.Join(dir, "q.json")
 	var stdout, stderr bytes.Buffer
@@ -42,10 +36,7 @@ func TestHTMLPage(t *testing.T) {
 	}
 	html := string(h)
 	progtest.FetchesNothing(t, html)
-	got := map[string]string{}
-	for _, m := range keyedCell.FindAllStringSubmatch(html, -1) {
-		got[m[1]] = m[2]
-	}
+	got := progtest.PageKeys(html)
 	if len(d.Runs) != 2 {
 		t.Fatalf("%d scales in the JSON, want 2", len(d.Runs))
 	}

@@ -58,9 +58,10 @@ func firstNumber(s string) (float64, bool) {
 // compared.
 func TestHTMLPage(t *testing.T) {
 	code, _, help := runCode("-h")
-	if code != cli.ExitOK || !strings.Contains(help, "-html") || !strings.Contains(help, "self-contained HTML page") {
-		t.Errorf("help does not describe --html:\n%s", help)
+	if code != cli.ExitOK {
+		t.Errorf("-h: exit %d, want %d", code, cli.ExitOK)
 	}
+	progtest.DescribesHTML(t, help)
 	dir := t.TempDir()
 	a, b, page := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"), filepath.Join(dir, "sub", "c.html")
 	var wg sync.WaitGroup

@@ -91,9 +91,7 @@ func figureMatches(text string, rec json.RawMessage, scale float64) bool {
 func TestHTMLPage(t *testing.T) {
 	var help bytes.Buffer
 	_ = run(context.Background(), []string{"-h"}, &help, &help)
-	if !strings.Contains(help.String(), "-html") || !strings.Contains(help.String(), "self-contained HTML page") {
-		t.Errorf("help does not describe --html:\n%s", help.String())
-	}
+	progtest.DescribesHTML(t, help.String())
 	page, results, stdout := runHTML(t)
 	if !strings.Contains(stdout, "page: ") {
 		t.Errorf("stdout does not name the page:\n%s", stdout)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -17,9 +16,6 @@ import (
 	"github.com/inferbench/inferbench/internal/progtest"
 )
 
-// keyedCell matches a page's cell that names its figure.
-var keyedCell = regexp.MustCompile(`data-key="([^"]*)">([^<]*)<`)
-
 // TestHTMLPage runs small sessions on the embedded engine with its cache
 // on and off and --html: the page is written beside the JSON, fetches
 // nothing, draws TTFT by turn, and shows the JSON's figures by data-key;
@@ -27,9 +23,7 @@ var keyedCell = regexp.MustCompile(`data-key="([^"]*)">([^<]*)<`)
 func TestHTMLPage(t *testing.T) {
 	var help bytes.Buffer
 	_ = run(context.Background(), []string{"-h"}, &help, &help)
-	if !strings.Contains(help.String(), "-html") || !strings.Contains(help.String(), "self-contained HTML page") {
-		t.Errorf("help does not describe --html:\n%s", help.String())
-	}
+	progtest.DescribesHTML(t, help.String())
 	dir := t.TempDir()
 	page, out := filepath.Join(dir, "sub", "mt.html"), filepath.Join(dir, "mt.json")
 	args := []string{"--sim-preset", "fast", "--sessions", "2", "--turns", "3", "--user-tokens", "40", "--output-len", "4",
@@ -52,10 +46,7 @@ func TestHTMLPage(t *testing.T) {
 	}
 	html := string(h)
 	progtest.FetchesNothing(t, html)
-	got := map[string]string{}
-	for _, m := range keyedCell.FindAllStringSubmatch(html, -1) {
-		got[m[1]] = m[2]
-	}
+	got := progtest.PageKeys(html)
 	if len(doc.Runs) != 2 {
 		t.Fatalf("%d runs, want radix and naive", len(doc.Runs))
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -22,9 +21,7 @@ import (
 func TestHTMLPage(t *testing.T) {
 	var help bytes.Buffer
 	_ = run(context.Background(), []string{"-h"}, &help, &help)
-	if !strings.Contains(help.String(), "-html") || !strings.Contains(help.String(), "self-contained HTML page") {
-		t.Errorf("help does not describe --html:\n%s", help.String())
-	}
+	progtest.DescribesHTML(t, help.String())
 	dir := t.TempDir()
 	page, out := filepath.Join(dir, "sub", "o.html"), filepath.Join(dir, "o.json")
 	args := []string{"--allow-saturated", "--num-seqs", "12", "--min-input-len", "40", "--max-input-len", "90", "--min-output-len", "5", "--max-output-len", "20",
@@ -51,10 +48,7 @@ func TestHTMLPage(t *testing.T) {
 	if s == nil || s.OutputThroughput == nil || s.E2E.P50 == nil {
 		t.Fatalf("results lack a throughput or an E2E p50: %+v", s)
 	}
-	keys := map[string]string{}
-	for _, m := range regexp.MustCompile(`data-key="([^"]+)">([^<]*)<`).FindAllStringSubmatch(html, -1) {
-		keys[m[1]] = m[2]
-	}
+	keys := progtest.PageKeys(html)
 	want := map[string]string{
 		"output_throughput":  fmt.Sprintf("%.1f", *s.OutputThroughput),
 		"total_throughput":   fmt.Sprintf("%.1f", *s.TotalThroughput),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -23,9 +22,7 @@ import (
 func TestHTMLPage(t *testing.T) {
 	var help bytes.Buffer
 	_ = run(context.Background(), []string{"-h"}, &help, &help)
-	if !strings.Contains(help.String(), "-html") || !strings.Contains(help.String(), "self-contained HTML page") {
-		t.Errorf("help does not describe --html:\n%s", help.String())
-	}
+	progtest.DescribesHTML(t, help.String())
 	dir := t.TempDir()
 	page, out := filepath.Join(dir, "sub", "pd.html"), filepath.Join(dir, "pd.json")
 	e, clean := embedded(t, nil)
@@ -42,10 +39,7 @@ func TestHTMLPage(t *testing.T) {
 	}
 	html := string(b)
 	progtest.FetchesNothing(t, html)
-	keys := map[string]string{}
-	for _, m := range regexp.MustCompile(`data-key="([^"]+)">([^<]*)<`).FindAllStringSubmatch(html, -1) {
-		keys[m[1]] = m[2]
-	}
+	keys := progtest.PageKeys(html)
 	if len(doc.Comparison) != 2 {
 		t.Fatalf("%d cells in the results, want 2", len(doc.Comparison))
 	}

@@ -67,9 +67,7 @@ func TestHTMLHostileModel(t *testing.T) {
 func TestHTMLPage(t *testing.T) {
 	var help bytes.Buffer
 	_ = run(context.Background(), []string{"-h"}, &help, &help)
-	if !strings.Contains(help.String(), "-html") || !strings.Contains(help.String(), "self-contained HTML page") {
-		t.Errorf("help does not describe --html:\n%s", help.String())
-	}
+	progtest.DescribesHTML(t, help.String())
 	page, doc := runHTML(t, "--num-requests", "30", "--rate", "200", "--slo-ttft", "60000")
 	if doc.Summary == nil || doc.Summary.TTFT.P50 == nil || doc.Summary.Failed != 0 {
 		t.Fatalf("results have failures or no TTFT p50: %+v", doc.Summary)
